@@ -1,0 +1,20 @@
+//! pagelab-core: the simulator behind pagelab.
+//!
+//! Layers (a module uses only those listed before it):
+//! 1. [`units`], [`error`]: typed addresses, page sizes, orders, errors.
+//! 2. [`phys`]: frames and their owners, the buddy allocator, pageblocks and
+//!    migratetypes, fragmentation metrics and injection, compaction.
+//! 3. [`hw`]: caches, TLBs, page-walk caches, the page walker.
+//! 4. [`paging`]: page-table entries and radix tables in simulated memory,
+//!    VMAs, address spaces.
+//! 5. [`policy`]: what backs a fault (base, thp, hugetlb, coloring,
+//!    bin-hopping) and the daemons (khugepaged).
+//! 6. [`engine`]: cores, interleaving, the timing model, statistics.
+//! 7. [`config`], [`workload`]: configuration and workload generators, read by
+//!    the front (the Python package).
+#![warn(missing_debug_implementations)]
+
+pub mod error;
+pub mod units;
+
+pub use error::{Error, Result};
