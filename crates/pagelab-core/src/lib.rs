@@ -14,7 +14,14 @@
 //!    the front (the Python package).
 #![warn(missing_debug_implementations)]
 
+pub mod config;
+pub mod engine;
 pub mod error;
+pub mod hw;
+pub mod paging;
+pub mod phys;
+pub mod policy;
 pub mod units;
+pub mod workload;
 
 pub use error::{Error, Result};

@@ -1,1 +1,161 @@
-//! placeholder
+//! `pagelab._pagelab`: the Python bindings of pagelab-core. Each method is
+//! one call into the core inside `call`, which releases the GIL, catches
+//! panics (none may cross into Python) and converts the core's error enum
+//! to the Python exception classes in one place.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard};
+use std::path::PathBuf;
+
+use pagelab_core::config::{parse_config, preset_names, SimConfig};
+use pagelab_core::engine::{Simulation as CoreSimulation, Stat, Stats};
+use pagelab_core::Error;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+create_exception!(_pagelab, PagelabError, PyException, "Base class of pagelab's errors.");
+create_exception!(_pagelab, ConfigError, PagelabError, "A configuration key is unknown, ill-typed or out of range.");
+create_exception!(_pagelab, TraceError, PagelabError, "A trace or input file is corrupt or truncated.");
+create_exception!(_pagelab, SimulationError, PagelabError, "The simulated workload or machine failed.");
+create_exception!(_pagelab, InternalError, PagelabError, "A bug in pagelab (a Rust panic caught at the boundary).");
+
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Config { .. } => ConfigError::new_err(msg),
+        Error::Trace { .. } => TraceError::new_err(msg),
+        Error::Io { .. } => PagelabError::new_err(msg),
+        Error::OutOfMemory(_) | Error::Workload(_) => SimulationError::new_err(msg),
+    }
+}
+
+/// Runs `f` without the GIL, turning errors and panics into exceptions.
+fn call<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    let result = py.detach(|| catch_unwind(AssertUnwindSafe(f)));
+    match result {
+        Ok(r) => r.map_err(to_py),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(InternalError::new_err(format!("internal error (please report): {what}")))
+        }
+    }
+}
+
+fn stats_dict<'py>(py: Python<'py>, stats: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in stats {
+        match v {
+            Stat::Int(i) => d.set_item(k, *i)?,
+            Stat::Float(f) => d.set_item(k, *f)?,
+        }
+    }
+    Ok(d)
+}
+
+/// A simulation built from a TOML configuration.
+#[pyclass(module = "pagelab._pagelab")]
+struct Simulation {
+    /// Python objects may be shared between threads; the simulation is
+    /// `Send` but not `Sync`, so a mutex serializes access.
+    inner: Mutex<CoreSimulation>,
+}
+
+impl Simulation {
+    fn sim(&self) -> MutexGuard<'_, CoreSimulation> {
+        // A poisoned lock means a panic was caught mid-step; the state is
+        // still memory-safe to read, and the caller already got the error.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    /// `Simulation(text, source, overrides)`: `source` names the file in
+    /// error messages; `overrides` are `KEY=VALUE` strings.
+    #[new]
+    fn new(py: Python<'_>, text: String, source: String, overrides: Vec<String>) -> PyResult<Self> {
+        let inner = call(py, move || CoreSimulation::new(parse_config(&text, &source, &overrides)?))?;
+        Ok(Simulation { inner: Mutex::new(inner) })
+    }
+
+    /// Writes every physical reference to `path` (see docs/stats.md).
+    fn export_phys(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let mut sim = self.sim();
+        let sim = &mut *sim;
+        call(py, move || sim.export_phys(&path))
+    }
+
+    /// Runs at least `budget` more accesses (or to the end); returns
+    /// whether the run finished.
+    fn step(&self, py: Python<'_>, budget: u64) -> PyResult<bool> {
+        let mut sim = self.sim();
+        let sim = &mut *sim;
+        call(py, move || sim.step(budget))
+    }
+
+    /// (accesses run, accesses expected).
+    fn progress(&self) -> (u64, u64) {
+        self.sim().progress()
+    }
+
+    fn done(&self) -> bool {
+        self.sim().done()
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, &self.sim().stats())
+    }
+
+    fn timeseries<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.sim().timeseries().iter().map(|s| stats_dict(py, s)).collect()
+    }
+
+    /// The configuration with every default written out, as TOML.
+    fn resolved_config(&self) -> String {
+        self.sim().config().to_toml()
+    }
+
+    /// Flushes and closes the physical-reference export.
+    fn finish(&self, py: Python<'_>) -> PyResult<()> {
+        let mut sim = self.sim();
+        let sim = &mut *sim;
+        call(py, move || sim.finish())
+    }
+}
+
+/// Parses and validates a configuration; returns it resolved, as TOML.
+#[pyfunction]
+fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<String>) -> PyResult<String> {
+    call(py, move || parse_config(&text, &source, &overrides).map(|c: SimConfig| c.to_toml()))
+}
+
+#[pyfunction]
+fn presets() -> Vec<&'static str> {
+    preset_names()
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("PagelabError", py.get_type::<PagelabError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("SimulationError", py.get_type::<SimulationError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Reading a configuration: TOML text, then `--set KEY=VALUE` overrides,
+//! then the machine preset underneath, then typed deserialization (unknown
+//! keys rejected, every error naming its dotted key), then validation.
+
+use super::{presets::preset_table, SimConfig};
+use crate::error::{Error, Result};
+
+/// Parses and validates a configuration. `source` names the file in errors.
+pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<SimConfig> {
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| Error::config(source, format!("not valid TOML: {}", e.to_string().trim())))?;
+    for item in overrides {
+        apply_override(&mut table, item)?;
+    }
+    merge_preset(&mut table)?;
+    let cfg: SimConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // serde reports an unknown field at its parent's path; name the key.
+        let key = match unknown_field(&inner) {
+            Some(field) if path == "." || path.is_empty() => field.to_string(),
+            Some(field) => format!("{path}.{field}"),
+            None => path,
+        };
+        Error::config(key, inner.trim().to_string())
+    })?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn unknown_field(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+/// Applies `a.b.c=VALUE`. VALUE is read as a TOML value (`4`, `true`,
+/// `"lru"`, `[1, 2]`), or as a bare string when it is not one (`lru`).
+pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
+    let (key, raw) = item
+        .split_once('=')
+        .ok_or_else(|| Error::config(item, "an override is KEY=VALUE"))?;
+    let key = key.trim();
+    let value = parse_value(raw.trim());
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(Error::config(key, "not a dotted key"));
+    }
+    let mut node = table;
+    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+        let entry = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = match entry {
+            toml::Value::Table(t) => t,
+            _ => return Err(Error::config(parts[..=i].join("."), "is a value, not a table")),
+        };
+    }
+    node.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+fn parse_value(raw: &str) -> toml::Value {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// Puts the preset named by `machine.preset` underneath the user's keys.
+fn merge_preset(table: &mut toml::Table) -> Result<()> {
+    let machine = table.entry("machine").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(machine) = machine else {
+        return Err(Error::config("machine", "must be a table"));
+    };
+    let name = match machine.get("preset") {
+        None => "skylake".to_string(),
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(_) => return Err(Error::config("machine.preset", "must be a string")),
+    };
+    let mut merged = preset_table(&name)?;
+    deep_merge(&mut merged, std::mem::take(machine));
+    merged.insert("preset".into(), toml::Value::String(name));
+    *machine = merged;
+    Ok(())
+}
+
+fn deep_merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => deep_merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "[workload]\nkind = \"gups\"\nfootprint = \"64MiB\"\n";
+
+    #[test]
+    fn preset_fills_machine_and_user_keys_win() {
+        let text = format!("[machine]\npreset = \"i7-10700\"\n[machine.tlb]\nl2_ways = 12\n{MINIMAL}");
+        let cfg = parse_config(&text, "t.toml", &[]).unwrap();
+        assert_eq!(cfg.machine.tlb.l2_ways, 12);
+        assert_eq!(cfg.machine.tlb.l2_entries, 1536);
+        assert_eq!(cfg.machine.cache.llc.size.bytes(), 16 << 20);
+    }
+
+    #[test]
+    fn overrides_are_typed_and_dotted() {
+        let o = vec!["machine.tlb.l2_entries=3072".to_string(), "os.policy=thp".to_string()];
+        let cfg = parse_config(MINIMAL, "t.toml", &o).unwrap();
+        assert_eq!(cfg.machine.tlb.l2_entries, 3072);
+        assert_eq!(cfg.os.policy, super::super::PolicyKind::Thp);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let o = vec!["machine.tlb.l2_entriez=4".to_string()];
+        let err = parse_config(MINIMAL, "t.toml", &o).unwrap_err().to_string();
+        assert!(err.contains("machine.tlb.l2_entriez"), "{err}");
+    }
+
+    #[test]
+    fn ill_typed_key_is_named() {
+        let o = vec!["machine.tlb.l2_ways=\"many\"".to_string()];
+        let err = parse_config(MINIMAL, "t.toml", &o).unwrap_err().to_string();
+        assert!(err.contains("machine.tlb.l2_ways"), "{err}");
+    }
+
+    #[test]
+    fn impossible_sizes_are_refused() {
+        let o = vec!["machine.phys_mem=\"3MiB\"".to_string()];
+        let err = parse_config(MINIMAL, "t.toml", &o).unwrap_err().to_string();
+        assert!(err.contains("machine.phys_mem"), "{err}");
+        let bad_toml = parse_config("[workload\n", "broken.toml", &[]).unwrap_err().to_string();
+        assert!(bad_toml.contains("broken.toml"), "{bad_toml}");
+    }
+
+    #[test]
+    fn resolved_config_round_trips() {
+        let cfg = parse_config(MINIMAL, "t.toml", &[]).unwrap();
+        let again = parse_config(&cfg.to_toml(), "resolved.toml", &[]).unwrap();
+        assert_eq!(cfg.to_toml(), again.to_toml());
+    }
+}

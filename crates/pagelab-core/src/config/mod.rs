@@ -1,0 +1,241 @@
+//! Configuration: one tree, validated once at the door.
+//!
+//! The tree mirrors the component tree (`machine.tlb`, `machine.cache.llc`,
+//! `os.thp`, `workload`, `run`). Each component declares its own keys and
+//! defaults beside the code that reads them (`TlbConfig` in `hw::tlb`,
+//! `CacheHierarchyConfig` in `hw::cache`...); this module assembles them,
+//! applies a machine preset and `--set` overrides, rejects unknown keys and
+//! reports every error with the full dotted key.
+
+mod load;
+pub mod os;
+mod presets;
+
+pub use load::{apply_override, parse_config};
+pub use os::{FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
+pub use presets::{preset_names, preset_table};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::hw::cache::CacheHierarchyConfig;
+use crate::hw::pwc::PwcConfig;
+use crate::hw::tlb::TlbConfig;
+use crate::units::ByteSize;
+use crate::workload::WorkloadConfig;
+
+/// The whole simulation: a machine, its OS, one workload per core, and how
+/// to run it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    #[serde(default)]
+    pub machine: MachineConfig,
+    #[serde(default)]
+    pub os: OsConfig,
+    /// The single workload of a one-core run (`workload.kind = ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadConfig>,
+    /// One workload per core (`[[workloads]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<WorkloadConfig>,
+    #[serde(default)]
+    pub run: RunConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MachineConfig {
+    /// Name of the preset the other keys were merged over (data only: the
+    /// merge happens in `load`).
+    pub preset: String,
+    pub phys_mem: ByteSize,
+    /// Cores; 0 means one per workload. Each core runs one workload.
+    pub cores: u32,
+    /// Clock, to turn daemon periods given in milliseconds into cycles.
+    pub freq_ghz: f64,
+    /// Largest buddy order (10 = 4 MiB blocks, as Linux; up to 18 = 1 GiB).
+    pub max_order: u8,
+    /// Radix page-table levels: 4, or 5 (LA57).
+    pub paging_levels: u8,
+    pub tlb: TlbConfig,
+    pub pwc: PwcConfig,
+    pub walker: WalkerConfig,
+    pub cache: CacheHierarchyConfig,
+    pub memory: MemoryConfig,
+    pub timing: TimingConfig,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            preset: String::new(),
+            phys_mem: ByteSize(16 << 30),
+            cores: 0,
+            freq_ghz: 3.0,
+            max_order: 10,
+            paging_levels: 4,
+            tlb: TlbConfig::default(),
+            pwc: PwcConfig::default(),
+            walker: WalkerConfig::default(),
+            cache: CacheHierarchyConfig::default(),
+            memory: MemoryConfig::default(),
+            timing: TimingConfig::default(),
+        }
+    }
+}
+
+/// Where the page walker's references enter the data caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WalkerCacheLevel {
+    L1d,
+    L2,
+    Llc,
+    /// Walk references go straight to memory (no cache holds page tables).
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WalkerConfig {
+    pub cache_level: WalkerCacheLevel,
+}
+
+impl Default for WalkerConfig {
+    fn default() -> Self {
+        // Intel's walker looks up the L1D first (Skylake), so do we.
+        WalkerConfig { cache_level: WalkerCacheLevel::L1d }
+    }
+}
+
+/// The memory behind the LLC. One tier today; `tiers` will come with
+/// tiered-memory systems (HugeScope).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Load-to-use latency of a DRAM access, in core cycles.
+    pub latency: u32,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { latency: 240 }
+    }
+}
+
+/// The analytical timing model's parameters (see `engine::timing`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimingConfig {
+    /// Cycles per instruction when every access hits the L1 and the L1 TLB.
+    pub base_cpi: f64,
+    /// Memory-level parallelism: data-access latencies beyond the L1 are
+    /// divided by it (out-of-order cores overlap independent misses).
+    pub mlp: f64,
+    /// The same for translation latency; walks of one core mostly serialize
+    /// (Skylake has two walkers), so the default is 1.
+    pub walk_mlp: f64,
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        TimingConfig { base_cpi: 0.5, mlp: 2.0, walk_mlp: 1.0 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Instructions (per core) before statistics are reset; the warm-up
+    /// still fills caches, TLBs and page tables.
+    pub warmup: u64,
+    /// Instructions (of core 0) between two statistics snapshots; 0 = none.
+    pub epoch: u64,
+    /// Accesses a core runs before the next core gets its turn (the
+    /// deterministic interleaving granularity).
+    pub quantum: u32,
+    /// Seed of the OS side (fragmentation injection, random replacement).
+    pub seed: u64,
+    /// Check every TLB hit against the page table and fail on a stale
+    /// translation (slow: for tests and debugging).
+    pub check_translations: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { warmup: 0, epoch: 0, quantum: 512, seed: 1, check_translations: false }
+    }
+}
+
+impl SimConfig {
+    /// The workloads, one per core, whichever form the file used.
+    pub fn workload_list(&self) -> Vec<WorkloadConfig> {
+        match &self.workload {
+            Some(w) => vec![w.clone()],
+            None => self.workloads.clone(),
+        }
+    }
+
+    pub fn nr_cores(&self) -> usize {
+        self.workload_list().len()
+    }
+
+    /// Checks everything serde could not: ranges, and how keys relate.
+    pub fn validate(&self) -> Result<()> {
+        let m = &self.machine;
+        match (&self.workload, self.workloads.len()) {
+            (None, 0) => return Err(Error::config("workload", "no workload: give [workload] or [[workloads]]")),
+            (Some(_), n) if n > 0 => {
+                return Err(Error::config("workloads", "give either [workload] or [[workloads]], not both"))
+            }
+            _ => {}
+        }
+        let n = self.nr_cores() as u32;
+        if m.cores != 0 && m.cores != n {
+            return Err(Error::config(
+                "machine.cores",
+                format!("{} cores but {} workloads: each core runs exactly one workload", m.cores, n),
+            ));
+        }
+        let frames = m.phys_mem.bytes() >> 12;
+        if m.phys_mem.bytes() % (2 << 20) != 0 || frames < 1024 || m.phys_mem.bytes() > (1 << 40) {
+            return Err(Error::config(
+                "machine.phys_mem",
+                format!("{} is not a multiple of 2MiB between 4MiB and 1TiB", m.phys_mem),
+            ));
+        }
+        if !(9..=18).contains(&m.max_order) {
+            return Err(Error::config("machine.max_order", "must be between 9 and 18"));
+        }
+        if m.paging_levels != 4 && m.paging_levels != 5 {
+            return Err(Error::config("machine.paging_levels", "must be 4 or 5"));
+        }
+        if !(m.freq_ghz > 0.0 && m.freq_ghz < 100.0) {
+            return Err(Error::config("machine.freq_ghz", "must be a positive clock in GHz"));
+        }
+        let t = &m.timing;
+        for (key, v) in [("base_cpi", t.base_cpi), ("mlp", t.mlp), ("walk_mlp", t.walk_mlp)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(Error::config(format!("machine.timing.{key}"), "must be positive"));
+            }
+        }
+        if self.run.quantum == 0 {
+            return Err(Error::config("run.quantum", "must be at least 1"));
+        }
+        m.tlb.validate("machine.tlb")?;
+        m.pwc.validate("machine.pwc")?;
+        m.cache.validate("machine.cache")?;
+        self.os.validate("os", m)?;
+        for (i, w) in self.workload_list().iter().enumerate() {
+            let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };
+            w.validate(&prefix)?;
+        }
+        Ok(())
+    }
+
+    /// The resolved configuration as TOML (every default written out).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
+    }
+}

@@ -1,0 +1,178 @@
+//! The MMU path of one access: L1 TLB, L2 TLB, then a page walk that
+//! consults the page-walk caches and reads page-table entries at their real
+//! physical addresses (each read is a reference the data caches will see),
+//! setting accessed and dirty bits as the hardware does. A walk that finds
+//! no translation raises a page fault; the OS handles it and the walk is
+//! retried, as hardware re-executes the faulting instruction.
+//!
+//! The walker lives here, in the engine, because it is where hardware (the
+//! page-walk caches) meets the page tables of layer 4; the hardware models
+//! themselves know nothing of page tables.
+
+use super::core::{CoreStats, RefBuf, RefKind};
+use crate::error::Result;
+use crate::hw::pwc::Pwc;
+use crate::hw::tlb::{EntryKind, Tlb, TlbEntry, TlbLookup};
+use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::{pagetable::level_size, PageTable};
+use crate::policy::Kernel;
+use crate::units::{Asid, PageSize, Pfn, VirtAddr};
+
+/// The hardware state of one core's MMU.
+#[derive(Debug)]
+pub struct Mmu {
+    pub tlb: Tlb,
+    pub pwc: Pwc,
+    pub l2_tlb_latency: f64,
+    pub pwc_latency: f64,
+    /// Verify every TLB hit against the page table (slow; for tests).
+    pub check: bool,
+}
+
+/// Outcome of one page walk.
+enum Walk {
+    Leaf { pte_frame: Pfn, size: PageSize, writable: bool, dirty: bool },
+    NotPresent,
+}
+
+impl Mmu {
+    /// Translates `vaddr` for an access; returns the 4 KiB frame. Walk
+    /// references go to `refs`; cycles of TLB and PWC lookups to `stats`.
+    /// Faults are handled through `kernel` (their cost lands in `stats`).
+    #[inline]
+    pub fn translate(
+        &mut self,
+        kernel: &mut Kernel,
+        asid: Asid,
+        vaddr: VirtAddr,
+        write: bool,
+        instr: bool,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) -> Result<Pfn> {
+        match self.tlb.lookup(asid, vaddr, instr) {
+            TlbLookup::L1(t) => {
+                if write && !t.dirty {
+                    self.dirty_assist(kernel, asid, vaddr, refs, stats);
+                }
+                if self.check {
+                    check_translation(kernel, asid, vaddr, t.pfn)?;
+                }
+                return Ok(t.pfn);
+            }
+            TlbLookup::L2(t, _) => {
+                stats.tlb_l1_misses(instr);
+                stats.cycles_translation += self.l2_tlb_latency;
+                if write && !t.dirty {
+                    self.dirty_assist(kernel, asid, vaddr, refs, stats);
+                }
+                if self.check {
+                    check_translation(kernel, asid, vaddr, t.pfn)?;
+                }
+                return Ok(t.pfn);
+            }
+            TlbLookup::Miss => {
+                stats.tlb_l1_misses(instr);
+                stats.tlb_l2_misses(instr);
+                stats.cycles_translation += self.l2_tlb_latency;
+            }
+        }
+        loop {
+            match self.walk(&mut kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
+                Walk::Leaf { pte_frame, size, writable, dirty } => {
+                    let vbase = vaddr.align_down(size.bytes()).vpn();
+                    let entry = TlbEntry { asid, vbase, size, writable, dirty, kind: EntryKind::Page { pfn: pte_frame } };
+                    self.tlb.fill_after_walk(entry, vaddr, instr);
+                    return Ok(entry.frame_of(vaddr));
+                }
+                Walk::NotPresent => {
+                    let outcome = kernel.handle_fault(asid, vaddr, write)?;
+                    stats.record_fault(outcome.size, outcome.cycles);
+                    self.apply_own_shootdowns(kernel, asid);
+                }
+            }
+        }
+    }
+
+    /// The hardware page walk: skip the levels the page-walk caches hold,
+    /// read the rest, set A (and D on a store) in the leaf.
+    fn walk(&mut self, pt: &mut PageTable, asid: Asid, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Walk {
+        stats.walks += 1;
+        let hit = self.pwc.lookup(asid, vaddr);
+        stats.cycles_translation += self.pwc_latency;
+        let levels = pt.levels();
+        let mut node = pt.root();
+        // Descend in software to the table the PWC pointed at: the hardware
+        // reads none of these entries.
+        for _ in hit.skip_to_level..levels {
+            let (_, _, child) = pt.read(node, vaddr);
+            node = child.expect("a page-walk-cache hit points at a live table");
+        }
+        if hit.skip_to_level < levels {
+            stats.pwc_hits += 1;
+            debug_assert_eq!(hit.table, pt.node_frame(node), "stale page-walk-cache entry");
+        }
+        loop {
+            let level = pt.node_level(node);
+            let (pte, addr, child) = pt.read(node, vaddr);
+            refs.push(addr, RefKind::Walk);
+            stats.walk_mem_refs += 1;
+            if !pte.present() {
+                return Walk::NotPresent;
+            }
+            if level == 1 || pte.is_huge() {
+                let slot = crate::paging::LeafSlot { node, index: crate::paging::pagetable::table_index(vaddr, level), level };
+                let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
+                pt.set_bits(slot, bits);
+                return Walk::Leaf {
+                    pte_frame: pte.pfn(),
+                    size: level_size(level),
+                    writable: pte.writable(),
+                    dirty: write || pte.dirty(),
+                };
+            }
+            self.pwc.fill(asid, vaddr, level, pte.pfn());
+            node = child.expect("a present non-leaf entry has a child table");
+        }
+    }
+
+    /// A store through a clean TLB entry: the hardware sets the PTE's dirty
+    /// bit with a locked update of the entry (one more reference).
+    fn dirty_assist(&mut self, kernel: &mut Kernel, asid: Asid, vaddr: VirtAddr, refs: &mut RefBuf, stats: &mut CoreStats) {
+        let pt = &mut kernel.page_table_mut(asid);
+        if let Some(slot) = pt.leaf_slot(vaddr) {
+            pt.set_bits(slot, DIRTY | ACCESSED);
+            let addr = pt.node_frame(slot.node).addr().add(slot.index as u64 * 8);
+            refs.push(addr, RefKind::Walk);
+            stats.walk_mem_refs += 1;
+            stats.dirty_assists += 1;
+        }
+        self.tlb.mark_dirty(asid, vaddr);
+    }
+
+    /// Applies one shootdown: TLB entries and page-walk-cache entries of
+    /// its address space overlapping its range are dropped.
+    pub fn shoot_down(&mut self, s: &crate::policy::Shootdown) {
+        self.tlb.invalidate_range(s.asid, s.start, s.end);
+        self.pwc.invalidate_range(s.asid, s.start, s.end);
+    }
+
+    /// Applies the shootdowns a fault of this core's process queued.
+    fn apply_own_shootdowns(&mut self, kernel: &mut Kernel, asid: Asid) {
+        for s in kernel.drain_shootdowns_for(asid) {
+            self.shoot_down(&s);
+        }
+    }
+}
+
+/// The check mode: a TLB hit must equal what the page table says now.
+fn check_translation(kernel: &mut Kernel, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
+    let pt = &kernel.proc(asid).aspace.pt;
+    let expected = pt.lookup(vaddr).map(|m| Pfn::new(m.frame.raw() + (vaddr.raw() & (m.size.bytes() - 1)) / 4096));
+    if expected != Some(frame) {
+        return Err(crate::Error::Workload(format!(
+            "stale translation: the TLB maps {vaddr} to frame {frame} but the page table says {expected:?}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,398 @@
+//! The engine: layer 6. Cores run their workloads in a deterministic
+//! round-robin of quanta over one shared kernel (physical memory) and one
+//! cache hierarchy (shared LLC). Each quantum runs in two stages, so that
+//! the host can fetch ahead in both of the simulator's large tables:
+//!
+//! 1. translation: every access of the quantum goes through the MMU (TLBs,
+//!    walk, faults), prefetching the leaf page-table entry of the access a
+//!    few positions ahead; the walk references and the data reference of
+//!    each access are appended, in program order, to the core's `RefBuf`;
+//! 2. caches: the references run through the hierarchy in that order,
+//!    prefetching the cache sets of references a few positions ahead, and
+//!    each one's latency is charged to translation or data.
+//!
+//! The split changes no result: TLBs and page tables never depend on cache
+//! contents, and the caches see exactly the sequential order.
+
+pub mod core;
+mod export;
+pub mod mmu;
+mod stats;
+pub mod timing;
+#[cfg(test)]
+mod tests;
+
+pub use self::core::{Core, CoreStats, RefBuf, RefKind};
+pub use stats::{Stat, Stats};
+
+use std::path::Path;
+
+use self::export::PhysExport;
+use self::mmu::Mmu;
+use self::timing::{Timing, MEMORY};
+use crate::config::SimConfig;
+use crate::error::Result;
+use crate::hw::cache::{CacheHierarchy, HitLevel, RefKind as CacheRef};
+use crate::hw::pwc::Pwc;
+use crate::hw::tlb::Tlb;
+use crate::policy::Kernel;
+use crate::workload::{self, AccessKind, Batch, InitMode, MapEvent};
+
+/// How far ahead the stages prefetch (accesses, references).
+const PREFETCH_DISTANCE: usize = 8;
+
+/// A simulation in progress.
+pub struct Simulation {
+    cfg: SimConfig,
+    pub kernel: Kernel,
+    caches: Option<CacheHierarchy>,
+    pub cores: Vec<Core>,
+    timing: Timing,
+    export: Option<PhysExport>,
+    timeseries: Vec<Stats>,
+    next_epoch: u64,
+    warm: bool,
+    expected_accesses: u64,
+}
+
+impl std::fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulation").field("cores", &self.cores).finish()
+    }
+}
+
+impl Simulation {
+    /// A simulation of `cfg`, its workloads built from the configuration.
+    pub fn new(cfg: SimConfig) -> Result<Simulation> {
+        let mut workloads = Vec::new();
+        for (id, w) in cfg.workload_list().iter().enumerate() {
+            let prefix = if cfg.workload.is_some() { "workload".to_string() } else { format!("workloads[{id}]") };
+            workloads.push(workload::build(w, &prefix)?);
+        }
+        Simulation::with_workloads(cfg, workloads)
+    }
+
+    /// A simulation of `cfg` running the given workloads, one per core (a
+    /// trace reader, a scripted test). Each core takes its allowed colors
+    /// from the matching workload table of `cfg`.
+    pub fn with_workloads(cfg: SimConfig, workloads: Vec<Box<dyn crate::workload::Workload>>) -> Result<Simulation> {
+        cfg.validate()?;
+        let m = &cfg.machine;
+        let mut kernel = Kernel::new(&cfg)?;
+        let caches = m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
+        let mut cores = Vec::new();
+        let mut expected_accesses = 0;
+        let configs = cfg.workload_list();
+        if configs.len() != workloads.len() {
+            return Err(crate::Error::config("workloads", "one workload table per workload"));
+        }
+        for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
+            expected_accesses += expected_accesses_of(w, workload.footprint());
+            let auto_vma = cfg.os.auto_vma != "off";
+            let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
+            let mmu = Mmu {
+                tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
+                pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
+                l2_tlb_latency: m.tlb.l2_latency as f64,
+                pwc_latency: m.pwc.latency as f64,
+                check: cfg.run.check_translations,
+            };
+            cores.push(Core {
+                id,
+                asid,
+                mmu,
+                workload,
+                batch: Batch::default(),
+                pos: 0,
+                next_event: 0,
+                exhausted: false,
+                stats: CoreStats::default(),
+                retired: 0,
+                ran: 0,
+                stall_offset: 0.0,
+                refs: RefBuf::default(),
+            });
+        }
+        let timing = Timing::new(m);
+        let next_epoch = cfg.run.epoch;
+        Ok(Simulation {
+            warm: cfg.run.warmup == 0,
+            cfg,
+            kernel,
+            caches,
+            cores,
+            timing,
+            export: None,
+            timeseries: Vec::new(),
+            next_epoch,
+            expected_accesses,
+        })
+    }
+
+    /// Writes every physical reference the caches see to `path`
+    /// (`R`/`W`/`P` lines; zstd-compressed when the name ends in `.zst`).
+    pub fn export_phys(&mut self, path: &Path) -> Result<()> {
+        self.export = Some(PhysExport::create(path)?);
+        Ok(())
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Accesses run so far and the workloads' own estimate of the total.
+    pub fn progress(&self) -> (u64, u64) {
+        let done = self.cores.iter().map(|c| c.ran).sum();
+        (done, self.expected_accesses.max(1))
+    }
+
+    pub fn done(&self) -> bool {
+        self.cores.iter().all(Core::done)
+    }
+
+    /// Runs rounds of quanta until at least `budget` more accesses ran or
+    /// every workload finished. Returns whether the run is finished.
+    pub fn step(&mut self, budget: u64) -> Result<bool> {
+        let start = self.progress().0;
+        while !self.done() && self.progress().0 - start < budget {
+            self.round()?;
+        }
+        Ok(self.done())
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) -> Result<()> {
+        while !self.step(u64::MAX)? {}
+        Ok(())
+    }
+
+    /// One quantum on every core that has work, then the daemons.
+    fn round(&mut self) -> Result<()> {
+        for i in 0..self.cores.len() {
+            if !self.cores[i].done() {
+                self.run_quantum(i)?;
+            }
+        }
+        let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
+        self.kernel.tick(now);
+        self.deliver_shootdowns(true);
+        self.check_warmup();
+        self.check_epoch();
+        Ok(())
+    }
+
+    /// Applies every queued shootdown to the cores of its address space;
+    /// a daemon's shootdowns cost the interrupted core its IPI.
+    fn deliver_shootdowns(&mut self, from_daemon: bool) {
+        let cost = self.kernel.costs.shootdown;
+        for s in self.kernel.drain_shootdowns().collect::<Vec<_>>() {
+            for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
+                core.mmu.shoot_down(&s);
+                if from_daemon {
+                    core.stats.cycles_daemon += cost;
+                }
+            }
+        }
+    }
+
+    fn run_quantum(&mut self, i: usize) -> Result<()> {
+        let mut budget = self.cfg.run.quantum as usize;
+        while budget > 0 {
+            let core = &mut self.cores[i];
+            if core.pos == core.batch.accesses.len() && core.next_event == core.batch.events.len() {
+                if core.exhausted {
+                    break;
+                }
+                core.stats.instructions += core.batch.trailing_instrs;
+                core.retired += core.batch.trailing_instrs;
+                core.batch.clear();
+                core.pos = 0;
+                core.next_event = 0;
+                core.exhausted = !core.workload.next_batch(&mut core.batch, self.cfg.run.quantum as usize);
+                continue;
+            }
+            self.apply_due_events(i)?;
+            let core = &mut self.cores[i];
+            let next_event_at = core.batch.events.get(core.next_event).map_or(usize::MAX, |e| e.0 as usize);
+            let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
+            if end > core.pos {
+                self.translate_stage(i, end)?;
+                self.cache_stage(i);
+                budget -= end - self.cores[i].pos;
+                self.cores[i].pos = end;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_due_events(&mut self, i: usize) -> Result<()> {
+        loop {
+            let core = &mut self.cores[i];
+            let Some((at, ev)) = core.batch.events.get(core.next_event) else { break };
+            if *at as usize > core.pos {
+                break;
+            }
+            let (asid, ev) = (core.asid, ev.clone());
+            core.next_event += 1;
+            if self.cfg.os.auto_vma == "auto" {
+                // A workload that describes its mappings gets no invented ones.
+                self.kernel.procs[asid as usize - 1].auto_vma = false;
+            }
+            match ev {
+                MapEvent::Mmap { start, len, writable, name } => self.kernel.mmap(asid, start, len, writable, &name)?,
+                MapEvent::Munmap { start, len } => self.kernel.munmap(asid, start, len)?,
+                MapEvent::Mprotect { start, len, writable } => self.kernel.mprotect(asid, start, len, writable)?,
+            }
+            self.deliver_shootdowns(false);
+        }
+        Ok(())
+    }
+
+    /// Stage 1: translate accesses [pos, end) of core `i` into references.
+    fn translate_stage(&mut self, i: usize, end: usize) -> Result<()> {
+        let core = &mut self.cores[i];
+        let kernel = &mut self.kernel;
+        core.refs.clear();
+        let asid = core.asid;
+        for j in core.pos..end {
+            if let Some(ahead) = core.batch.accesses.get(j + PREFETCH_DISTANCE) {
+                kernel.proc(asid).aspace.pt.prefetch_leaf(ahead.vaddr);
+                core.mmu.tlb.prefetch(asid, ahead.vaddr);
+            }
+            let a = core.batch.accesses[j];
+            core.ran += 1;
+            core.stats.instructions += a.instrs as u64;
+            core.retired += a.instrs as u64;
+            let (write, instr, kind) = match a.kind {
+                AccessKind::Load => (false, false, RefKind::Load),
+                AccessKind::Store => (true, false, RefKind::Store),
+                AccessKind::IFetch => (false, true, RefKind::IFetch),
+            };
+            match kind {
+                RefKind::Load => core.stats.loads += 1,
+                RefKind::Store => core.stats.stores += 1,
+                _ => core.stats.ifetches += 1,
+            }
+            let frame = core.mmu.translate(kernel, asid, a.vaddr, write, instr, &mut core.refs, &mut core.stats)?;
+            core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
+        }
+        Ok(())
+    }
+
+    /// Stage 2: run core `i`'s references through the caches, in order.
+    fn cache_stage(&mut self, i: usize) {
+        let core = &mut self.cores[i];
+        let t = &self.timing;
+        let refs = &core.refs;
+        for j in 0..refs.len() {
+            let (addr, kind) = (refs.addrs[j], refs.kinds[j]);
+            let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
+            let level = match &mut self.caches {
+                Some(c) if entry < MEMORY => {
+                    if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE) {
+                        c.prefetch(i, crate::units::PhysAddr::new(ahead));
+                    }
+                    served_level(c.access_from(i, crate::units::PhysAddr::new(addr), cache_ref(kind), entry as u8))
+                }
+                _ => MEMORY,
+            };
+            let class = match kind {
+                RefKind::Walk => 1,
+                RefKind::IFetch => 2,
+                _ => 0,
+            };
+            core.stats.flow[entry][level][class] += 1;
+            if kind == RefKind::Walk {
+                core.stats.cycles_translation += t.walk_cycles(level);
+            } else {
+                core.stats.cycles_data += t.data_cycles(level);
+            }
+            if let Some(e) = &mut self.export {
+                e.write(addr, kind);
+            }
+        }
+    }
+
+    /// Warm-up ends for the whole machine at once, when every core has
+    /// retired `run.warmup` instructions (or finished): then every
+    /// statistic is reset, and nothing else (caches, TLBs, page tables and
+    /// the clock keep their state).
+    fn check_warmup(&mut self) {
+        let warmup = self.cfg.run.warmup;
+        if self.warm || !self.cores.iter().all(|c| c.retired >= warmup || c.done()) {
+            return;
+        }
+        self.warm = true;
+        for core in &mut self.cores {
+            core.stall_offset += core.stats.stall_cycles();
+            core.stats = CoreStats::default();
+            core.mmu.tlb.reset_stats();
+            core.mmu.pwc.reset_stats();
+        }
+        self.kernel.stats.reset();
+        if let Some(c) = &mut self.caches {
+            c.reset_stats();
+        }
+    }
+
+    fn check_epoch(&mut self) {
+        let epoch = self.cfg.run.epoch;
+        if epoch == 0 || self.cores[0].retired < self.next_epoch {
+            return;
+        }
+        while self.next_epoch <= self.cores[0].retired {
+            self.next_epoch += epoch;
+        }
+        let snapshot = self.stats();
+        self.timeseries.push(snapshot);
+    }
+
+    /// Statistics now: one flat map (see `docs/stats.md`).
+    pub fn stats(&self) -> Stats {
+        stats::collect(self)
+    }
+
+    /// The epoch snapshots taken so far.
+    pub fn timeseries(&self) -> &[Stats] {
+        &self.timeseries
+    }
+
+    /// Ends the run: flushes and closes the physical-reference export.
+    pub fn finish(&mut self) -> Result<()> {
+        if let Some(e) = self.export.take() {
+            e.finish()?;
+        }
+        Ok(())
+    }
+}
+
+/// Accesses a workload will make: the measured ones plus its
+/// initialisation pass (one store per page or line of its footprint).
+fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> u64 {
+    let init = match w.init {
+        InitMode::Pages => footprint / 4096,
+        InitMode::Lines => footprint / 64,
+        InitMode::None => 0,
+    };
+    w.accesses + init
+}
+
+#[inline]
+fn cache_ref(kind: RefKind) -> CacheRef {
+    match kind {
+        RefKind::Load => CacheRef::Load,
+        RefKind::Store => CacheRef::Store,
+        RefKind::Walk => CacheRef::Walk,
+        RefKind::IFetch => CacheRef::IFetch,
+    }
+}
+
+#[inline]
+fn served_level(h: HitLevel) -> usize {
+    match h {
+        HitLevel::L1 => 0,
+        HitLevel::L2 => 1,
+        HitLevel::Llc => 2,
+        HitLevel::Memory => MEMORY,
+    }
+}

@@ -1,0 +1,192 @@
+//! Statistics as one flat map: `name -> number`, summed over cores, with
+//! per-core copies prefixed `core0.`, `core1.`... Every name is documented
+//! in `docs/stats.md`; the names listed in the core-engine issue are a
+//! contract other tools rely on.
+
+use std::collections::BTreeMap;
+
+use super::core::CoreStats;
+use super::timing::MEMORY;
+use super::Simulation;
+use crate::phys::fragmentation;
+use crate::units::PageSize;
+
+/// One statistic: counts stay integers so sums are exact.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Stat {
+    Int(u64),
+    Float(f64),
+}
+
+impl Stat {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Stat::Int(v) => v as f64,
+            Stat::Float(v) => v,
+        }
+    }
+}
+
+pub type Stats = BTreeMap<String, Stat>;
+
+pub(super) fn collect(sim: &Simulation) -> Stats {
+    let mut out = Stats::new();
+    let base_cpi = sim.timing.base_cpi;
+    let mut sums: BTreeMap<String, Stat> = BTreeMap::new();
+    let mut all_faults: Vec<f32> = Vec::new();
+    for core in &sim.cores {
+        let s = core_stats(&core.stats, base_cpi);
+        for (k, v) in &s {
+            let e = sums.entry(k.clone()).or_insert(match v {
+                Stat::Int(_) => Stat::Int(0),
+                Stat::Float(_) => Stat::Float(0.0),
+            });
+            *e = match (*e, *v) {
+                (Stat::Int(a), Stat::Int(b)) => Stat::Int(a + b),
+                (a, b) => Stat::Float(a.as_f64() + b.as_f64()),
+            };
+            out.insert(format!("core{}.{k}", core.id), *v);
+        }
+        all_faults.extend_from_slice(&core.stats.fault_cycles);
+        tlb_arrays(&mut out, core);
+        cache_counters(&mut out, sim, Some(core.id));
+    }
+    cache_counters(&mut out, sim, None);
+    out.extend(sums);
+    // Ratios are recomputed from the sums, not summed.
+    derived(&mut out, &all_faults);
+    let cycles = sim.cores.iter().map(|c| c.stats.stall_cycles() + base_cpi * c.stats.instructions as f64);
+    out.insert("runtime.cycles".into(), Stat::Float(cycles.fold(0.0, f64::max)));
+    kernel_stats(&mut out, sim);
+    out
+}
+
+/// The hierarchy's own counters (`cache.l1d.misses`...), per core or summed;
+/// zeros when the caches are disabled, so the names always exist.
+fn cache_counters(out: &mut Stats, sim: &Simulation, core: Option<usize>) {
+    let prefix = core.map_or(String::new(), |c| format!("core{c}."));
+    match &sim.caches {
+        Some(c) => {
+            for (k, v) in c.stats().counters(core) {
+                out.insert(format!("{prefix}{k}"), Stat::Int(v));
+            }
+        }
+        None => {
+            for level in ["l1d", "l2", "llc"] {
+                for what in ["accesses", "misses"] {
+                    out.insert(format!("{prefix}cache.{level}.{what}"), Stat::Int(0));
+                }
+            }
+        }
+    }
+}
+
+fn core_stats(s: &CoreStats, base_cpi: f64) -> Vec<(String, Stat)> {
+    let mut v: Vec<(String, Stat)> = Vec::new();
+    let mut int = |k: &str, x: u64| v.push((k.to_string(), Stat::Int(x)));
+    int("instructions", s.instructions);
+    int("accesses", s.loads + s.stores);
+    int("loads", s.loads);
+    int("stores", s.stores);
+    int("ifetches", s.ifetches);
+    int("dtlb.l1.misses", s.dtlb_l1_misses);
+    int("dtlb.l2.misses", s.dtlb_l2_misses);
+    int("itlb.l1.misses", s.itlb_l1_misses);
+    int("itlb.l2.misses", s.itlb_l2_misses);
+    int("walks", s.walks);
+    int("walk.mem_refs", s.walk_mem_refs);
+    int("walk.dirty_assists", s.dirty_assists);
+    int("pwc.hits", s.pwc_hits);
+    int("faults", s.faults);
+    int("faults.huge", s.faults_huge);
+    for (i, name) in ["l1d", "l2", "llc", "mem"].iter().enumerate() {
+        let walk_served: u64 = (0..4).map(|e| s.flow[e][i][1]).sum();
+        int(&format!("walk.refs.{name}"), walk_served);
+    }
+    let mem: u64 = (0..4).map(|e| s.flow[e][MEMORY][0] + s.flow[e][MEMORY][1]).sum();
+    int("mem.accesses", mem);
+    let mut float = |k: &str, x: f64| v.push((k.to_string(), Stat::Float(x)));
+    let base = base_cpi * s.instructions as f64;
+    float("cycles", base + s.stall_cycles());
+    float("cycles.base", base);
+    float("cycles.translation", s.cycles_translation);
+    float("cycles.data", s.cycles_data);
+    float("cycles.faults", s.cycles_faults);
+    float("cycles.daemon", s.cycles_daemon);
+    v
+}
+
+/// Ratios of summed counters, plus fault-latency summaries.
+fn derived(out: &mut Stats, faults: &[f32]) {
+    let get = |out: &Stats, k: &str| out.get(k).map_or(0.0, |s| s.as_f64());
+    let instr = get(out, "instructions");
+    let kilo = instr / 1000.0;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let pairs = [
+        ("ipc", ratio(instr, get(out, "cycles"))),
+        ("dtlb.l2.mpki", ratio(get(out, "dtlb.l2.misses"), kilo)),
+        ("cache.llc.mpki", ratio(get(out, "cache.llc.misses"), kilo)),
+        ("walk.refs_per_walk", ratio(get(out, "walk.mem_refs"), get(out, "walks"))),
+        ("faults.cycles_avg", ratio(get(out, "cycles.faults"), get(out, "faults"))),
+    ];
+    for (k, v) in pairs {
+        out.insert(k.into(), Stat::Float(v));
+    }
+    let mut sorted = faults.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let p99 = if sorted.is_empty() { 0.0 } else { sorted[((sorted.len() - 1) as f64 * 0.99).round() as usize] as f64 };
+    out.insert("faults.cycles_p99".into(), Stat::Float(p99));
+}
+
+fn tlb_arrays(out: &mut Stats, core: &super::core::Core) {
+    // The TLB's per-array counters (`tlb.l2.hits`...); its dtlb/itlb
+    // totals duplicate the core's own and are left out.
+    for (name, value) in core.mmu.tlb.stats().named().into_iter().filter(|(n, _)| n.starts_with("tlb.")) {
+        out.insert(format!("core{}.{name}", core.id), Stat::Int(value));
+    }
+    for (name, value) in core.mmu.pwc.stats().named() {
+        out.insert(format!("core{}.pwc.{name}", core.id), Stat::Int(value));
+    }
+}
+
+fn kernel_stats(out: &mut Stats, sim: &Simulation) {
+    let k = &sim.kernel;
+    for (size, name) in [(PageSize::Size4K, "4k"), (PageSize::Size2M, "2m"), (PageSize::Size1G, "1g")] {
+        let bytes: u64 = k.procs.iter().map(|p| p.aspace.mapped_bytes(size)).sum();
+        out.insert(format!("mem.mapped.{name}"), Stat::Int(bytes));
+    }
+    let tables: u64 = k.procs.iter().map(|p| p.aspace.pt.table_pages()).sum();
+    out.insert("mem.pagetables".into(), Stat::Int(tables * 4096));
+    let free = k.mem.free_blocks_per_order();
+    out.insert("phys.fi".into(), Stat::Float(fragmentation::fi_chp(&k.mem)));
+    out.insert("phys.free".into(), Stat::Int(k.mem.free_pages() * 4096));
+    out.insert("phys.fragmentation_index.9".into(), Stat::Float(fragmentation::fragmentation_index(&free, 9)));
+    out.insert("phys.unusable_index.9".into(), Stat::Float(fragmentation::unusable_free_index(&free, 9)));
+    let s = &k.stats;
+    let ints = [
+        ("os.faults.base", s.faults_by_kind[0]),
+        ("os.faults.colored", s.faults_by_kind[1]),
+        ("os.faults.thp", s.faults_by_kind[2]),
+        ("os.faults.hugetlb_2m", s.faults_by_kind[3]),
+        ("os.faults.hugetlb_1g", s.faults_by_kind[4]),
+        ("os.thp.fault_fallback", s.thp_fault_fallback),
+        ("os.hugetlb.fallback", s.hugetlb_fallback),
+        ("os.coloring.refills", s.coloring_refills),
+        ("os.splits", s.splits),
+        ("os.shootdowns", s.shootdowns),
+        ("os.pages_copied", s.pages_copied),
+        ("os.compaction.runs", s.compaction_runs),
+        ("os.compaction.migrated", s.compaction_migrated),
+        ("os.compaction.failed", s.compaction_failed),
+        ("os.auto_vmas", s.auto_vmas),
+        ("khugepaged.wakeups", s.khugepaged_wakeups),
+    ];
+    for (name, v) in ints {
+        out.insert(name.into(), Stat::Int(v));
+    }
+    for result in ["succeed", "pmd_mapped", "pmd_null", "exceed_none_pte", "alloc_huge_page_fail"] {
+        out.insert(format!("khugepaged.{result}"), Stat::Int(s.khugepaged.get(result).copied().unwrap_or(0)));
+    }
+    out.insert("khugepaged.cpu_cycles".into(), Stat::Float(s.khugepaged_cycles));
+}

@@ -1,0 +1,313 @@
+//! Scenario tests of whole paths: MMU, faults, policies, shootdowns,
+//! determinism. Each builds a machine from a small configuration and runs
+//! either a scripted workload or a generator.
+
+use super::*;
+use crate::config::parse_config;
+use crate::units::{PageSize, Pfn, VirtAddr};
+use crate::workload::{Access, Workload};
+
+/// A workload that replays a fixed list of batches.
+struct Script {
+    batches: Vec<Batch>,
+}
+
+impl Workload for Script {
+    fn name(&self) -> &str {
+        "script"
+    }
+    fn next_batch(&mut self, batch: &mut Batch, _max: usize) -> bool {
+        if self.batches.is_empty() {
+            return false;
+        }
+        *batch = self.batches.remove(0);
+        !self.batches.is_empty()
+    }
+    fn footprint(&self) -> u64 {
+        0
+    }
+}
+
+const BASE: VirtAddr = VirtAddr::new(0x7f00_0000_0000);
+
+fn config(extra: &[&str]) -> SimConfig {
+    let text = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\ninit = \"none\"\n";
+    let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    parse_config(text, "test.toml", &overrides).unwrap()
+}
+
+fn mmap(start: VirtAddr, len: u64) -> (u32, MapEvent) {
+    (0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() })
+}
+
+fn stores(start: VirtAddr, pages: u64) -> Vec<Access> {
+    (0..pages).map(|i| Access::store(start.add(i * 4096), 8, 1)).collect()
+}
+
+fn batch(events: Vec<(u32, MapEvent)>, accesses: Vec<Access>) -> Batch {
+    Batch { accesses, events, trailing_instrs: 0 }
+}
+
+fn simulate(cfg: SimConfig, batches: Vec<Batch>) -> Result<Simulation> {
+    let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })])?;
+    sim.run()?;
+    Ok(sim)
+}
+
+fn stat(sim: &Simulation, name: &str) -> f64 {
+    sim.stats().get(name).unwrap_or_else(|| panic!("no statistic {name}")).as_f64()
+}
+
+/// Translates `vaddr` on a fresh MMU (cold TLB and PWC) of `sim`'s machine
+/// and returns the number of walk references.
+fn cold_walk_refs(sim: &mut Simulation, mmu: &mut Mmu, vaddr: VirtAddr) -> usize {
+    let mut refs = RefBuf::default();
+    let mut stats = CoreStats::default();
+    mmu.translate(&mut sim.kernel, 1, vaddr, false, false, &mut refs, &mut stats).unwrap();
+    assert_eq!(stats.walk_mem_refs as usize, refs.len());
+    refs.len()
+}
+
+fn fresh_mmu(cfg: &SimConfig) -> Mmu {
+    Mmu {
+        tlb: Tlb::new(&cfg.machine.tlb, 1),
+        pwc: Pwc::new(&cfg.machine.pwc, 4, 1),
+        l2_tlb_latency: 9.0,
+        pwc_latency: 1.0,
+        check: true,
+    }
+}
+
+#[test]
+fn a_4k_walk_is_four_references_cold_and_one_with_a_warm_pwc() {
+    let cfg = config(&[]);
+    let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 2))]).unwrap();
+    let mut no_pwc = cfg.clone();
+    no_pwc.machine.pwc.enabled = false;
+    let mut mmu = fresh_mmu(&no_pwc);
+    assert_eq!(cold_walk_refs(&mut sim, &mut mmu, BASE), 4);
+    assert_eq!(cold_walk_refs(&mut sim, &mut mmu, BASE.add(4096)), 4);
+    let mut mmu = fresh_mmu(&cfg);
+    assert_eq!(cold_walk_refs(&mut sim, &mut mmu, BASE), 4);
+    // Same 2 MiB region: the PDE cache holds the page-table page.
+    assert_eq!(cold_walk_refs(&mut sim, &mut mmu, BASE.add(4096)), 1);
+}
+
+#[test]
+fn walk_references_read_the_real_page_table_addresses() {
+    let cfg = config(&[]);
+    let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
+    let mut mmu = fresh_mmu(&cfg);
+    let mut refs = RefBuf::default();
+    mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut CoreStats::default()).unwrap();
+    let pt = &sim.kernel.proc(1).aspace.pt;
+    // The first reference is the PML4 entry: root frame + index * 8.
+    let index = (BASE.raw() >> 39) & 511;
+    assert_eq!(refs.addrs[0], pt.root_frame().addr().raw() + index * 8);
+    assert!(refs.kinds.iter().all(|&k| k == RefKind::Walk));
+}
+
+#[test]
+fn thp_backs_an_aligned_2m_vma_with_one_fault() {
+    let cfg = config(&["os.policy=\"thp\"", "run.check_translations=true"]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 2 << 20)], stores(BASE, 512))]).unwrap();
+    assert_eq!(stat(&sim, "faults"), 1.0);
+    assert_eq!(stat(&sim, "faults.huge"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.2m"), (2 << 20) as f64);
+    assert_eq!(stat(&sim, "mem.mapped.4k"), 0.0);
+    // One walk: every later access hits the 2 MiB TLB entry.
+    assert_eq!(stat(&sim, "dtlb.l1.misses"), 1.0);
+}
+
+#[test]
+fn thp_falls_back_to_4k_when_the_vma_is_not_aligned() {
+    let cfg = config(&["os.policy=\"thp\"", "os.thp.khugepaged=false"]);
+    let start = BASE.add(4096);
+    let sim = simulate(cfg, vec![batch(vec![mmap(start, 2 << 20)], stores(start, 512))]).unwrap();
+    assert_eq!(stat(&sim, "faults"), 512.0);
+    assert_eq!(stat(&sim, "faults.huge"), 0.0);
+}
+
+#[test]
+fn coloring_hands_out_only_allowed_colors_round_robin() {
+    let mut cfg = config(&["os.policy=\"coloring\""]);
+    cfg.workload.as_mut().unwrap().colors = vec![1, 3];
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 200))]).unwrap();
+    let colors = sim.kernel.color_map();
+    let mut count = [0u32; 4];
+    for i in 0..200 {
+        let m = sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap();
+        let c = colors.color_of(m.frame);
+        assert!(c == 1 || c == 3, "page {i} got color {c}");
+        count[c as usize] += 1;
+    }
+    assert_eq!((count[1], count[3]), (100, 100));
+}
+
+#[test]
+fn bin_hopping_gives_consecutive_faults_consecutive_colors() {
+    let cfg = config(&["os.policy=\"bin-hopping\""]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 40))]).unwrap();
+    let colors = sim.kernel.color_map();
+    let n = colors.nr_colors();
+    let seq: Vec<u32> = (0..40).map(|i| colors.color_of(sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame)).collect();
+    for w in seq.windows(2) {
+        assert_eq!(w[1], (w[0] + 1) % n, "{seq:?}");
+    }
+}
+
+#[test]
+fn munmap_shoots_down_and_a_remapped_page_gets_its_new_frame() {
+    let cfg = config(&["run.check_translations=true"]);
+    let first = batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 4));
+    let unmap = (0, MapEvent::Munmap { start: BASE, len: 1 << 20 });
+    let again = batch(vec![unmap, mmap(BASE, 1 << 20)], stores(BASE, 4));
+    // check_translations compares every TLB hit with the page table: a
+    // stale entry surviving the munmap would fail the run.
+    let sim = simulate(cfg, vec![first, again]).unwrap();
+    assert_eq!(stat(&sim, "faults"), 8.0);
+    assert!(stat(&sim, "os.shootdowns") >= 1.0);
+}
+
+#[test]
+fn an_access_after_munmap_is_a_segmentation_fault() {
+    let cfg = config(&[]);
+    let first = batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1));
+    let then = batch(vec![(0, MapEvent::Munmap { start: BASE, len: 1 << 20 })], stores(BASE, 1));
+    let err = simulate(cfg, vec![first, then]).unwrap_err().to_string();
+    assert!(err.contains("outside every mapping"), "{err}");
+}
+
+#[test]
+fn the_check_mode_catches_a_missing_shootdown() {
+    // Remap a page behind the TLB's back (no shootdown): the check must
+    // see the TLB's stale frame.
+    let cfg = config(&[]);
+    let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
+    let mut mmu = fresh_mmu(&cfg);
+    let mut refs = RefBuf::default();
+    let mut stats = CoreStats::default();
+    mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut stats).unwrap();
+    let k = &mut sim.kernel;
+    let aspace = &mut k.procs[0].aspace;
+    aspace.unmap_range(BASE, BASE.add(4096), &mut k.mem).unwrap();
+    aspace.map_leaf(BASE, Pfn::new(0x3000), PageSize::Size4K, true, &mut k.mem).unwrap();
+    let err = mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut stats).unwrap_err();
+    assert!(err.to_string().contains("stale translation"), "{err}");
+}
+
+#[test]
+fn partial_munmap_of_a_thp_splits_it() {
+    let cfg = config(&["os.policy=\"thp\"", "os.thp.khugepaged=false", "run.check_translations=true"]);
+    let first = batch(vec![mmap(BASE, 2 << 20)], stores(BASE, 512));
+    let hole = (0, MapEvent::Munmap { start: BASE.add(8192), len: 4096 });
+    let mut rest = stores(BASE, 512);
+    rest.remove(2);
+    let sim = simulate(cfg, vec![first, batch(vec![hole], rest)]).unwrap();
+    assert_eq!(stat(&sim, "os.splits"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.2m"), 0.0);
+    assert_eq!(stat(&sim, "mem.mapped.4k"), ((2 << 20) - 4096) as f64);
+}
+
+#[test]
+fn khugepaged_collapses_as_soon_as_max_ptes_none_allows() {
+    // Linux's default max_ptes_none = 511 collapses a range with a single
+    // present page: here the first quantum of 64 stores.
+    let cfg = config(&["os.policy=\"thp\"", "os.thp.fault=false", "os.thp.scan_sleep_ms=0.001", "run.quantum=64"]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 2 << 20)], stores(BASE, 512))]).unwrap();
+    assert_eq!(stat(&sim, "khugepaged.succeed"), 1.0);
+    assert_eq!(stat(&sim, "os.pages_copied"), 64.0);
+    assert_eq!(stat(&sim, "faults"), 64.0);
+}
+
+#[test]
+fn khugepaged_collapses_a_fully_populated_range() {
+    let cfg = config(&[
+        "os.policy=\"thp\"",
+        "os.thp.fault=false",
+        "os.thp.scan_sleep_ms=0.001",
+        "os.thp.max_ptes_none=0",
+        "run.check_translations=true",
+        "run.quantum=64",
+    ]);
+    let mut batches = vec![batch(vec![mmap(BASE, 2 << 20)], stores(BASE, 512))];
+    for _ in 0..20 {
+        batches.push(batch(vec![], (0..512).map(|i| Access::load(BASE.add(i * 4096), 8, 1)).collect()));
+    }
+    let sim = simulate(cfg, batches).unwrap();
+    assert_eq!(stat(&sim, "khugepaged.succeed"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.2m"), (2 << 20) as f64);
+    assert_eq!(stat(&sim, "os.pages_copied"), 512.0);
+    assert!(stat(&sim, "khugepaged.pmd_mapped") >= 1.0);
+}
+
+#[test]
+fn hugetlb_backs_chosen_vmas_from_its_pool() {
+    let cfg = config(&["os.policy=\"hugetlb\"", "os.hugetlb.pool=\"8MiB\""]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 1024))]).unwrap();
+    assert_eq!(stat(&sim, "faults"), 2.0);
+    assert_eq!(stat(&sim, "os.faults.hugetlb_2m"), 2.0);
+}
+
+#[test]
+fn fragmentation_is_injected_before_the_run() {
+    let cfg = config(&["os.fragmentation.target=0.5"]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
+    let fi = stat(&sim, "phys.fi");
+    assert!((0.5..0.52).contains(&fi), "F_i = {fi}");
+}
+
+#[test]
+fn the_same_seed_gives_identical_statistics() {
+    let run = |seed: &str| {
+        let cfg = config(&["workload.accesses=20000", "os.policy=\"thp\"", seed, "workload.footprint=\"64MiB\""]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        sim.run().unwrap();
+        serde_json::to_string(&sim.stats()).unwrap()
+    };
+    assert_eq!(run("workload.seed=7"), run("workload.seed=7"));
+    assert_ne!(run("workload.seed=7"), run("workload.seed=8"));
+}
+
+#[test]
+fn the_engines_view_of_cache_traffic_agrees_with_the_hierarchy() {
+    let cfg = config(&["workload.accesses=20000", "workload.footprint=\"64MiB\""]);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    // Walk references enter at the L1D: every data and walk reference is
+    // an L1D access, and every reference served in memory an LLC miss.
+    let l1d = stat(&sim, "cache.l1d.accesses");
+    assert_eq!(l1d, stat(&sim, "accesses") + stat(&sim, "walk.mem_refs"));
+    assert_eq!(stat(&sim, "cache.llc.misses"), stat(&sim, "mem.accesses"));
+    // A faulting access walks twice: once to find nothing, once after the
+    // fault handler installed the page (the instruction is re-executed).
+    assert_eq!(stat(&sim, "walks"), stat(&sim, "dtlb.l2.misses") + stat(&sim, "faults"));
+}
+
+#[test]
+fn warmup_resets_statistics_but_not_state() {
+    let run = |warmup: &str| {
+        let mut sim = Simulation::new(config(&["workload.accesses=20000", warmup])).unwrap();
+        sim.run().unwrap();
+        sim
+    };
+    let (cold, warm) = (run("run.warmup=0"), run("run.warmup=30000"));
+    let retired = stat(&cold, "instructions");
+    let after = stat(&warm, "instructions");
+    // Reset at the first quantum boundary past 30000 instructions.
+    assert!(after < retired - 30000.0 && after > retired - 40000.0, "{after} of {retired}");
+    assert!(stat(&warm, "faults") < stat(&cold, "faults"));
+    // State is kept: the pages mapped during warm-up are still mapped.
+    assert_eq!(stat(&warm, "mem.mapped.4k"), stat(&cold, "mem.mapped.4k"));
+}
+
+#[test]
+fn epochs_snapshot_cumulative_statistics() {
+    let cfg = config(&["workload.accesses=20000", "run.epoch=5000"]);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    let ts = sim.timeseries();
+    assert!(ts.len() >= 3, "{} epochs", ts.len());
+    let instr: Vec<f64> = ts.iter().map(|s| s["instructions"].as_f64()).collect();
+    assert!(instr.windows(2).all(|w| w[0] < w[1]));
+}

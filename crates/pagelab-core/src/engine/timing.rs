@@ -1,0 +1,82 @@
+//! The analytical timing model.
+//!
+//! cycles = base + translation + data + faults + daemon, per core:
+//! - base = base_cpi x instructions: everything that hits the L1 TLB and
+//!   the L1 data cache is inside the base CPI;
+//! - data = for each load or store served below the L1, (latency of the
+//!   level that served it - L1 latency) / mlp;
+//! - translation = L2 TLB latency on an L1 TLB miss, page-walk-cache
+//!   latency and the full latency of every walk reference (from the level
+//!   that served it) on an L2 TLB miss, divided by walk_mlp;
+//! - faults = the configured cost of each fault by kind;
+//! - daemon = what daemons cost this core: the shootdowns they send it.
+//!
+//! Latencies are load-to-use from the core (the memory latency includes
+//! the trip through the caches). With the caches disabled, every reference
+//! is charged the memory latency: a machine without caches, not a machine
+//! with perfect ones.
+
+use crate::config::{MachineConfig, WalkerCacheLevel};
+
+/// Where a reference was served: 0 = L1, 1 = L2, 2 = LLC, 3 = memory.
+pub const MEMORY: usize = 3;
+
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// Load-to-use latency of each level (L1, L2, LLC, memory).
+    pub latency: [f64; 4],
+    pub base_cpi: f64,
+    pub mlp: f64,
+    pub walk_mlp: f64,
+    /// Level at which walk references enter the hierarchy.
+    pub walk_entry: usize,
+    pub caches: bool,
+}
+
+impl Timing {
+    pub fn new(m: &MachineConfig) -> Timing {
+        let c = &m.cache;
+        Timing {
+            latency: [c.l1d.latency as f64, c.l2.latency as f64, c.llc.latency as f64, m.memory.latency as f64],
+            base_cpi: m.timing.base_cpi,
+            mlp: m.timing.mlp,
+            walk_mlp: m.timing.walk_mlp,
+            walk_entry: match m.walker.cache_level {
+                WalkerCacheLevel::L1d => 0,
+                WalkerCacheLevel::L2 => 1,
+                WalkerCacheLevel::Llc => 2,
+                WalkerCacheLevel::None => MEMORY,
+            },
+            caches: c.enabled,
+        }
+    }
+
+    /// Extra cycles of a data access served at `level`.
+    #[inline]
+    pub fn data_cycles(&self, level: usize) -> f64 {
+        (self.latency[level] - self.latency[0]) / self.mlp
+    }
+
+    /// Cycles of a walk reference served at `level`.
+    #[inline]
+    pub fn walk_cycles(&self, level: usize) -> f64 {
+        self.latency[level] / self.walk_mlp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_follow_the_model() {
+        let mut m = MachineConfig::default();
+        m.timing.mlp = 2.0;
+        let t = Timing::new(&m);
+        let l = t.latency;
+        assert_eq!(t.data_cycles(0), 0.0);
+        assert_eq!(t.data_cycles(MEMORY), (l[3] - l[0]) / 2.0);
+        assert_eq!(t.walk_cycles(1), l[1]);
+        assert_eq!(t.walk_entry, 0);
+    }
+}

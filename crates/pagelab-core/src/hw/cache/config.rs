@@ -1,0 +1,441 @@
+//! Configuration of the data-cache hierarchy (`machine.cache`).
+//!
+//! Three structs because the levels take different keys and unknown keys are
+//! rejected: [`CacheConfig`] for `l1d` and `l2`, [`L1iConfig`] (the same plus
+//! `enabled`) for `l1i`, [`LlcConfig`] (the same plus slices, inclusion and way
+//! masks) for `llc`. Each turns into a [`Geometry`], the validated shape a
+//! [`Cache`](super::Cache) is built from.
+//!
+//! Defaults describe a Skylake-like core: 32 KiB 8-way L1D (4 cycles), 256 KiB
+//! 4-way L2 (12 cycles), 16 MiB 16-way LLC (42 cycles), 64-byte lines, LRU.
+
+use super::replacement::ReplacementKind;
+use super::slice::{SliceHash, INTEL_MAX_SLICES};
+use crate::error::{Error, Result};
+use crate::units::ByteSize;
+
+/// Most ways a level may have: way masks are `u64` and LRU ranks are bytes.
+pub const MAX_WAYS: u32 = 64;
+
+/// One private level: `machine.cache.l1d`, `machine.cache.l2`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Capacity; must equal ways * line * sets with sets a power of two.
+    pub size: ByteSize,
+    pub ways: u32,
+    /// Line size in bytes (a power of two >= 8; the same at every level).
+    pub line: u32,
+    /// Load-to-use latency of a hit in this level, in cycles.
+    pub latency: u32,
+    pub policy: ReplacementKind,
+}
+
+/// The instruction cache: `machine.cache.l1i`. Off by default: most traces
+/// carry no instruction fetches, and with it off the engine treats fetches as
+/// L1 hits.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct L1iConfig {
+    pub enabled: bool,
+    pub size: ByteSize,
+    pub ways: u32,
+    pub line: u32,
+    pub latency: u32,
+    pub policy: ReplacementKind,
+}
+
+/// The shared last-level cache: `machine.cache.llc`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlcConfig {
+    pub size: ByteSize,
+    pub ways: u32,
+    pub line: u32,
+    pub latency: u32,
+    pub policy: ReplacementKind,
+    /// Inclusive of every core's L1 and L2: an LLC eviction back-invalidates
+    /// the line above. Off = non-inclusive, as pycachesim.
+    pub inclusive: bool,
+    /// Number of slices (a power of two dividing the set count); each slice
+    /// holds size / slices bytes with its own sets.
+    pub slices: u32,
+    pub slice_hash: SliceHash,
+    /// Per core, the LLC ways that core may fill (like Intel CAT); hits are
+    /// allowed in any way. Empty = every core fills every way; otherwise one
+    /// mask per core.
+    pub way_masks: Vec<u64>,
+}
+
+/// The whole hierarchy: `machine.cache`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheHierarchyConfig {
+    /// Off = no data caches are simulated: every reference goes to memory.
+    pub enabled: bool,
+    pub l1d: CacheConfig,
+    pub l1i: L1iConfig,
+    pub l2: CacheConfig,
+    pub llc: LlcConfig,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig::l1d()
+    }
+}
+
+impl CacheConfig {
+    /// Skylake L1D: 32 KiB, 8 ways, 4 cycles.
+    pub fn l1d() -> Self {
+        CacheConfig { size: ByteSize(32 << 10), ways: 8, line: 64, latency: 4, policy: ReplacementKind::Lru }
+    }
+
+    /// Skylake client L2: 256 KiB, 4 ways, 12 cycles.
+    pub fn l2() -> Self {
+        CacheConfig { size: ByteSize(256 << 10), ways: 4, line: 64, latency: 12, policy: ReplacementKind::Lru }
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        Geometry::unsliced(self.size.bytes(), self.ways, self.line)
+    }
+
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        validate_shape(prefix, self.size, self.ways, self.line).map(|_| ())
+    }
+}
+
+impl Default for L1iConfig {
+    fn default() -> Self {
+        let l1 = CacheConfig::l1d();
+        L1iConfig {
+            enabled: false,
+            size: l1.size,
+            ways: l1.ways,
+            line: l1.line,
+            latency: l1.latency,
+            policy: l1.policy,
+        }
+    }
+}
+
+impl L1iConfig {
+    pub fn geometry(&self) -> Geometry {
+        Geometry::unsliced(self.size.bytes(), self.ways, self.line)
+    }
+
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        validate_shape(prefix, self.size, self.ways, self.line).map(|_| ())
+    }
+}
+
+impl Default for LlcConfig {
+    fn default() -> Self {
+        LlcConfig {
+            size: ByteSize(16 << 20),
+            ways: 16,
+            line: 64,
+            latency: 42,
+            policy: ReplacementKind::Lru,
+            inclusive: false,
+            slices: 1,
+            slice_hash: SliceHash::Modulo,
+            way_masks: Vec::new(),
+        }
+    }
+}
+
+impl LlcConfig {
+    pub fn geometry(&self) -> Geometry {
+        let sets = self.size.bytes() / (u64::from(self.ways) * u64::from(self.line));
+        Geometry {
+            sets_per_slice: (sets / u64::from(self.slices)) as u32,
+            slices: self.slices,
+            ways: self.ways,
+            line: self.line,
+            slice_hash: self.slice_hash,
+        }
+    }
+
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        let sets = validate_shape(prefix, self.size, self.ways, self.line)?;
+        let key = format!("{prefix}.slices");
+        if !self.slices.is_power_of_two() || u64::from(self.slices) > sets {
+            return Err(Error::config(
+                key,
+                format!("{} slices: must be a power of two dividing the {sets} sets", self.slices),
+            ));
+        }
+        if self.slice_hash == SliceHash::Intel && self.slices > INTEL_MAX_SLICES {
+            return Err(Error::config(
+                format!("{prefix}.slice_hash"),
+                format!("the intel hash is known for 1, 2, 4 or 8 slices, not {}", self.slices),
+            ));
+        }
+        let all = super::replacement::full_mask(self.ways as usize);
+        for (core, &mask) in self.way_masks.iter().enumerate() {
+            if mask == 0 || mask & !all != 0 {
+                return Err(Error::config(
+                    format!("{prefix}.way_masks[{core}]"),
+                    format!("{mask:#x}: must be non-zero and within the {} ways", self.ways),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fill mask of each of `cores` cores, or an error naming the key
+    /// when masks are given but not one per core.
+    pub fn fill_masks(&self, prefix: &str, cores: usize) -> Result<Vec<u64>> {
+        if self.way_masks.is_empty() {
+            return Ok(vec![super::replacement::full_mask(self.ways as usize); cores]);
+        }
+        if self.way_masks.len() != cores {
+            return Err(Error::config(
+                format!("{prefix}.way_masks"),
+                format!("{} masks for {cores} cores: give one per core or none", self.way_masks.len()),
+            ));
+        }
+        Ok(self.way_masks.clone())
+    }
+}
+
+impl Default for CacheHierarchyConfig {
+    fn default() -> Self {
+        CacheHierarchyConfig {
+            enabled: true,
+            l1d: CacheConfig::l1d(),
+            l1i: L1iConfig::default(),
+            l2: CacheConfig::l2(),
+            llc: LlcConfig::default(),
+        }
+    }
+}
+
+impl CacheHierarchyConfig {
+    /// Validates every level (`prefix` is normally `machine.cache`).
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        self.l1d.validate(&format!("{prefix}.l1d"))?;
+        self.l1i.validate(&format!("{prefix}.l1i"))?;
+        self.l2.validate(&format!("{prefix}.l2"))?;
+        self.llc.validate(&format!("{prefix}.llc"))?;
+        // One line size throughout: a writeback or back-invalidation moves
+        // exactly one line between levels.
+        let line = self.l1d.line;
+        let others = [("l1i", self.l1i.line, self.l1i.enabled), ("l2", self.l2.line, true), ("llc", self.llc.line, true)];
+        for (name, other, used) in others {
+            if used && other != line {
+                return Err(Error::config(
+                    format!("{prefix}.{name}.line"),
+                    format!("{other} bytes: every level must use the l1d line size ({line})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks size = ways * line * sets (sets a power of two) and returns sets.
+fn validate_shape(prefix: &str, size: ByteSize, ways: u32, line: u32) -> Result<u64> {
+    if !line.is_power_of_two() || line < 8 {
+        return Err(Error::config(format!("{prefix}.line"), format!("{line}: must be a power of two >= 8")));
+    }
+    if ways == 0 || ways > MAX_WAYS {
+        return Err(Error::config(format!("{prefix}.ways"), format!("{ways}: must be 1..={MAX_WAYS}")));
+    }
+    let way_bytes = u64::from(ways) * u64::from(line);
+    let size = size.bytes();
+    let sets = size / way_bytes;
+    if size == 0 || !size.is_multiple_of(way_bytes) || !sets.is_power_of_two() {
+        return Err(Error::config(
+            format!("{prefix}.size"),
+            format!("{size} bytes is not {ways} ways x {line} bytes x a power-of-two number of sets"),
+        ));
+    }
+    if sets > u64::from(u32::MAX) {
+        return Err(Error::config(format!("{prefix}.size"), format!("{sets} sets is too many")));
+    }
+    Ok(sets)
+}
+
+/// The validated shape of one cache: what [`Cache::new`](super::Cache::new)
+/// builds. Slice count 1 means unsliced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub sets_per_slice: u32,
+    pub slices: u32,
+    pub ways: u32,
+    /// Line size in bytes.
+    pub line: u32,
+    pub slice_hash: SliceHash,
+}
+
+impl Geometry {
+    /// An unsliced cache of `size` bytes (valid shape assumed).
+    pub fn unsliced(size: u64, ways: u32, line: u32) -> Geometry {
+        let sets = size / (u64::from(ways) * u64::from(line));
+        Geometry { sets_per_slice: sets as u32, slices: 1, ways, line, slice_hash: SliceHash::Modulo }
+    }
+
+    /// `sets` sets of `ways` ways of `line` bytes: handy for tests.
+    pub fn sets(sets: u32, ways: u32, line: u32) -> Geometry {
+        Geometry { sets_per_slice: sets, slices: 1, ways, line, slice_hash: SliceHash::Modulo }
+    }
+
+    pub fn with_slices(self, slices: u32, slice_hash: SliceHash) -> Geometry {
+        Geometry { sets_per_slice: self.sets_per_slice / slices, slices, slice_hash, ..self }
+    }
+
+    pub fn nr_sets(&self) -> usize {
+        self.sets_per_slice as usize * self.slices as usize
+    }
+
+    pub fn size(&self) -> u64 {
+        self.nr_sets() as u64 * u64::from(self.ways) * u64::from(self.line)
+    }
+
+    pub fn line_shift(&self) -> u32 {
+        self.line.trailing_zeros()
+    }
+
+    /// Whether the shape is one [`Cache`](super::Cache) can be built from.
+    pub fn is_valid(&self) -> bool {
+        self.sets_per_slice.is_power_of_two()
+            && self.slices.is_power_of_two()
+            && (1..=MAX_WAYS).contains(&self.ways)
+            && self.line.is_power_of_two()
+            && self.line >= 8
+            && (self.slice_hash != SliceHash::Intel || self.slices <= INTEL_MAX_SLICES)
+    }
+
+    /// The physical-address bits that index a set within a slice, lowest
+    /// first. With the modulo hash the lowest line bits choose the slice, so
+    /// the set bits start above them.
+    pub fn set_index_bits(&self) -> std::ops::Range<u32> {
+        let skip = match self.slice_hash {
+            SliceHash::Modulo => self.slices.trailing_zeros(),
+            SliceHash::Intel => 0,
+        };
+        let low = self.line_shift() + skip;
+        low..low + self.sets_per_slice.trailing_zeros()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err_key(r: Result<()>) -> String {
+        match r {
+            Err(Error::Config { key, .. }) => key,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_skylake_like_and_valid() {
+        let cfg = CacheHierarchyConfig::default();
+        cfg.validate("machine.cache").unwrap();
+        assert_eq!(cfg.l1d.geometry().nr_sets(), 64);
+        assert_eq!(cfg.l2.geometry().nr_sets(), 1024);
+        assert_eq!(cfg.llc.geometry().nr_sets(), 16384);
+        assert_eq!(cfg.llc.latency, 42);
+        assert!(!cfg.l1i.enabled);
+    }
+
+    #[test]
+    fn parses_from_toml_with_sizes_and_names() {
+        let text = r#"
+            enabled = true
+            [l1d]
+            size = "48KiB"
+            ways = 12
+            [llc]
+            size = "8MiB"
+            slices = 4
+            slice_hash = "intel"
+            policy = "srrip"
+            way_masks = [3, 12]
+        "#;
+        let cfg: CacheHierarchyConfig = toml::from_str(text).unwrap();
+        cfg.validate("machine.cache").unwrap();
+        assert_eq!(cfg.l1d.size.bytes(), 48 << 10);
+        assert_eq!(cfg.l1d.latency, 4, "unset keys keep their default");
+        assert_eq!(cfg.llc.policy, ReplacementKind::Srrip);
+        let g = cfg.llc.geometry();
+        assert_eq!((g.slices, g.sets_per_slice), (4, 2048));
+        assert_eq!(cfg.llc.fill_masks("machine.cache.llc", 2).unwrap(), vec![3, 12]);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let text = "[l2]\nslices = 2\n";
+        assert!(toml::from_str::<CacheHierarchyConfig>(text).is_err(), "slices is an llc key");
+        assert!(toml::from_str::<CacheHierarchyConfig>("[l1d]\nenabled = true\n").is_err());
+        assert!(toml::from_str::<CacheHierarchyConfig>("[llc]\nslice_hash = \"crc\"\n").is_err());
+    }
+
+    #[test]
+    fn bad_shapes_name_their_key() {
+        let mut l1 = CacheConfig::l1d();
+        l1.size = ByteSize(48 << 10); // 96 sets of 8 ways: not a power of two
+        assert_eq!(err_key(l1.validate("machine.cache.l1d")), "machine.cache.l1d.size");
+        l1 = CacheConfig { line: 48, ..CacheConfig::l1d() };
+        assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.line");
+        l1 = CacheConfig { line: 4, ..CacheConfig::l1d() };
+        assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.line");
+        l1 = CacheConfig { ways: 0, ..CacheConfig::l1d() };
+        assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.ways");
+        l1 = CacheConfig { size: ByteSize(0), ..CacheConfig::l1d() };
+        assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.size");
+    }
+
+    #[test]
+    fn llc_slices_hash_and_masks_are_checked() {
+        let llc = |f: fn(&mut LlcConfig)| {
+            let mut c = LlcConfig::default();
+            f(&mut c);
+            c.validate("machine.cache.llc")
+        };
+        assert_eq!(err_key(llc(|c| c.slices = 3)), "machine.cache.llc.slices");
+        assert_eq!(err_key(llc(|c| c.slices = 32768)), "machine.cache.llc.slices", "more slices than sets");
+        llc(|c| c.slices = 16).unwrap();
+        assert_eq!(
+            err_key(llc(|c| {
+                c.slices = 16;
+                c.slice_hash = SliceHash::Intel
+            })),
+            "machine.cache.llc.slice_hash"
+        );
+        assert_eq!(err_key(llc(|c| c.way_masks = vec![0xff, 0])), "machine.cache.llc.way_masks[1]");
+        assert_eq!(err_key(llc(|c| c.way_masks = vec![0x1_0000])), "machine.cache.llc.way_masks[0]");
+        llc(|c| c.way_masks = vec![0xffff]).unwrap();
+        let masks = LlcConfig { way_masks: vec![1, 2, 4], ..LlcConfig::default() };
+        assert!(masks.fill_masks("k", 2).is_err());
+        assert_eq!(LlcConfig::default().fill_masks("k", 2).unwrap(), vec![0xffff; 2]);
+    }
+
+    #[test]
+    fn line_sizes_must_agree() {
+        let mut cfg = CacheHierarchyConfig::default();
+        cfg.llc.line = 128;
+        cfg.llc.size = ByteSize(32 << 20);
+        assert_eq!(err_key(cfg.validate("machine.cache")), "machine.cache.llc.line");
+        let mut cfg = CacheHierarchyConfig::default();
+        cfg.l1i.line = 32; // ignored while the L1I is off
+        cfg.validate("machine.cache").unwrap();
+        cfg.l1i.enabled = true;
+        assert_eq!(err_key(cfg.validate("machine.cache")), "machine.cache.l1i.line");
+    }
+
+    #[test]
+    fn set_index_bits_follow_the_slice_hash() {
+        let llc = LlcConfig::default().geometry(); // 16384 sets of 64 B lines
+        assert_eq!(llc.set_index_bits(), 6..20);
+        let intel = llc.with_slices(8, SliceHash::Intel);
+        assert_eq!(intel.set_index_bits(), 6..17);
+        let modulo = llc.with_slices(8, SliceHash::Modulo);
+        assert_eq!(modulo.set_index_bits(), 9..20);
+        assert_eq!(modulo.size(), 16 << 20);
+    }
+}

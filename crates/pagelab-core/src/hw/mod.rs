@@ -1,0 +1,8 @@
+//! Hardware: layer 3. Caches, TLBs and page-walk caches. These models know
+//! nothing of page tables or policies; the walker that joins them to the
+//! page tables is in `engine::mmu`.
+
+pub mod cache;
+pub mod pwc;
+pub mod set_assoc;
+pub mod tlb;

@@ -1,0 +1,417 @@
+//! A small generic set-associative array: the storage under the TLBs and the
+//! page-walk caches.
+//!
+//! `sets x ways` slots, each holding a `u64` key and a value `V`. The caller
+//! chooses the set (TLBs index by low vpn bits, the page-walk caches by low VA
+//! prefix bits) and the key (which must identify the entry completely: the
+//! array never looks at the value to decide a hit). A fully associative array
+//! is one set.
+//!
+//! Layout: the keys of one set are contiguous (`keys[set * ways ..][..ways]`),
+//! so a lookup in a 4- to 16-way set scans one or two host cache lines of
+//! keys and touches a value only on a hit. Empty slots hold [`INVALID_KEY`];
+//! callers never use that key (the TLB key packing reserves it).
+//!
+//! Replacement is chosen once, at construction, and dispatched by a `match`
+//! on a small enum (no dynamic dispatch per access). Every policy fills an
+//! empty way before evicting anything.
+
+use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The key of an empty slot. No caller may insert it.
+pub const INVALID_KEY: u64 = u64::MAX;
+
+/// Which way of a full set is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    /// Least recently used (looked up or inserted).
+    #[default]
+    Lru,
+    /// Oldest inserted; lookups do not refresh an entry.
+    Fifo,
+    /// A uniformly random way, from a seeded Xoshiro256++ (deterministic).
+    Random,
+}
+
+impl Replacement {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Replacement::Lru => "lru",
+            Replacement::Fifo => "fifo",
+            Replacement::Random => "random",
+        }
+    }
+}
+
+/// Index of one slot (`set * ways + way`), as returned by [`SetAssoc::find`].
+pub type Slot = usize;
+
+/// Where an insertion goes (see [`SetAssoc::insert`]).
+enum InsertSlot {
+    Present(Slot),
+    Empty(Slot),
+    Oldest(Slot),
+}
+
+/// A set-associative array of `sets x ways` `(u64 key, V)` slots.
+#[derive(Debug, Clone)]
+pub struct SetAssoc<V: Copy + Default> {
+    sets: usize,
+    ways: usize,
+    set_mask: u64,
+    policy: Replacement,
+    keys: Vec<u64>,
+    values: Vec<V>,
+    /// LRU: tick of the last use; FIFO: tick of the insertion; Random: unused.
+    stamps: Vec<u64>,
+    tick: u64,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl<V: Copy + Default> SetAssoc<V> {
+    /// `sets` must be a power of two (>= 1). `ways == 0` builds an empty array
+    /// (a disabled structure): lookups miss, inserts are dropped.
+    /// Configuration is validated before this is called (a bad shape is a bug
+    /// here, not a user error).
+    pub fn new(sets: usize, ways: usize, policy: Replacement, seed: u64) -> Self {
+        assert!(sets.is_power_of_two(), "set count {sets} is not a power of two");
+        let slots = sets * ways;
+        SetAssoc {
+            sets,
+            ways,
+            set_mask: sets as u64 - 1,
+            policy,
+            keys: vec![INVALID_KEY; slots],
+            values: vec![V::default(); slots],
+            stamps: vec![0; slots],
+            tick: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    /// One set of `entries` ways: every entry can go anywhere.
+    pub fn fully_associative(entries: usize, policy: Replacement, seed: u64) -> Self {
+        Self::new(1, entries, policy, seed)
+    }
+
+    #[inline]
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+    #[inline]
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.sets * self.ways
+    }
+    #[inline]
+    pub fn is_disabled(&self) -> bool {
+        self.ways == 0
+    }
+    pub fn policy(&self) -> Replacement {
+        self.policy
+    }
+
+    /// The set an index maps to: its low bits.
+    #[inline]
+    pub fn set_of(&self, index: u64) -> usize {
+        (index & self.set_mask) as usize
+    }
+
+    #[inline]
+    fn base(&self, set: usize) -> usize {
+        debug_assert!(set < self.sets, "set {set} out of {}", self.sets);
+        set * self.ways
+    }
+
+    /// The slot holding `key` in `set`, without touching replacement state.
+    #[inline]
+    pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
+        debug_assert_ne!(key, INVALID_KEY);
+        let base = self.base(set);
+        self.keys[base..base + self.ways].iter().position(|&k| k == key).map(|w| base + w)
+    }
+
+    /// Looks `key` up in `set`; a hit counts as a use (LRU).
+    #[inline]
+    pub fn lookup(&mut self, set: usize, key: u64) -> Option<&mut V> {
+        let slot = self.find(set, key)?;
+        self.touch(slot);
+        Some(&mut self.values[slot])
+    }
+
+    /// Looks `key` up without counting a use.
+    #[inline]
+    pub fn peek(&self, set: usize, key: u64) -> Option<&V> {
+        self.find(set, key).map(|slot| &self.values[slot])
+    }
+
+    /// Marks a slot as just used (LRU only; FIFO and Random ignore uses).
+    #[inline]
+    pub fn touch(&mut self, slot: Slot) {
+        if self.policy == Replacement::Lru {
+            self.tick += 1;
+            self.stamps[slot] = self.tick;
+        }
+    }
+
+    #[inline]
+    pub fn key(&self, slot: Slot) -> u64 {
+        self.keys[slot]
+    }
+    #[inline]
+    pub fn value(&self, slot: Slot) -> &V {
+        &self.values[slot]
+    }
+    #[inline]
+    pub fn value_mut(&mut self, slot: Slot) -> &mut V {
+        &mut self.values[slot]
+    }
+
+    /// Inserts `key -> value` into `set`. If `key` is already there its value
+    /// is replaced in place (no eviction). Otherwise an empty way is used, or
+    /// the policy's victim is evicted and returned.
+    pub fn insert(&mut self, set: usize, key: u64, value: V) -> Option<(u64, V)> {
+        debug_assert_ne!(key, INVALID_KEY);
+        if self.ways == 0 {
+            return None;
+        }
+        let slot = match self.scan_for_insert(set, key) {
+            InsertSlot::Present(slot) => {
+                self.values[slot] = value;
+                self.touch(slot);
+                return None;
+            }
+            InsertSlot::Empty(slot) | InsertSlot::Oldest(slot) if self.policy != Replacement::Random => slot,
+            InsertSlot::Empty(slot) => slot,
+            InsertSlot::Oldest(_) => {
+                // Multiply-shift maps a 64-bit draw onto [0, ways) without a
+                // division (bias below 2^-32 for any realistic way count).
+                let way = ((self.rng.next_u64() as u128 * self.ways as u128) >> 64) as usize;
+                self.base(set) + way
+            }
+        };
+        let evicted = (self.keys[slot] != INVALID_KEY).then(|| (self.keys[slot], self.values[slot]));
+        self.keys[slot] = key;
+        self.values[slot] = value;
+        // A new entry is the most recently used (LRU) and the youngest (FIFO).
+        self.tick += 1;
+        self.stamps[slot] = self.tick;
+        evicted
+    }
+
+    /// The slot holding `key` in `set`, else the first empty slot, else the
+    /// one with the smallest stamp (the LRU / FIFO victim).
+    #[inline]
+    fn scan_for_insert(&self, set: usize, key: u64) -> InsertSlot {
+        let base = self.base(set);
+        let keys = &self.keys[base..base + self.ways];
+        let stamps = &self.stamps[base..base + self.ways];
+        if let Some(w) = keys.iter().position(|&k| k == key) {
+            return InsertSlot::Present(base + w);
+        }
+        if let Some(w) = keys.iter().position(|&k| k == INVALID_KEY) {
+            return InsertSlot::Empty(base + w);
+        }
+        let mut oldest = 0;
+        for w in 1..stamps.len() {
+            if stamps[w] < stamps[oldest] {
+                oldest = w;
+            }
+        }
+        InsertSlot::Oldest(base + oldest)
+    }
+
+    /// Empties `key`'s slot in `set`, returning its value.
+    pub fn invalidate(&mut self, set: usize, key: u64) -> Option<V> {
+        let slot = self.find(set, key)?;
+        self.keys[slot] = INVALID_KEY;
+        Some(self.values[slot])
+    }
+
+    /// Empties every slot whose `(key, value)` satisfies `pred`; returns how
+    /// many were emptied. Scans the whole array: for shootdowns, not the hot
+    /// path.
+    pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
+        let mut dropped = 0;
+        for (key, value) in self.keys.iter_mut().zip(&self.values) {
+            if *key != INVALID_KEY && pred(*key, value) {
+                *key = INVALID_KEY;
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+
+    /// Applies `f` to every valid entry's value (e.g. setting a dirty bit on
+    /// every entry derived from one page).
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(u64, &mut V)) {
+        for (key, value) in self.keys.iter().zip(self.values.iter_mut()) {
+            if *key != INVALID_KEY {
+                f(*key, value);
+            }
+        }
+    }
+
+    /// Empties everything; returns how many valid entries were dropped.
+    pub fn flush(&mut self) -> usize {
+        self.invalidate_if(|_, _| true)
+    }
+
+    /// Valid entries (a scan; for statistics and tests).
+    pub fn len(&self) -> usize {
+        self.keys.iter().filter(|&&k| k != INVALID_KEY).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every valid `(key, value)`, set by set.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &V)> + '_ {
+        self.keys.iter().zip(&self.values).filter(|(k, _)| **k != INVALID_KEY).map(|(k, v)| (*k, v))
+    }
+
+    /// Asks the host to bring `set`'s keys into its cache ahead of a lookup
+    /// (a hint: no effect on results, none at all off x86-64).
+    #[inline]
+    pub fn prefetch(&self, set: usize) {
+        if self.ways == 0 {
+            return;
+        }
+        let base = self.base(set);
+        let keys = &self.keys[base..base + self.ways];
+        prefetch_line(keys.as_ptr() as *const u8);
+        // Sets of more than 8 ways span two host lines of keys.
+        prefetch_line(keys[keys.len() - 1..].as_ptr() as *const u8);
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(_ptr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address;
+    // the pointer here is in bounds anyway.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(_ptr as *const i8);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_way(policy: Replacement) -> SetAssoc<u32> {
+        SetAssoc::new(4, 2, policy, 7)
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recently_used_of_a_two_way_set() {
+        // Given a 2-way set 1, insert A then B; use A; insert C: B is the LRU
+        // and goes. Then use C; insert D: A goes (C was used after A).
+        let mut sa = two_way(Replacement::Lru);
+        let (a, b, c, d) = (0x11, 0x21, 0x31, 0x41);
+        assert_eq!(sa.insert(1, a, 10), None);
+        assert_eq!(sa.insert(1, b, 20), None);
+        assert_eq!(sa.lookup(1, a).copied(), Some(10));
+        assert_eq!(sa.insert(1, c, 30), Some((b, 20)));
+        assert!(sa.lookup(1, c).is_some());
+        assert_eq!(sa.insert(1, d, 40), Some((a, 10)));
+        assert_eq!(sa.peek(1, c), Some(&30));
+        assert_eq!(sa.peek(1, d), Some(&40));
+        // Other sets are untouched.
+        assert_eq!(sa.len(), 2);
+    }
+
+    #[test]
+    fn peek_does_not_refresh_lru() {
+        let mut sa = two_way(Replacement::Lru);
+        sa.insert(0, 1, 1);
+        sa.insert(0, 2, 2);
+        assert_eq!(sa.peek(0, 1), Some(&1));
+        // 1 is still the LRU despite the peek.
+        assert_eq!(sa.insert(0, 3, 3), Some((1, 1)));
+    }
+
+    #[test]
+    fn fifo_ignores_uses() {
+        // Same sequence as the LRU test: with FIFO the use of A does not save
+        // it, so C evicts A (the oldest), and D evicts B.
+        let mut sa = two_way(Replacement::Fifo);
+        sa.insert(1, 0xa, 1);
+        sa.insert(1, 0xb, 2);
+        assert!(sa.lookup(1, 0xa).is_some());
+        assert_eq!(sa.insert(1, 0xc, 3), Some((0xa, 1)));
+        assert_eq!(sa.insert(1, 0xd, 4), Some((0xb, 2)));
+    }
+
+    #[test]
+    fn reinserting_a_key_replaces_its_value_without_eviction() {
+        let mut sa = two_way(Replacement::Lru);
+        sa.insert(2, 5, 1);
+        sa.insert(2, 6, 2);
+        assert_eq!(sa.insert(2, 5, 9), None);
+        assert_eq!(sa.peek(2, 5), Some(&9));
+        assert_eq!(sa.len(), 2);
+        // The re-insert made 5 the MRU, so 6 goes next.
+        assert_eq!(sa.insert(2, 7, 3), Some((6, 2)));
+    }
+
+    #[test]
+    fn empty_ways_are_filled_before_evicting_even_after_invalidation() {
+        let mut sa = two_way(Replacement::Lru);
+        sa.insert(0, 1, 1);
+        sa.insert(0, 2, 2);
+        assert_eq!(sa.invalidate(0, 1), Some(1));
+        assert_eq!(sa.insert(0, 3, 3), None);
+        assert_eq!(sa.peek(0, 2), Some(&2));
+    }
+
+    #[test]
+    fn random_is_deterministic_for_a_seed_and_stays_in_the_set() {
+        let run = |seed| {
+            let mut sa: SetAssoc<u64> = SetAssoc::new(2, 4, Replacement::Random, seed);
+            (0..100u64).map(|k| sa.insert(1, k * 2 + 1, k).map(|(key, _)| key)).collect::<Vec<_>>()
+        };
+        let first = run(42);
+        assert_eq!(first, run(42));
+        assert_eq!(first.iter().take(4).filter(|e| e.is_some()).count(), 0);
+        assert_eq!(first.iter().skip(4).filter(|e| e.is_some()).count(), 96);
+        assert_ne!(first, run(43));
+    }
+
+    #[test]
+    fn invalidate_if_and_flush_count_what_they_drop() {
+        let mut sa: SetAssoc<u32> = SetAssoc::fully_associative(8, Replacement::Lru, 0);
+        for k in 0..6 {
+            sa.insert(0, k, k as u32 * 10);
+        }
+        assert_eq!(sa.invalidate_if(|k, v| k % 2 == 0 && *v != 40), 2); // 0 and 20
+        assert_eq!(sa.len(), 4);
+        assert!(sa.peek(0, 4).is_some());
+        assert_eq!(sa.flush(), 4);
+        assert!(sa.is_empty());
+    }
+
+    #[test]
+    fn a_disabled_array_misses_and_drops_inserts() {
+        let mut sa: SetAssoc<u32> = SetAssoc::new(1, 0, Replacement::Lru, 0);
+        assert_eq!(sa.insert(0, 1, 1), None);
+        assert!(sa.lookup(0, 1).is_none());
+        sa.prefetch(0);
+        assert_eq!(sa.capacity(), 0);
+    }
+
+    #[test]
+    fn replacement_names_parse_from_config() {
+        let r: Replacement = serde_json::from_str("\"fifo\"").unwrap();
+        assert_eq!(r, Replacement::Fifo);
+        assert!(serde_json::from_str::<Replacement>("\"plru\"").is_err());
+    }
+}

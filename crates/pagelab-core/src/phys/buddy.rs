@@ -1,0 +1,939 @@
+//! The buddy allocator (mm/page_alloc.c), over frames whose owners are known.
+//!
+//! Memory is a run of 4 KiB frames cut into aligned power-of-two blocks. A
+//! request of order k takes the lowest free block of order >= k on the list
+//! of its migratetype and splits it (`expand`), returning the upper halves to
+//! the free lists; a freed block merges with its buddy while the buddy is
+//! free (`__free_one_page`). The buddy of pfn p at order k is p ^ (1 << k):
+//! the buddy of pfn 8 at order 1 is 8 ^ 2 = 10.
+//!
+//! Every free block is on the list of its pageblock's migratetype, as in
+//! Linux since 6.10 (`move_freepages_block` moves a pageblock's free blocks
+//! when the pageblock changes type). Free blocks larger than a pageblock have
+//! all their pageblocks of one type.
+//!
+//! Memory cost: one packed [`FrameOwner`] (8 bytes) per frame, plus the free
+//! lists as bitmaps (about 2 bits per frame for the heads of all orders, and
+//! about 30 bits per pageblock of summaries), plus one byte per pageblock:
+//! about 8.26 bytes per frame in all (see [`PhysMem::metadata_bytes`]).
+
+use super::bitmap::Bitmap;
+use super::frame::{packed_is_movable, packed_nth, FrameOwner, PACKED_FREE};
+use super::free_area::FreeArea;
+use super::migratetype::{
+    should_try_claim_block, Migratetype, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,
+};
+use crate::error::{Error, Result};
+use crate::units::{Order, Pfn};
+
+/// Largest buddy order by default: 4 MiB blocks (Linux `MAX_PAGE_ORDER`).
+pub const DEFAULT_MAX_ORDER: u8 = 10;
+/// Smallest allowed largest order: blocks must reach a pageblock.
+pub const MIN_MAX_ORDER: u8 = PAGEBLOCK_ORDER;
+/// Largest allowed largest order: 1 GiB blocks (13 gives the 32 MiB blocks
+/// of Elastic Translations).
+pub const MAX_MAX_ORDER: u8 = 18;
+/// Most frames a machine may have: 1 TiB.
+pub const MAX_FRAMES: u64 = 1 << 28;
+/// Configuration key named when the memory size is out of range.
+pub const MEMORY_SIZE_KEY: &str = "machine.phys_mem";
+/// Configuration key named when the largest order is out of range.
+pub const MAX_ORDER_KEY: &str = "machine.max_order";
+
+/// Event counters of the allocator.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize)]
+pub struct Stats {
+    /// Blocks allocated (by `alloc` and `alloc_specific`).
+    pub allocs: u64,
+    /// Blocks freed.
+    pub frees: u64,
+    /// Allocations served from a free block of another migratetype (Linux's
+    /// `mm_page_alloc_extfrag` event).
+    pub fallbacks: u64,
+    /// Pageblocks claimed (relabelled) by a fallback.
+    pub steals: u64,
+}
+
+/// Physical memory of one machine (or one guest): frames, their owners and
+/// the buddy allocator's free lists.
+#[derive(Debug, Clone)]
+pub struct PhysMem {
+    nr_frames: u64,
+    max_order: u8,
+    /// Packed [`FrameOwner`] of every frame; 0 = free.
+    owners: Vec<u64>,
+    /// Migratetype of every pageblock (the last one may be partial).
+    pageblock_mt: Vec<Migratetype>,
+    /// `free_area[order]`, orders 0..=max_order.
+    free_area: Vec<FreeArea>,
+    nr_free_pages: u64,
+    stats: Stats,
+}
+
+impl PhysMem {
+    /// A machine of `nr_frames` frames, all free and all pageblocks MOVABLE,
+    /// carved greedily into the largest aligned blocks (the size need not be
+    /// a multiple of the largest block). `max_order` is the largest block
+    /// order, 9..=18.
+    pub fn new(nr_frames: u64, max_order: u8) -> Result<Self> {
+        if !(1..=MAX_FRAMES).contains(&nr_frames) {
+            let msg =
+                format!("{nr_frames} frames; the simulator takes 1 frame to 1 TiB (2^28 frames)");
+            return Err(Error::config(MEMORY_SIZE_KEY, msg));
+        }
+        if !(MIN_MAX_ORDER..=MAX_MAX_ORDER).contains(&max_order) {
+            let msg = format!("{max_order} is not in {MIN_MAX_ORDER}..={MAX_MAX_ORDER}");
+            return Err(Error::config(MAX_ORDER_KEY, msg));
+        }
+        let nr_pageblocks = nr_frames.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
+        let mut mem = PhysMem {
+            nr_frames,
+            max_order,
+            owners: vec![PACKED_FREE; nr_frames as usize],
+            pageblock_mt: vec![Migratetype::Movable; nr_pageblocks],
+            free_area: (0..=max_order)
+                .map(|o| FreeArea::new(o, nr_frames))
+                .collect(),
+            nr_free_pages: 0,
+            stats: Stats::default(),
+        };
+        mem.carve_free_blocks();
+        Ok(mem)
+    }
+
+    /// Puts all memory on the free lists as the largest aligned blocks that
+    /// fit (what `memblock_free_all` achieves).
+    fn carve_free_blocks(&mut self) {
+        let mut pfn = 0u64;
+        while pfn < self.nr_frames {
+            let mut order = (pfn.trailing_zeros() as u8).min(self.max_order);
+            while pfn + (1 << order) > self.nr_frames {
+                order -= 1;
+            }
+            self.add_free(pfn, order);
+            pfn += 1 << order;
+        }
+    }
+
+    pub fn nr_frames(&self) -> u64 {
+        self.nr_frames
+    }
+
+    /// Largest block order, as given to [`PhysMem::new`].
+    pub fn max_order(&self) -> u8 {
+        self.max_order
+    }
+
+    /// Pageblocks, counting a partial last one.
+    pub fn nr_pageblocks(&self) -> u64 {
+        self.pageblock_mt.len() as u64
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    // ---- free-list primitives -------------------------------------------
+
+    /// Migratetype of the block headed by `pfn`: its pageblock's.
+    #[inline]
+    fn block_mt(&self, pfn: u64) -> Migratetype {
+        self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize]
+    }
+
+    #[inline]
+    fn add_free(&mut self, pfn: u64, order: u8) {
+        let mt = self.block_mt(pfn);
+        self.free_area[order as usize].add(pfn, mt);
+        self.nr_free_pages += 1 << order;
+    }
+
+    #[inline]
+    fn del_free(&mut self, pfn: u64, order: u8) {
+        let mt = self.block_mt(pfn);
+        self.free_area[order as usize].del(pfn, mt);
+        self.nr_free_pages -= 1 << order;
+    }
+
+    /// `expand`: the free block at `pfn` of order `high`, already off the
+    /// lists, is split down to order `low`; the upper halves go back on the
+    /// lists and the lowest part (at `pfn`) is the caller's.
+    #[inline]
+    fn expand(&mut self, pfn: u64, low: u8, high: u8) {
+        for order in (low..high).rev() {
+            self.add_free(pfn + (1 << order), order);
+        }
+    }
+
+    /// Sets the type of every pageblock of a block that is off the lists
+    /// (`change_pageblock_range`).
+    fn set_pageblock_range(&mut self, pfn: u64, order: u8, mt: Migratetype) {
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let count = 1usize << order.saturating_sub(PAGEBLOCK_ORDER);
+        self.pageblock_mt[first..first + count].fill(mt);
+    }
+
+    /// `move_freepages_block` and `set_pageblock_migratetype` for a
+    /// pageblock that is not inside a free block of pageblock order or more.
+    fn move_pageblock(&mut self, pb: u64, to: Migratetype) {
+        let from = self.pageblock_mt[pb as usize];
+        if from == to {
+            return;
+        }
+        for area in &mut self.free_area[..PAGEBLOCK_ORDER as usize] {
+            area.move_pageblock(pb, from, to);
+        }
+        self.pageblock_mt[pb as usize] = to;
+    }
+
+    fn set_block_owner(&mut self, pfn: u64, order: u8, owner: FrameOwner) {
+        debug_assert!(!owner.is_free(), "allocating to FrameOwner::Free");
+        let first = owner.pack();
+        let frames = &mut self.owners[pfn as usize..(pfn + (1 << order)) as usize];
+        for (i, slot) in frames.iter_mut().enumerate() {
+            *slot = packed_nth(first, i as u64);
+        }
+    }
+
+    // ---- allocation ------------------------------------------------------
+
+    /// Allocates a block of `order` for a request of migratetype `mt`
+    /// (`__rmqueue`): the lowest free block of that type, else a fallback.
+    /// Every frame of the block gets `owner` (a user owner's vpn grows by one
+    /// per frame). `None` when no free block is large enough.
+    pub fn alloc(&mut self, order: Order, mt: Migratetype, owner: FrameOwner) -> Option<Pfn> {
+        let order = order.get();
+        if order > self.max_order {
+            return None;
+        }
+        let pfn = self
+            .rmqueue_smallest(order, mt)
+            .or_else(|| self.rmqueue_claim(order, mt))
+            .or_else(|| self.rmqueue_steal(order, mt))?;
+        self.set_block_owner(pfn, order, owner);
+        self.stats.allocs += 1;
+        Some(Pfn::new(pfn))
+    }
+
+    /// `__rmqueue_smallest`: the smallest order with a free block of `mt`.
+    fn rmqueue_smallest(&mut self, order: u8, mt: Migratetype) -> Option<u64> {
+        for current in order..=self.max_order {
+            if let Some(pfn) = self.free_area[current as usize].first(mt) {
+                self.del_free(pfn, current);
+                self.expand(pfn, order, current);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// First fallback type with a free block of `order` (the non-claiming
+    /// half of `find_suitable_fallback`).
+    fn suitable_fallback(&self, order: u8, start: Migratetype) -> Option<Migratetype> {
+        let area = &self.free_area[order as usize];
+        start.fallbacks().into_iter().find(|&mt| !area.is_empty(mt))
+    }
+
+    /// `__rmqueue_claim`: from the largest order down, take a fallback block
+    /// and try to claim its pageblock for `start` (the largest free block
+    /// approximates the pageblock with most free pages). Stops at the first
+    /// order too small to claim from.
+    fn rmqueue_claim(&mut self, order: u8, start: Migratetype) -> Option<u64> {
+        for current in (order..=self.max_order).rev() {
+            if !should_try_claim_block(current, start) {
+                break;
+            }
+            let Some(fallback) = self.suitable_fallback(current, start) else {
+                continue;
+            };
+            let pfn = self.free_area[current as usize].first(fallback)?;
+            if let Some(page) = self.try_to_claim_block(pfn, current, order, start, fallback) {
+                self.stats.fallbacks += 1;
+                return Some(page);
+            }
+        }
+        None
+    }
+
+    /// `try_to_claim_block`. A block of pageblock order or more is taken
+    /// whole and all its pageblocks relabelled. Otherwise its pageblock is
+    /// relabelled when at least half of it is free or compatible with
+    /// `start` (movable frames for a movable request; for an unmovable or
+    /// reclaimable request falling back to a movable pageblock, all the
+    /// non-free non-movable frames), and the request is served from the
+    /// claimed lists.
+    fn try_to_claim_block(
+        &mut self,
+        pfn: u64,
+        current: u8,
+        order: u8,
+        start: Migratetype,
+        block_type: Migratetype,
+    ) -> Option<u64> {
+        if current >= PAGEBLOCK_ORDER {
+            self.del_free(pfn, current);
+            self.set_pageblock_range(pfn, current, start);
+            self.expand(pfn, order, current);
+            self.stats.steals += 1 << (current - PAGEBLOCK_ORDER);
+            return Some(pfn);
+        }
+        let pb = pfn >> PAGEBLOCK_ORDER;
+        if (pb + 1) * PAGEBLOCK_NR_PAGES > self.nr_frames {
+            return None; // a partial pageblock cannot move (zone boundary)
+        }
+        let free = self.free_pages_in_pageblock(pb);
+        let movable = self.movable_pages_in_pageblock(pb);
+        let alike = match (start, block_type) {
+            (Migratetype::Movable, _) => movable,
+            (_, Migratetype::Movable) => PAGEBLOCK_NR_PAGES - free - movable,
+            _ => 0,
+        };
+        if free + alike < PAGEBLOCK_NR_PAGES / 2 {
+            return None;
+        }
+        self.move_pageblock(pb, start);
+        self.stats.steals += 1;
+        self.rmqueue_smallest(order, start)
+    }
+
+    /// `__rmqueue_steal`: the smallest fallback block, taken without
+    /// claiming its pageblock (its leftovers stay on the fallback type).
+    fn rmqueue_steal(&mut self, order: u8, start: Migratetype) -> Option<u64> {
+        for current in order..=self.max_order {
+            if let Some(fallback) = self.suitable_fallback(current, start) {
+                let pfn = self.free_area[current as usize].first(fallback)?;
+                self.del_free(pfn, current);
+                self.expand(pfn, order, current);
+                self.stats.fallbacks += 1;
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// Takes exactly the aligned block of `order` at `pfn` if all of it is
+    /// free, splitting the free block that contains it (page coloring,
+    /// CoalaPaging, fragmentation injection and compaction need a chosen
+    /// frame). The pageblock keeps its type. `false` if any frame of the
+    /// block is taken, or the block is misaligned or outside memory.
+    pub fn alloc_specific(&mut self, pfn: Pfn, order: Order, owner: FrameOwner) -> bool {
+        let (pfn, order) = (pfn.raw(), order.get());
+        let len = 1u64 << order.min(63);
+        if order > self.max_order
+            || !pfn.is_multiple_of(len)
+            || pfn.checked_add(len).is_none_or(|end| end > self.nr_frames)
+        {
+            return false;
+        }
+        let Some((head, current)) = self.free_block_containing_raw(pfn) else {
+            return false;
+        };
+        if current < order {
+            return false; // a fully merged free block would contain the whole range
+        }
+        self.del_free(head, current);
+        self.split_to(head, current, pfn, order);
+        self.set_block_owner(pfn, order, owner);
+        self.stats.allocs += 1;
+        true
+    }
+
+    /// Splits the free block (`head`, `current`), already off the lists,
+    /// down to the block (`target`, `order`) inside it, returning every
+    /// other half to the lists.
+    fn split_to(&mut self, mut head: u64, mut current: u8, target: u64, order: u8) {
+        while current > order {
+            current -= 1;
+            let half = 1u64 << current;
+            if target >= head + half {
+                self.add_free(head, current);
+                head += half;
+            } else {
+                self.add_free(head + half, current);
+            }
+        }
+        debug_assert_eq!(head, target);
+    }
+
+    // ---- freeing ---------------------------------------------------------
+
+    /// Frees the block of `order` at `pfn` and merges it with its free
+    /// buddies (`__free_one_page`). The block must be aligned and all its
+    /// frames allocated (debug-asserted). A block larger than a pageblock
+    /// has its pageblocks set to its first pageblock's type; when buddies of
+    /// pageblock order or more merge, the buddy takes the freed block's type
+    /// (as Linux does, so that later splits land on the right lists).
+    pub fn free(&mut self, pfn: Pfn, order: Order) {
+        let (mut pfn, mut order) = (pfn.raw(), order.get());
+        debug_assert!(order <= self.max_order, "free of order {order} > max_order");
+        debug_assert!(
+            pfn.is_multiple_of(1 << order),
+            "free of misaligned pfn {pfn:#x} at order {order}"
+        );
+        let frames = &mut self.owners[pfn as usize..(pfn + (1 << order)) as usize];
+        debug_assert!(
+            frames.iter().all(|&o| o != PACKED_FREE),
+            "double free in block {pfn:#x} order {order}"
+        );
+        frames.fill(PACKED_FREE);
+        let mt = self.block_mt(pfn);
+        if order > PAGEBLOCK_ORDER {
+            self.set_pageblock_range(pfn, order, mt);
+        }
+        while order < self.max_order {
+            let buddy = pfn ^ (1 << order);
+            if buddy + (1 << order) > self.nr_frames
+                || !self.free_area[order as usize].is_head(buddy)
+            {
+                break;
+            }
+            self.del_free(buddy, order);
+            if order >= PAGEBLOCK_ORDER && self.block_mt(buddy) != mt {
+                self.set_pageblock_range(buddy, order, mt);
+            }
+            pfn = pfn.min(buddy);
+            order += 1;
+        }
+        self.add_free(pfn, order);
+        self.stats.frees += 1;
+    }
+
+    // ---- frames and owners -----------------------------------------------
+
+    #[inline]
+    pub fn is_free(&self, pfn: Pfn) -> bool {
+        self.owners[pfn.raw() as usize] == PACKED_FREE
+    }
+
+    #[inline]
+    pub fn owner(&self, pfn: Pfn) -> FrameOwner {
+        FrameOwner::unpack(self.owners[pfn.raw() as usize])
+    }
+
+    /// Packed owner, for scanners that only test it.
+    #[inline]
+    pub(crate) fn packed_owner(&self, pfn: u64) -> u64 {
+        self.owners[pfn as usize]
+    }
+
+    /// Changes the owner of an allocated frame (a pool handing out a frame
+    /// it holds, a page-table page changing hands).
+    pub fn set_owner(&mut self, pfn: Pfn, owner: FrameOwner) {
+        debug_assert!(!self.is_free(pfn), "set_owner on free frame {pfn:?}");
+        debug_assert!(!owner.is_free(), "set_owner to Free: use free()");
+        self.owners[pfn.raw() as usize] = owner.pack();
+    }
+
+    /// The free block (head pfn, order) that contains `pfn`, if `pfn` is free.
+    pub fn free_block_containing(&self, pfn: Pfn) -> Option<(Pfn, Order)> {
+        self.free_block_containing_raw(pfn.raw())
+            .map(|(h, o)| (Pfn::new(h), Order::new(o)))
+    }
+
+    /// Looks only at the free-list bitmaps, largest order first: reading
+    /// the owner array first would fault in a fresh page of it twice (read,
+    /// then write) when a fresh frame is taken, which dominates fragmentation
+    /// injection on a large machine.
+    #[inline]
+    fn free_block_containing_raw(&self, pfn: u64) -> Option<(u64, u8)> {
+        (0..=self.max_order).rev().find_map(|order| {
+            let head = pfn & !((1u64 << order) - 1);
+            self.free_area[order as usize]
+                .is_head(head)
+                .then_some((head, order))
+        })
+    }
+
+    // ---- counts ----------------------------------------------------------
+
+    /// Free blocks of `order` on the list of `mt` (`nr_free` of one list).
+    pub fn nr_free(&self, order: Order, mt: Migratetype) -> u64 {
+        self.free_area
+            .get(order.get() as usize)
+            .map_or(0, |a| a.nr_free(mt))
+    }
+
+    /// Free blocks per order, all types together (`/proc/buddyinfo`), index
+    /// = order, length max_order + 1.
+    pub fn free_blocks_per_order(&self) -> Vec<u64> {
+        self.free_area.iter().map(FreeArea::nr_free_total).collect()
+    }
+
+    /// Free frames.
+    pub fn free_pages(&self) -> u64 {
+        self.nr_free_pages
+    }
+
+    /// Frames in free blocks of `order` or more (at order 9: the frames that
+    /// could back 2 MiB pages now).
+    pub fn free_pages_at_or_above(&self, order: Order) -> u64 {
+        let first = order.get() as usize;
+        self.free_area
+            .iter()
+            .enumerate()
+            .skip(first)
+            .map(|(o, a)| a.nr_free_total() << o)
+            .sum()
+    }
+
+    /// Pfns of the free blocks of `order`, lowest first (O(bitmap)).
+    pub fn free_blocks(&self, order: Order) -> Vec<Pfn> {
+        self.free_area
+            .get(order.get() as usize)
+            .map_or_else(Vec::new, |a| a.iter().map(Pfn::new).collect())
+    }
+
+    /// Frames in free blocks inside pageblock `pb`, which must not lie in a
+    /// free block of pageblock order or more.
+    fn free_pages_in_pageblock(&self, pb: u64) -> u64 {
+        self.free_area[..PAGEBLOCK_ORDER as usize]
+            .iter()
+            .map(|a| a.free_pages_in_pageblock(pb))
+            .sum()
+    }
+
+    /// Movable (user) frames in pageblock `pb`.
+    pub(crate) fn movable_pages_in_pageblock(&self, pb: u64) -> u64 {
+        let start = (pb * PAGEBLOCK_NR_PAGES) as usize;
+        let end = ((pb + 1) * PAGEBLOCK_NR_PAGES).min(self.nr_frames) as usize;
+        self.owners[start..end]
+            .iter()
+            .filter(|&&o| packed_is_movable(o))
+            .count() as u64
+    }
+
+    /// Whether the whole pageblock `pb` lies in one free block (of pageblock
+    /// order or more), i.e. could back a 2 MiB page right now.
+    pub fn pageblock_is_free(&self, pb: u64) -> bool {
+        let pfn = pb * PAGEBLOCK_NR_PAGES;
+        pfn < self.nr_frames
+            && self
+                .free_block_containing_raw(pfn)
+                .is_some_and(|(_, order)| order >= PAGEBLOCK_ORDER)
+    }
+
+    // ---- pageblocks --------------------------------------------------------
+
+    pub fn pageblock_migratetype(&self, pfn: Pfn) -> Migratetype {
+        self.block_mt(pfn.raw())
+    }
+
+    /// Relabels the pageblock of `pfn`, moving its free blocks to the lists
+    /// of `mt`. If the pageblock lies inside a free block larger than a
+    /// pageblock, that whole block (all its pageblocks) is relabelled, since
+    /// a free block has one type.
+    pub fn set_pageblock_migratetype(&mut self, pfn: Pfn, mt: Migratetype) {
+        let pb = pfn.raw() >> PAGEBLOCK_ORDER;
+        match self.free_block_containing_raw(pb << PAGEBLOCK_ORDER) {
+            Some((head, order)) if order >= PAGEBLOCK_ORDER => {
+                self.del_free(head, order);
+                self.set_pageblock_range(head, order, mt);
+                self.add_free(head, order);
+            }
+            _ => self.move_pageblock(pb, mt),
+        }
+    }
+
+    // ---- checks and footprint --------------------------------------------
+
+    /// Bytes of simulator memory held by this structure (owner array, free
+    /// lists, pageblock types). Divide by `nr_frames` for bytes per frame.
+    pub fn metadata_bytes(&self) -> u64 {
+        self.owners.len() as u64 * 8
+            + self.pageblock_mt.len() as u64
+            + self.free_area.iter().map(FreeArea::heap_bytes).sum::<u64>()
+    }
+
+    /// After a bulk operation (injection, compaction), in debug builds on
+    /// machines up to 4 GiB: checks all invariants and panics on a broken one.
+    pub(crate) fn debug_check_invariants(&self) {
+        if cfg!(debug_assertions) && self.nr_frames <= 1 << 20 {
+            if let Err(e) = self.check_invariants() {
+                panic!("physical memory invariant broken: {e}");
+            }
+        }
+    }
+
+    /// Checks every invariant, in O(frames): free blocks in range, disjoint,
+    /// fully merged, all frames free, on the list of their pageblocks' type;
+    /// bitmaps, summaries and counts agree; every frame is either in exactly
+    /// one free block or owned. Meant for tests and debug builds, not for
+    /// every operation.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut covered = Bitmap::new(self.nr_frames);
+        let mut free_pages = 0;
+        for (order, area) in self.free_area.iter().enumerate() {
+            let group_order = (order as u8).max(PAGEBLOCK_ORDER);
+            area.check(|group| self.block_mt(group << group_order))?;
+            for head in area.iter() {
+                self.check_free_block(head, order as u8, &mut covered)?;
+                free_pages += 1 << order;
+            }
+        }
+        if free_pages != self.nr_free_pages {
+            return Err(format!(
+                "nr_free_pages {} but free blocks hold {free_pages}",
+                self.nr_free_pages
+            ));
+        }
+        match (0..self.nr_frames)
+            .find(|&pfn| !covered.get(pfn) && self.owners[pfn as usize] == PACKED_FREE)
+        {
+            Some(pfn) => Err(format!(
+                "frame {pfn:#x} is neither in a free block nor owned"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn check_free_block(
+        &self,
+        head: u64,
+        order: u8,
+        covered: &mut Bitmap,
+    ) -> std::result::Result<(), String> {
+        let len = 1u64 << order;
+        if head + len > self.nr_frames {
+            return Err(format!(
+                "free block {head:#x} order {order} runs past memory"
+            ));
+        }
+        let mt = self.block_mt(head);
+        let last_pb = (head + len - 1) >> PAGEBLOCK_ORDER;
+        if let Some(pb) =
+            (head >> PAGEBLOCK_ORDER..=last_pb).find(|&pb| self.pageblock_mt[pb as usize] != mt)
+        {
+            return Err(format!(
+                "free block {head:#x} order {order} spans pageblock {pb} of another type"
+            ));
+        }
+        for pfn in head..head + len {
+            if covered.get(pfn) {
+                return Err(format!("frame {pfn:#x} is in two free blocks"));
+            }
+            covered.set(pfn);
+            if self.owners[pfn as usize] != PACKED_FREE {
+                return Err(format!("frame {pfn:#x} of free block {head:#x} is owned"));
+            }
+        }
+        let buddy = head ^ len;
+        if order < self.max_order
+            && buddy + len <= self.nr_frames
+            && self.free_area[order as usize].is_head(buddy)
+        {
+            return Err(format!(
+                "free buddies {head:#x} and {buddy:#x} at order {order} not merged"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::Vpn;
+    use proptest::prelude::*;
+
+    const KERNEL: FrameOwner = FrameOwner::Kernel;
+
+    fn o(order: u8) -> Order {
+        Order::new(order)
+    }
+
+    fn p(pfn: u64) -> Pfn {
+        Pfn::new(pfn)
+    }
+
+    fn heads(mem: &PhysMem, order: u8) -> Vec<u64> {
+        mem.free_blocks(o(order))
+            .into_iter()
+            .map(Pfn::raw)
+            .collect()
+    }
+
+    #[test]
+    fn splitting_an_order_3_block_leaves_one_block_per_lower_order() {
+        // Given 8 frames, i.e. one free order-3 block at pfn 0,
+        let mut mem = PhysMem::new(8, 9).unwrap();
+        assert_eq!(heads(&mem, 3), [0]);
+        // when one frame is allocated, expand keeps pfn 0 and frees the
+        // upper halves: 4..8 (order 2), 2..4 (order 1), 1 (order 0).
+        assert_eq!(mem.alloc(o(0), Migratetype::Movable, KERNEL), Some(p(0)));
+        assert_eq!(heads(&mem, 0), [1]);
+        assert_eq!(heads(&mem, 1), [2]);
+        assert_eq!(heads(&mem, 2), [4]);
+        assert_eq!(heads(&mem, 3), [] as [u64; 0]);
+        assert_eq!(mem.free_pages(), 7);
+        mem.check_invariants().unwrap();
+        // Freeing it merges all the way back.
+        mem.free(p(0), o(0));
+        assert_eq!(mem.free_blocks_per_order(), [0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn buddy_of_pfn_8_at_order_1_is_10() {
+        let mut mem = PhysMem::new(16, 9).unwrap();
+        let pfns: Vec<u64> = (0..8)
+            .map(|_| mem.alloc(o(1), Migratetype::Movable, KERNEL).unwrap().raw())
+            .collect();
+        assert_eq!(pfns, [0, 2, 4, 6, 8, 10, 12, 14]);
+        mem.free(p(10), o(1));
+        assert_eq!(heads(&mem, 1), [10]);
+        // 8 ^ (1 << 1) = 10 is free, so they merge into order 2 at 8; its
+        // buddy 8 ^ 4 = 12 is taken, so merging stops there.
+        mem.free(p(8), o(1));
+        assert_eq!(heads(&mem, 1), [] as [u64; 0]);
+        assert_eq!(heads(&mem, 2), [8]);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn odd_sizes_are_carved_into_aligned_blocks() {
+        // 1000 = 512 + 256 + 128 + 64 + 32 + 8.
+        let mem = PhysMem::new(1000, 9).unwrap();
+        assert_eq!(mem.free_blocks_per_order(), [0, 0, 0, 1, 0, 1, 1, 1, 1, 1]);
+        assert_eq!(heads(&mem, 3), [992]);
+        assert_eq!(mem.nr_pageblocks(), 2);
+        mem.check_invariants().unwrap();
+        // 3000 = 2 * 1024 + 512 + 256 + 128 + 32 + 16 + 8 with max_order 10.
+        let mem = PhysMem::new(3000, 10).unwrap();
+        assert_eq!(
+            mem.free_blocks_per_order(),
+            [0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 2]
+        );
+        assert_eq!(mem.free_pages(), 3000);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn bad_sizes_and_orders_are_config_errors() {
+        let key = |r: Result<PhysMem>| match r {
+            Err(Error::Config { key, .. }) => key,
+            other => panic!("expected a config error, got {other:?}"),
+        };
+        assert_eq!(key(PhysMem::new(0, 10)), MEMORY_SIZE_KEY);
+        assert_eq!(key(PhysMem::new(MAX_FRAMES + 1, 10)), MEMORY_SIZE_KEY);
+        assert_eq!(key(PhysMem::new(1024, 8)), MAX_ORDER_KEY);
+        assert_eq!(key(PhysMem::new(1024, 19)), MAX_ORDER_KEY);
+        assert!(PhysMem::new(1 << 20, 18).is_ok());
+    }
+
+    #[test]
+    fn user_blocks_record_consecutive_vpns() {
+        let mut mem = PhysMem::new(64, 9).unwrap();
+        let owner = FrameOwner::User {
+            asid: 2,
+            vpn: Vpn::new(100),
+        };
+        let pfn = mem.alloc(o(2), Migratetype::Movable, owner).unwrap();
+        assert_eq!(
+            mem.owner(pfn.add(3)),
+            FrameOwner::User {
+                asid: 2,
+                vpn: Vpn::new(103)
+            }
+        );
+        mem.set_owner(pfn.add(1), FrameOwner::PageTable { asid: 2 });
+        assert_eq!(mem.owner(pfn.add(1)), FrameOwner::PageTable { asid: 2 });
+        assert!(!mem.is_free(pfn) && mem.is_free(pfn.add(4)));
+        mem.free(pfn, o(2));
+        assert_eq!(mem.owner(pfn.add(3)), FrameOwner::Free);
+        assert_eq!(mem.stats().allocs, 1);
+        assert_eq!(mem.stats().frees, 1);
+    }
+
+    #[test]
+    fn alloc_specific_splits_around_the_chosen_frame() {
+        let mut mem = PhysMem::new(1024, 10).unwrap();
+        assert!(mem.alloc_specific(p(5), o(0), KERNEL));
+        // Splitting 0..1024 towards 5 frees 512 o9, 256 o8, ..., 8 o3, then
+        // 0 o2 (5 is in the upper half 4..8), 6 o1, and 4 o0.
+        assert_eq!(heads(&mem, 0), [4]);
+        assert_eq!(heads(&mem, 1), [6]);
+        assert_eq!(heads(&mem, 2), [0]);
+        for order in 3..=9 {
+            assert_eq!(heads(&mem, order), [1 << order]);
+        }
+        assert!(!mem.alloc_specific(p(5), o(0), KERNEL), "taken");
+        assert!(!mem.alloc_specific(p(4), o(1), KERNEL), "half taken");
+        assert!(!mem.alloc_specific(p(3), o(1), KERNEL), "misaligned");
+        assert!(!mem.alloc_specific(p(1024), o(0), KERNEL), "outside memory");
+        assert!(mem.alloc_specific(p(6), o(1), KERNEL));
+        assert!(mem.alloc_specific(p(512), o(9), KERNEL));
+        assert_eq!(mem.free_block_containing(p(100)), Some((p(64), o(6))));
+        assert_eq!(mem.free_block_containing(p(5)), None);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn unmovable_request_claims_a_whole_free_block_and_relabels_it() {
+        // Two order-10 blocks, all movable. An unmovable request finds no
+        // unmovable block, falls back to the largest movable one (order 10,
+        // claimable) and relabels both its pageblocks.
+        let mut mem = PhysMem::new(2048, 10).unwrap();
+        assert_eq!(mem.alloc(o(0), Migratetype::Unmovable, KERNEL), Some(p(0)));
+        assert_eq!(mem.pageblock_migratetype(p(0)), Migratetype::Unmovable);
+        assert_eq!(mem.pageblock_migratetype(p(512)), Migratetype::Unmovable);
+        assert_eq!(mem.pageblock_migratetype(p(1024)), Migratetype::Movable);
+        assert_eq!(mem.nr_free(o(9), Migratetype::Unmovable), 1);
+        assert_eq!(mem.nr_free(o(10), Migratetype::Movable), 1);
+        assert_eq!(mem.stats().fallbacks, 1);
+        assert_eq!(mem.stats().steals, 2);
+        // The next unmovable request is served from the claimed lists.
+        assert_eq!(mem.alloc(o(0), Migratetype::Unmovable, KERNEL), Some(p(1)));
+        assert_eq!(mem.stats().fallbacks, 1);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn unmovable_request_claims_a_mostly_free_pageblock() {
+        // One pageblock with one movable frame at pfn 0 and 511 free frames.
+        let mut mem = PhysMem::new(512, 9).unwrap();
+        mem.alloc(
+            o(0),
+            Migratetype::Movable,
+            FrameOwner::User {
+                asid: 1,
+                vpn: Vpn::new(0),
+            },
+        );
+        // The largest fallback block is 256 (order 8); the pageblock has
+        // 511 free frames >= 256, so it is claimed and the request served
+        // from the unmovable lists, lowest first: pfn 1.
+        assert_eq!(mem.alloc(o(0), Migratetype::Unmovable, KERNEL), Some(p(1)));
+        assert_eq!(mem.pageblock_migratetype(p(0)), Migratetype::Unmovable);
+        assert_eq!(mem.nr_free(o(8), Migratetype::Unmovable), 1);
+        assert_eq!(mem.nr_free(o(8), Migratetype::Movable), 0);
+        assert_eq!((mem.stats().fallbacks, mem.stats().steals), (1, 1));
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn small_movable_request_steals_without_claiming() {
+        // One unmovable pageblock, 288 frames taken: free are 288 (o5),
+        // 320 (o6), 384 (o7): 224 frames, less than half the pageblock.
+        let mut mem = PhysMem::new(512, 9).unwrap();
+        mem.set_pageblock_migratetype(p(0), Migratetype::Unmovable);
+        assert_eq!(mem.alloc(o(8), Migratetype::Unmovable, KERNEL), Some(p(0)));
+        assert_eq!(
+            mem.alloc(o(5), Migratetype::Unmovable, KERNEL),
+            Some(p(256))
+        );
+        // A movable order-0 request tries to claim from orders 7, 6, 5 (too
+        // few free or movable frames), stops at order 3 (too small to
+        // claim), then steals the smallest fallback block, 288 (o5).
+        let user = FrameOwner::User {
+            asid: 1,
+            vpn: Vpn::new(0),
+        };
+        assert_eq!(mem.alloc(o(0), Migratetype::Movable, user), Some(p(288)));
+        assert_eq!(mem.pageblock_migratetype(p(0)), Migratetype::Unmovable);
+        assert_eq!((mem.stats().fallbacks, mem.stats().steals), (1, 0));
+        // The leftovers of the split stay on the unmovable lists.
+        assert_eq!(heads(&mem, 4), [304]);
+        assert_eq!(mem.nr_free(o(4), Migratetype::Unmovable), 1);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn relabelling_a_pageblock_inside_a_larger_free_block_relabels_the_block() {
+        let mut mem = PhysMem::new(1024, 10).unwrap();
+        mem.set_pageblock_migratetype(p(600), Migratetype::Reclaimable);
+        assert_eq!(mem.pageblock_migratetype(p(0)), Migratetype::Reclaimable);
+        assert_eq!(mem.nr_free(o(10), Migratetype::Reclaimable), 1);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn merging_pageblocks_of_different_types_takes_the_freed_type() {
+        let mut mem = PhysMem::new(1024, 10).unwrap();
+        assert!(mem.alloc_specific(p(0), o(9), KERNEL));
+        assert!(mem.alloc_specific(p(512), o(9), KERNEL));
+        mem.set_pageblock_migratetype(p(512), Migratetype::Unmovable);
+        mem.free(p(512), o(9));
+        assert_eq!(mem.nr_free(o(9), Migratetype::Unmovable), 1);
+        mem.free(p(0), o(9));
+        assert_eq!(mem.nr_free(o(10), Migratetype::Movable), 1);
+        assert_eq!(mem.pageblock_migratetype(p(512)), Migratetype::Movable);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_one_tib_machine_is_cheap_to_create() {
+        let start = std::time::Instant::now();
+        let mut mem = PhysMem::new(MAX_FRAMES, DEFAULT_MAX_ORDER).unwrap();
+        assert_eq!(mem.nr_free(o(10), Migratetype::Movable), 1 << 18);
+        let pfn = mem.alloc(o(9), Migratetype::Movable, KERNEL).unwrap();
+        assert_eq!(pfn, p(0));
+        assert!(mem.alloc_specific(p(MAX_FRAMES - 1), o(0), KERNEL));
+        assert_eq!(mem.free_pages(), MAX_FRAMES - 513);
+        let per_frame = mem.metadata_bytes() as f64 / MAX_FRAMES as f64;
+        assert!(per_frame < 8.3, "{per_frame} bytes per frame");
+        // The owner array is lazily zeroed, so this is far below a second
+        // (it would take seconds to touch 2 GiB).
+        assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Alloc(u8, usize),
+        AllocSpecific(u64, u8),
+        Free(usize),
+        Relabel(u64, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..12, 0usize..3).prop_map(|(o, m)| Op::Alloc(o, m)),
+            2 => (0u64..4096, 0u8..11).prop_map(|(p, o)| Op::AllocSpecific(p, o)),
+            4 => any::<usize>().prop_map(Op::Free),
+            1 => (0u64..4096, 0usize..3).prop_map(|(p, m)| Op::Relabel(p, m)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn random_operations_keep_the_invariants(
+            nr_frames in 1u64..4096,
+            max_order in 9u8..12,
+            ops in proptest::collection::vec(op(), 1..120),
+        ) {
+            let mut mem = PhysMem::new(nr_frames, max_order).unwrap();
+            let mut taken: Vec<(Pfn, Order)> = Vec::new();
+            for (i, op) in ops.into_iter().enumerate() {
+                let owner = FrameOwner::User { asid: 1, vpn: Vpn::new(i as u64 * 4096) };
+                match op {
+                    Op::Alloc(order, m) => {
+                        if let Some(pfn) = mem.alloc(o(order), Migratetype::from_index(m), owner) {
+                            taken.push((pfn, o(order)));
+                        }
+                    }
+                    Op::AllocSpecific(pfn, order) => {
+                        let pfn = p(pfn & !((1 << order) - 1));
+                        let all_free = pfn.raw() + (1 << order) <= nr_frames
+                            && (0..1 << order).all(|i| mem.is_free(pfn.add(i)));
+                        let got = mem.alloc_specific(pfn, o(order), owner);
+                        prop_assert_eq!(got, all_free && order <= max_order);
+                        if got {
+                            taken.push((pfn, o(order)));
+                        }
+                    }
+                    Op::Free(i) if !taken.is_empty() => {
+                        let (pfn, order) = taken.swap_remove(i % taken.len());
+                        mem.free(pfn, order);
+                    }
+                    Op::Free(_) => {}
+                    Op::Relabel(pfn, m) => {
+                        mem.set_pageblock_migratetype(p(pfn % nr_frames), Migratetype::from_index(m));
+                    }
+                }
+                prop_assert_eq!(mem.check_invariants(), Ok(()));
+                let owned: u64 = taken.iter().map(|(_, o)| o.nr_pages()).sum();
+                prop_assert_eq!(mem.free_pages(), nr_frames - owned);
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Physical memory: layer 2.
+//!
+//! - [`frame`]: who owns each 4 KiB frame ([`FrameOwner`], packed in a u64).
+//! - [`migratetype`]: migratetypes, pageblocks and the fallback table.
+//! - [`buddy`]: the buddy allocator ([`PhysMem`]), free lists per order and
+//!   migratetype, fallback and pageblock stealing, as in mm/page_alloc.c.
+//! - [`fragmentation`]: Linux's fragmentation and unusable-free-space
+//!   indices, the CHP paper's F_i, and fragmentation injection.
+//! - [`compaction`]: migrate and free scanners (mm/compaction.c); moving a
+//!   page is left to a caller-given closure, since page tables live in a
+//!   higher layer.
+//!
+//! This layer uses only [`crate::units`] and [`crate::error`].
+
+mod bitmap;
+pub mod buddy;
+pub mod compaction;
+pub mod fragmentation;
+pub mod frame;
+mod free_area;
+pub mod migratetype;
+
+pub use buddy::{
+    PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY,
+    MIN_MAX_ORDER,
+};
+pub use compaction::{compact, CompactionStats};
+pub use fragmentation::{
+    fi_chp, fi_chp_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern,
+};
+pub use frame::FrameOwner;
+pub use migratetype::{Migratetype, NR_MIGRATETYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};

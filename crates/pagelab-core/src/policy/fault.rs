@@ -1,0 +1,73 @@
+//! The page-fault handler: find the VMA (or make one, in automatic mode),
+//! check permissions, let the policy choose the backing, install it.
+
+use super::{FaultKind, Kernel, Policy};
+use crate::error::{Error, Result};
+use crate::paging::Vma;
+use crate::units::{Asid, PageSize, VirtAddr};
+
+/// What one fault did and what it cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultOutcome {
+    pub kind: FaultKind,
+    pub size: PageSize,
+    pub cycles: f64,
+}
+
+impl Kernel {
+    /// Handles a fault at `vaddr`: the page table has no translation for
+    /// it. Errors are the workload's (an access outside every VMA with
+    /// automatic VMAs off, a store to a read-only VMA).
+    pub fn handle_fault(&mut self, asid: Asid, vaddr: VirtAddr, write: bool) -> Result<FaultOutcome> {
+        let vma = match self.proc(asid).aspace.find_vma(vaddr) {
+            Some(v) => v.clone(),
+            None => self.auto_vma(asid, vaddr)?,
+        };
+        if write && !vma.writable {
+            return Err(Error::Workload(format!("store to read-only mapping `{}` at {vaddr}", vma.name)));
+        }
+        let outcome = match self.policy {
+            Policy::Base => self.fault_base(asid, vaddr, &vma)?,
+            Policy::Thp => match self.fault_thp(asid, vaddr, &vma)? {
+                Some(o) => o,
+                None => self.fault_base(asid, vaddr, &vma)?,
+            },
+            Policy::Hugetlb(_) => match self.fault_hugetlb(asid, vaddr, &vma)? {
+                Some(o) => o,
+                None => self.fault_base(asid, vaddr, &vma)?,
+            },
+            Policy::Coloring(_) => self.fault_colored(asid, vaddr, &vma, false)?,
+            Policy::BinHopping(_) => self.fault_colored(asid, vaddr, &vma, true)?,
+        };
+        self.stats.faults_by_kind[outcome.kind as usize] += 1;
+        Ok(outcome)
+    }
+
+    /// Whether nothing is mapped in the `size`-aligned range at `base`:
+    /// no table below its entry at that level (Linux's pmd_none / pud_none).
+    pub(super) fn range_is_empty(&self, asid: Asid, base: VirtAddr, size: PageSize) -> bool {
+        let pt = &self.proc(asid).aspace.pt;
+        match pt.leaf_slot(base) {
+            Some(slot) => slot.level >= size.leaf_level() && !pt.entry(slot).present(),
+            None => false,
+        }
+    }
+
+    /// Automatic VMAs (for raw address traces without mapping events): the
+    /// 2 MiB-aligned region around the address becomes part of a VMA,
+    /// merged with its neighbours, so huge pages remain possible.
+    fn auto_vma(&mut self, asid: Asid, vaddr: VirtAddr) -> Result<Vma> {
+        if !self.proc(asid).auto_vma {
+            return Err(Error::Workload(format!("access at {vaddr} outside every mapping (segmentation fault)")));
+        }
+        let start = vaddr.align_down(2 << 20);
+        let end = start.add(2 << 20);
+        // Only the part of the region no VMA holds yet.
+        let vmas = &self.proc(asid).aspace.vmas;
+        let lo = vmas.iter().filter(|v| v.end <= vaddr && v.end > start).map(|v| v.end).max().unwrap_or(start);
+        let hi = vmas.iter().filter(|v| v.start > vaddr && v.start < end).map(|v| v.start).min().unwrap_or(end);
+        self.proc_mut(asid).aspace.vmas.insert(Vma { start: lo, end: hi, writable: true, name: "auto".into() });
+        self.stats.auto_vmas += 1;
+        Ok(self.proc(asid).aspace.find_vma(vaddr).expect("just inserted").clone())
+    }
+}

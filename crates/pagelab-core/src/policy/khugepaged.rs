@@ -1,0 +1,147 @@
+//! khugepaged: the THP daemon that collapses 4 KiB-mapped 2 MiB ranges into
+//! huge pages (mm/khugepaged.c). It wakes every `scan_sleep_ms` of simulated
+//! time, examines `pages_to_scan` PTEs' worth of ranges (512 per 2 MiB range,
+//! as Linux counts HPAGE_PMD_NR), walking each process's VMAs in address
+//! order from where it stopped, and collapses a range when at most
+//! `max_ptes_none` of its PTEs are empty: it allocates an order-9 block,
+//! copies the present pages, frees the old frames and the page-table page,
+//! installs the huge PMD and shoots down the range. Each range's outcome is
+//! counted under Linux's scan_result name.
+
+use super::Kernel;
+use crate::config::ThpConfig;
+use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::phys::{FrameOwner, Migratetype};
+use crate::units::{Order, PageSize, VirtAddr};
+
+const HPAGE: u64 = 2 << 20;
+
+/// Why a range was or was not collapsed (Linux's enum scan_result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanResult {
+    Succeed,
+    /// Already a huge page.
+    PmdMapped,
+    /// Nothing mapped in the range (no page table).
+    PmdNull,
+    /// More than max_ptes_none empty PTEs.
+    ExceedNonePte,
+    /// No free order-9 block.
+    AllocHugePageFail,
+}
+
+impl ScanResult {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanResult::Succeed => "succeed",
+            ScanResult::PmdMapped => "pmd_mapped",
+            ScanResult::PmdNull => "pmd_null",
+            ScanResult::ExceedNonePte => "exceed_none_pte",
+            ScanResult::AllocHugePageFail => "alloc_huge_page_fail",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Khugepaged {
+    period: f64,
+    next_wake: f64,
+    pages_to_scan: u32,
+    max_ptes_none: u32,
+    /// Where the scan resumes: process index and address.
+    cursor: (usize, VirtAddr),
+}
+
+impl Khugepaged {
+    pub fn new(cfg: &ThpConfig, freq_ghz: f64) -> Khugepaged {
+        let period = cfg.scan_sleep_ms * 1e6 * freq_ghz;
+        Khugepaged {
+            period,
+            next_wake: period,
+            pages_to_scan: cfg.pages_to_scan,
+            max_ptes_none: cfg.max_ptes_none,
+            cursor: (0, VirtAddr::new(0)),
+        }
+    }
+
+    /// Runs every wake-up due by `now`; returns the cycles its shootdowns
+    /// cost the workloads.
+    pub fn run_due(&mut self, k: &mut Kernel, now: f64) -> f64 {
+        let mut cost = 0.0;
+        while now >= self.next_wake {
+            k.stats.khugepaged_wakeups += 1;
+            cost += self.scan(k);
+            // A zero period would wake forever: once per call is enough.
+            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
+        }
+        cost
+    }
+
+    /// One wake-up: scan up to pages_to_scan PTEs' worth of ranges.
+    fn scan(&mut self, k: &mut Kernel) -> f64 {
+        let mut budget = self.pages_to_scan as i64;
+        let mut cost = 0.0;
+        let mut idle_wraps = 0;
+        while budget > 0 && idle_wraps <= k.procs.len() {
+            let Some(base) = self.next_range(k) else {
+                // End of this process: move on to the next one.
+                self.cursor = ((self.cursor.0 + 1) % k.procs.len().max(1), VirtAddr::new(0));
+                idle_wraps += 1;
+                continue;
+            };
+            idle_wraps = 0;
+            self.cursor.1 = base.add(HPAGE);
+            let result = self.collapse(k, base, &mut cost);
+            *k.stats.khugepaged.entry(result.name()).or_insert(0) += 1;
+            budget -= 512;
+        }
+        cost
+    }
+
+    /// The next 2 MiB-aligned range wholly inside a VMA of the current
+    /// process, at or after the cursor.
+    fn next_range(&self, k: &Kernel) -> Option<VirtAddr> {
+        let proc = k.procs.get(self.cursor.0)?;
+        proc.aspace.vmas.iter().find_map(|v| {
+            let first = v.start.raw().max(self.cursor.1.raw()).div_ceil(HPAGE) * HPAGE;
+            (first + HPAGE <= v.end.raw()).then(|| VirtAddr::new(first))
+        })
+    }
+
+    fn collapse(&self, k: &mut Kernel, base: VirtAddr, cost: &mut f64) -> ScanResult {
+        let asid = (self.cursor.0 + 1) as crate::units::Asid;
+        let aspace = &k.proc(asid).aspace;
+        let slot = match aspace.pt.leaf_slot(base) {
+            Some(s) => s,
+            None => return ScanResult::PmdNull,
+        };
+        if slot.level >= 2 {
+            let present = aspace.pt.entry(slot).present();
+            return if present { ScanResult::PmdMapped } else { ScanResult::PmdNull };
+        }
+        let leaves = aspace.pt.leaves_in(base, base.add(HPAGE));
+        let none = 512 - leaves.len() as u32;
+        if none > self.max_ptes_none {
+            return ScanResult::ExceedNonePte;
+        }
+        let writable = aspace.find_vma(base).is_some_and(|v| v.writable);
+        let owner = FrameOwner::User { asid, vpn: base.vpn() };
+        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
+            return ScanResult::AllocHugePageFail;
+        };
+        let old = k.procs[asid as usize - 1].aspace.collapse(base, frame, PageSize::Size2M, writable, &mut k.mem);
+        let mut bits = 0;
+        for pte in &old {
+            bits |= pte.raw() & (ACCESSED | DIRTY);
+            k.mem.free(pte.pfn(), Order::BASE);
+        }
+        let aspace = &mut k.proc_mut(asid).aspace;
+        let slot = aspace.pt.leaf_slot(base).expect("just collapsed");
+        aspace.pt.set_bits(slot, bits);
+        k.stats.pages_copied += old.len() as u64;
+        k.stats.khugepaged_cycles += old.len() as f64 * k.costs.copy_4k;
+        k.shoot(asid, base, base.add(HPAGE));
+        *cost += k.costs.shootdown;
+        ScanResult::Succeed
+    }
+}

@@ -1,0 +1,459 @@
+//! `workload.*` configuration: the keys are a contract with users' files.
+//! Defaults live in `Default` (one place); [`WorkloadConfig::validate`]
+//! rejects bad values naming the full key.
+
+use crate::error::{Error, Result};
+use crate::units::ByteSize;
+use serde::{Deserialize, Serialize};
+
+/// Which generator (`workload.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    Gups,
+    Stream,
+    Stride,
+    PointerChase,
+    Kv,
+    Graph,
+    Sparse,
+}
+
+impl WorkloadKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Gups => "gups",
+            WorkloadKind::Stream => "stream",
+            WorkloadKind::Stride => "stride",
+            WorkloadKind::PointerChase => "pointer-chase",
+            WorkloadKind::Kv => "kv",
+            WorkloadKind::Graph => "graph",
+            WorkloadKind::Sparse => "sparse",
+        }
+    }
+}
+
+/// The init pass before the measured accesses (`workload.init`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InitMode {
+    /// One store per 4 KiB page of each array, in address order.
+    Pages,
+    /// One store per 64-byte line.
+    Lines,
+    /// No init pass: first touches fault inside the measured accesses.
+    None,
+}
+
+/// Key popularity of the kv workload (`workload.distribution`), as YCSB's
+/// `requestdistribution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyDistribution {
+    Zipf,
+    Hotspot,
+    Uniform,
+}
+
+/// The GAPBS kernel of the graph workload (`workload.kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GraphKernel {
+    Bfs,
+    Pr,
+    Cc,
+    Tc,
+}
+
+/// `workload.*`. Per-kind keys are ignored by the other kinds, except
+/// `write_fraction`, which is refused where it means nothing.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadConfig {
+    pub kind: WorkloadKind,
+    /// Label in results; defaults to the kind.
+    pub name: Option<String>,
+    /// Virtual memory the workload maps (kv and graph derive their sizes from
+    /// it unless `objects` / `scale` are set).
+    pub footprint: ByteSize,
+    /// Data accesses after the init pass; 0 = the benchmark's own run length.
+    pub accesses: u64,
+    pub seed: u64,
+    /// Share of data accesses that store: gups (default 1.0: every update
+    /// is a load then a store of the same word, as HPCC), stride and sparse
+    /// (default 0.0). Refused for stream, pointer-chase, kv (see
+    /// `get_ratio`) and graph, whose writes are the program's own.
+    pub write_fraction: Option<f64>,
+    /// Page colors the OS may give this workload (empty = all). Carried for
+    /// the OS; generators do not read it.
+    pub colors: Vec<u32>,
+    pub init: InitMode,
+    /// stride: distance between consecutive accesses.
+    pub stride: ByteSize,
+    /// pointer-chase: bytes per list node (the next pointer is its first word).
+    pub node_size: ByteSize,
+    /// kv: number of keys; derived from `footprint` when unset.
+    pub objects: Option<u64>,
+    /// kv: bytes per value object (YCSB's record is 10 fields x 100 B).
+    pub object_size: ByteSize,
+    /// kv: bytes of the value a GET reads / a SET writes; 0 = all of it.
+    pub value_prefix: ByteSize,
+    pub distribution: KeyDistribution,
+    /// kv zipf: YCSB's zipfian constant, in [0, 1).
+    pub zipf_theta: f64,
+    /// kv hotspot: share of keys that are hot (the lowest-numbered).
+    pub hot_fraction: f64,
+    /// kv hotspot: share of operations that go to the hot keys.
+    pub hot_ops: f64,
+    /// kv: share of operations that are GETs (the rest are SETs).
+    pub get_ratio: f64,
+    /// graph: log2 of the vertex count; derived from `footprint` when unset.
+    /// The CSR is built in host memory: about 2^scale x (8 x degree + 25)
+    /// bytes (scale 22: 0.7 GiB, scale 26: 10 GiB).
+    pub scale: Option<u32>,
+    /// graph: edges per vertex generated (GAPBS/Graph500 edgefactor).
+    pub degree: u32,
+    pub kernel: GraphKernel,
+    /// graph bfs: sources per run (GAPBS and Graph500 use 64).
+    pub sources: u32,
+    /// sparse: pages touched in each 2 MiB region (1..=512).
+    pub touched_pages: u32,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig {
+            kind: WorkloadKind::Gups,
+            name: None,
+            footprint: ByteSize(1 << 30),
+            accesses: 10_000_000,
+            seed: 1,
+            write_fraction: None,
+            colors: Vec::new(),
+            init: InitMode::Pages,
+            stride: ByteSize(64),
+            node_size: ByteSize(64),
+            objects: None,
+            object_size: ByteSize(1000),
+            value_prefix: ByteSize(0),
+            distribution: KeyDistribution::Zipf,
+            zipf_theta: 0.99,
+            hot_fraction: 0.2,
+            hot_ops: 0.8,
+            get_ratio: 0.95,
+            scale: None,
+            degree: 16,
+            kernel: GraphKernel::Bfs,
+            sources: 64,
+            touched_pages: 64,
+        }
+    }
+}
+
+/// The most a workload may map: arrays go top-down from 0x7f00_0000_0000,
+/// so 64 TiB leaves room above address 0.
+const MAX_FOOTPRINT: u64 = 64 << 40;
+
+impl WorkloadConfig {
+    /// `write_fraction` with the kind's default.
+    pub fn effective_write_fraction(&self) -> f64 {
+        let default = if self.kind == WorkloadKind::Gups {
+            1.0
+        } else {
+            0.0
+        };
+        self.write_fraction.unwrap_or(default)
+    }
+
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        let fp = self.footprint.bytes();
+        if fp < 4096 {
+            return Err(Error::config(
+                key("footprint"),
+                format!("{} is smaller than a 4 KiB page", self.footprint),
+            ));
+        }
+        if fp > MAX_FOOTPRINT {
+            return Err(Error::config(
+                key("footprint"),
+                "at most 64TiB fits under the layout top",
+            ));
+        }
+        self.validate_write_fraction(&key("write_fraction"))?;
+        match self.kind {
+            WorkloadKind::Stride => self.validate_stride(prefix),
+            WorkloadKind::PointerChase => self.validate_node_size(prefix),
+            WorkloadKind::Kv => self.validate_kv(prefix),
+            WorkloadKind::Graph => self.validate_graph(prefix),
+            WorkloadKind::Sparse => self.validate_sparse(prefix),
+            // A page holds a gups word and a stream element of each array.
+            WorkloadKind::Gups | WorkloadKind::Stream => Ok(()),
+        }
+    }
+
+    fn validate_write_fraction(&self, key: &str) -> Result<()> {
+        let Some(f) = self.write_fraction else {
+            return Ok(());
+        };
+        if !(0.0..=1.0).contains(&f) {
+            return Err(Error::config(key, format!("{f} is outside [0, 1]")));
+        }
+        match self.kind {
+            WorkloadKind::Gups | WorkloadKind::Stride | WorkloadKind::Sparse => Ok(()),
+            WorkloadKind::Kv => Err(Error::config(key, "kv writes are SETs: use get_ratio")),
+            other => Err(Error::config(
+                key,
+                format!(
+                    "{} makes its own writes; write_fraction means nothing for it",
+                    other.as_str()
+                ),
+            )),
+        }
+    }
+
+    fn validate_stride(&self, prefix: &str) -> Result<()> {
+        let s = self.stride.bytes();
+        if s < 8 || !s.is_multiple_of(8) {
+            return Err(Error::config(
+                format!("{prefix}.stride"),
+                "must be a positive multiple of 8 bytes",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_node_size(&self, prefix: &str) -> Result<()> {
+        let s = self.node_size.bytes();
+        if s < 8 || !s.is_multiple_of(8) {
+            return Err(Error::config(
+                format!("{prefix}.node_size"),
+                "must be a positive multiple of 8 bytes",
+            ));
+        }
+        if s > self.footprint.bytes() {
+            return Err(Error::config(
+                format!("{prefix}.node_size"),
+                "larger than the footprint",
+            ));
+        }
+        if self.footprint.bytes() / s > u32::MAX as u64 {
+            return Err(Error::config(
+                format!("{prefix}.node_size"),
+                "more than 2^32 nodes",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_kv(&self, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        let size = self.object_size.bytes();
+        if !(16..=1 << 30).contains(&size) {
+            return Err(Error::config(
+                key("object_size"),
+                "must be between 16 B and 1 GiB",
+            ));
+        }
+        if self.value_prefix.bytes() > size {
+            return Err(Error::config(
+                key("value_prefix"),
+                "larger than object_size",
+            ));
+        }
+        if let Some(n) = self.objects {
+            if n == 0 || n >= u32::MAX as u64 {
+                return Err(Error::config(key("objects"), "must be in 1..2^32-1"));
+            }
+            if super::kv::KvShape::new(n, size).footprint() > MAX_FOOTPRINT {
+                return Err(Error::config(
+                    key("objects"),
+                    "objects x object_size exceeds 64TiB",
+                ));
+            }
+        } else if super::kv::KvShape::from_footprint(self.footprint.bytes(), size).is_none() {
+            return Err(Error::config(
+                key("footprint"),
+                "too small for one object (or more than 2^32 objects)",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.zipf_theta) {
+            return Err(Error::config(
+                key("zipf_theta"),
+                format!("{} is outside [0, 1)", self.zipf_theta),
+            ));
+        }
+        for (k, v) in [
+            ("hot_fraction", self.hot_fraction),
+            ("hot_ops", self.hot_ops),
+            ("get_ratio", self.get_ratio),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::config(key(k), format!("{v} is outside [0, 1]")));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_graph(&self, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        if let Some(s) = self.scale {
+            if !(1..=30).contains(&s) {
+                return Err(Error::config(
+                    key("scale"),
+                    format!("{s} is outside 1..=30"),
+                ));
+            }
+        }
+        if !(1..=1024).contains(&self.degree) {
+            return Err(Error::config(key("degree"), "must be in 1..=1024"));
+        }
+        if self.sources == 0 {
+            return Err(Error::config(
+                key("sources"),
+                "bfs needs at least one source",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_sparse(&self, prefix: &str) -> Result<()> {
+        if !(1..=512).contains(&self.touched_pages) {
+            return Err(Error::config(
+                format!("{prefix}.touched_pages"),
+                "must be in 1..=512",
+            ));
+        }
+        if self.footprint.bytes() < 2 << 20 {
+            return Err(Error::config(
+                format!("{prefix}.footprint"),
+                "sparse needs at least one 2MiB region",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> std::result::Result<WorkloadConfig, String> {
+        toml::from_str::<WorkloadConfig>(text).map_err(|e| e.to_string())
+    }
+
+    fn rejected_key(text: &str) -> String {
+        let cfg = parse(text).unwrap();
+        match cfg.validate("workload") {
+            Err(Error::Config { key, .. }) => key,
+            other => panic!("{text}: expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_kebab_kinds_parse() {
+        let cfg = parse("kind = \"pointer-chase\"\nfootprint = \"64MiB\"").unwrap();
+        assert_eq!(cfg.kind, WorkloadKind::PointerChase);
+        assert_eq!(cfg.footprint.bytes(), 64 << 20);
+        assert_eq!(cfg.accesses, 10_000_000);
+        assert_eq!(cfg.node_size.bytes(), 64);
+        cfg.validate("workload").unwrap();
+        assert_eq!(
+            parse("kind = \"gups\"").unwrap().effective_write_fraction(),
+            1.0
+        );
+        assert_eq!(
+            parse("kind = \"stride\"")
+                .unwrap()
+                .effective_write_fraction(),
+            0.0
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_names_are_rejected() {
+        assert!(parse("kind = \"gups\"\nfootprnt = 5")
+            .unwrap_err()
+            .contains("footprnt"));
+        assert!(parse("kind = \"redis\"").is_err());
+        assert!(parse("kernel = \"sssp\"").is_err());
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let cases = [
+            ("write_fraction = 1.5", "workload.write_fraction"),
+            ("write_fraction = -0.1", "workload.write_fraction"),
+            (
+                "kind = \"stream\"\nwrite_fraction = 0.5",
+                "workload.write_fraction",
+            ),
+            (
+                "kind = \"kv\"\nwrite_fraction = 0.5",
+                "workload.write_fraction",
+            ),
+            ("footprint = 100", "workload.footprint"),
+            ("footprint = \"100TiB\"", "workload.footprint"),
+            ("kind = \"graph\"\nscale = 31", "workload.scale"),
+            ("kind = \"graph\"\nscale = 0", "workload.scale"),
+            ("kind = \"graph\"\ndegree = 0", "workload.degree"),
+            ("kind = \"graph\"\nsources = 0", "workload.sources"),
+            ("kind = \"stride\"\nstride = 12", "workload.stride"),
+            (
+                "kind = \"pointer-chase\"\nnode_size = 4",
+                "workload.node_size",
+            ),
+            (
+                "kind = \"pointer-chase\"\nnode_size = \"8MiB\"\nfootprint = \"4MiB\"",
+                "workload.node_size",
+            ),
+            ("kind = \"kv\"\nzipf_theta = 1.0", "workload.zipf_theta"),
+            ("kind = \"kv\"\nhot_fraction = 2.0", "workload.hot_fraction"),
+            ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
+            ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
+            ("kind = \"kv\"\nobjects = 0", "workload.objects"),
+            ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
+            (
+                "kind = \"kv\"\nvalue_prefix = 2000",
+                "workload.value_prefix",
+            ),
+            (
+                "kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"",
+                "workload.footprint",
+            ),
+            (
+                "kind = \"sparse\"\ntouched_pages = 0",
+                "workload.touched_pages",
+            ),
+            (
+                "kind = \"sparse\"\ntouched_pages = 513",
+                "workload.touched_pages",
+            ),
+            (
+                "kind = \"sparse\"\nfootprint = \"1MiB\"",
+                "workload.footprint",
+            ),
+        ];
+        for (text, key) in cases {
+            assert_eq!(rejected_key(text), key, "{text}");
+        }
+    }
+
+    #[test]
+    fn build_refuses_bad_config_with_the_prefix() {
+        let cfg = parse("write_fraction = 3.0").unwrap();
+        match super::super::build(&cfg, "run.workloads.0") {
+            Err(Error::Config { key, .. }) => assert_eq!(key, "run.workloads.0.write_fraction"),
+            other => panic!("{:?}", other.map(|w| w.name().to_string())),
+        }
+    }
+
+    #[test]
+    fn config_round_trips_through_toml() {
+        let cfg = parse("kind = \"kv\"\nobjects = 1000\ndistribution = \"hotspot\"").unwrap();
+        let text = toml::to_string(&cfg).unwrap();
+        let back = parse(&text).unwrap();
+        assert_eq!(back.objects, Some(1000));
+        assert_eq!(back.distribution, KeyDistribution::Hotspot);
+    }
+}

@@ -1,0 +1,319 @@
+//! What every generator shares: the Mmap events, the init pass, the access
+//! budget, and cutting a generator's output at batch boundaries.
+//!
+//! A generator ([`Generator`]) only knows how to continue its program: it
+//! appends accesses until the output reaches a target length, possibly
+//! overshooting by one small step (a GUPS update is a load and a store; a
+//! kv GET's value copy is many loads). The driver keeps the overshoot in a
+//! spill buffer for the next batch, so batches are cut anywhere and no
+//! generator needs to be resumable mid-step.
+
+use super::{Access, Array, Batch, InitMode, MapEvent, Workload};
+use crate::units::VirtAddr;
+
+/// A program whose accesses are generated step by step.
+pub(crate) trait Generator: Send {
+    /// The arrays the program allocates, in allocation order.
+    fn arrays(&self) -> &[Array];
+    /// Whether the init pass writes the page or line at `addr` (sparse only
+    /// writes the pages it will use).
+    fn init_touches(&mut self, _addr: VirtAddr) -> bool {
+        true
+    }
+    /// Appends accesses until `out.len() >= target`. Returns false when the
+    /// program's natural run has ended (the output may then be short).
+    fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool;
+    /// Starts another natural run after one ended (when the budget needs it).
+    fn restart(&mut self);
+}
+
+/// The parts of the configuration the driver applies.
+#[derive(Debug, Clone)]
+pub(crate) struct RunPlan {
+    pub name: String,
+    pub init: InitMode,
+    /// 0 = one natural run.
+    pub accesses: u64,
+}
+
+pub(crate) struct Driven<G> {
+    name: String,
+    gen: G,
+    init_step: u64,
+    mapped: bool,
+    init_array: usize,
+    init_offset: u64,
+    /// Measured accesses still to emit (u64::MAX for a natural run).
+    remaining: u64,
+    natural: bool,
+    spill: Vec<Access>,
+    spill_pos: usize,
+    gen_ended: bool,
+    produced_since_restart: u64,
+    finished: bool,
+}
+
+impl<G> std::fmt::Debug for Driven<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driven")
+            .field("name", &self.name)
+            .field("remaining", &self.remaining)
+            .finish()
+    }
+}
+
+impl<G: Generator + 'static> Driven<G> {
+    pub(crate) fn new(plan: RunPlan, gen: G) -> Self {
+        let init_step = match plan.init {
+            InitMode::Pages => 4096,
+            InitMode::Lines => 64,
+            InitMode::None => 0,
+        };
+        let natural = plan.accesses == 0;
+        Driven {
+            name: plan.name,
+            gen,
+            init_step,
+            mapped: false,
+            init_array: 0,
+            init_offset: 0,
+            remaining: if natural { u64::MAX } else { plan.accesses },
+            natural,
+            spill: Vec::new(),
+            spill_pos: 0,
+            gen_ended: false,
+            produced_since_restart: 0,
+            finished: false,
+        }
+    }
+
+    pub(crate) fn boxed(plan: RunPlan, gen: G) -> Box<dyn Workload> {
+        Box::new(Self::new(plan, gen))
+    }
+
+    fn emit_mmaps(&mut self, batch: &mut Batch) {
+        let at = batch.accesses.len() as u32;
+        for a in self.gen.arrays() {
+            let event = MapEvent::Mmap {
+                start: a.start,
+                len: a.len,
+                writable: true,
+                name: a.name.to_string(),
+            };
+            batch.events.push((at, event));
+        }
+        self.mapped = true;
+    }
+
+    /// The init pass: one store per `init_step` bytes of every array, each
+    /// store standing for a 64-byte vector store per line it covers (so 64
+    /// instructions per page in "pages" mode, 1 per line in "lines").
+    /// Returns true once it is complete.
+    fn fill_init(&mut self, out: &mut Vec<Access>, end: usize) -> bool {
+        if self.init_step == 0 {
+            return true;
+        }
+        let instrs = (self.init_step / 64) as u32;
+        while out.len() < end {
+            let Some(&array) = self.gen.arrays().get(self.init_array) else {
+                self.init_step = 0;
+                return true;
+            };
+            if self.init_offset >= array.len {
+                self.init_array += 1;
+                self.init_offset = 0;
+                continue;
+            }
+            let addr = array.start.add(self.init_offset);
+            self.init_offset += self.init_step;
+            if self.gen.init_touches(addr) {
+                out.push(Access::store(addr, 8, instrs));
+            }
+        }
+        false
+    }
+
+    fn drain_spill(&mut self, out: &mut Vec<Access>, end: usize) {
+        let room = (end - out.len()).min(self.remaining.min(usize::MAX as u64) as usize);
+        let n = room.min(self.spill.len() - self.spill_pos);
+        out.extend_from_slice(&self.spill[self.spill_pos..self.spill_pos + n]);
+        self.spill_pos += n;
+        self.remaining -= n as u64;
+        if self.spill_pos == self.spill.len() {
+            self.spill.clear();
+            self.spill_pos = 0;
+        }
+    }
+
+    fn fill_measured(&mut self, out: &mut Vec<Access>, end: usize) {
+        loop {
+            self.drain_spill(out, end);
+            if out.len() >= end || self.remaining == 0 || !self.spill.is_empty() || self.gen_ended {
+                return;
+            }
+            let start = out.len();
+            let target = start + (end - start).min(self.remaining.min(usize::MAX as u64) as usize);
+            let more = self.gen.fill(out, target);
+            if out.len() > target {
+                self.spill.extend(out.drain(target..));
+            }
+            let produced = (out.len() - start) as u64;
+            self.remaining -= produced;
+            self.produced_since_restart += produced + self.spill.len() as u64;
+            if !more {
+                // A run that produced nothing would loop forever: stop.
+                if self.natural || self.produced_since_restart == 0 {
+                    self.gen_ended = true;
+                } else {
+                    self.gen.restart();
+                    self.produced_since_restart = 0;
+                }
+            }
+        }
+    }
+}
+
+impl<G: Generator + 'static> Workload for Driven<G> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn next_batch(&mut self, batch: &mut Batch, max_accesses: usize) -> bool {
+        if self.finished {
+            return false;
+        }
+        let end = batch.accesses.len().saturating_add(max_accesses);
+        if !self.mapped {
+            self.emit_mmaps(batch);
+        }
+        if !self.fill_init(&mut batch.accesses, end) {
+            return true;
+        }
+        self.fill_measured(&mut batch.accesses, end);
+        let spill_empty = self.spill_pos == self.spill.len();
+        if self.remaining == 0 || (self.gen_ended && spill_empty) {
+            self.finished = true;
+            self.spill.clear();
+        }
+        !self.finished
+    }
+
+    fn footprint(&self) -> u64 {
+        self.gen.arrays().iter().map(|a| a.len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Layout;
+
+    /// Emits `steps` steps of 3 loads each per run, so every fill overshoots
+    /// unless the target is a multiple of 3.
+    struct Triples {
+        arrays: Vec<Array>,
+        step: u64,
+        steps: u64,
+        runs: u64,
+    }
+
+    impl Generator for Triples {
+        fn arrays(&self) -> &[Array] {
+            &self.arrays
+        }
+        fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool {
+            while out.len() < target {
+                if self.step == self.steps {
+                    return false;
+                }
+                for k in 0..3 {
+                    let addr = self.arrays[0]
+                        .start
+                        .add(8 * (self.runs * 1000 + self.step * 3 + k));
+                    out.push(Access::load(addr, 8, 1));
+                }
+                self.step += 1;
+            }
+            true
+        }
+        fn restart(&mut self) {
+            self.step = 0;
+            self.runs += 1;
+        }
+    }
+
+    fn triples(steps: u64, accesses: u64, init: InitMode) -> Driven<Triples> {
+        let mut layout = Layout::new();
+        layout.place("t", 3 * 4096);
+        let gen = Triples {
+            arrays: layout.into_arrays(),
+            step: 0,
+            steps,
+            runs: 0,
+        };
+        Driven::new(
+            RunPlan {
+                name: "t".into(),
+                init,
+                accesses,
+            },
+            gen,
+        )
+    }
+
+    fn offsets(batch: &Batch) -> Vec<u64> {
+        batch
+            .accesses
+            .iter()
+            .map(|a| (a.vaddr.raw() & 0xf_ffff) / 8)
+            .collect()
+    }
+
+    #[test]
+    fn overshoot_spills_into_the_next_batch() {
+        let mut w = triples(10, 7, InitMode::None);
+        let mut b = Batch::default();
+        assert!(w.next_batch(&mut b, 2));
+        assert_eq!(offsets(&b), [0, 1]);
+        assert_eq!(b.events.len(), 1);
+        b.clear();
+        assert!(w.next_batch(&mut b, 4));
+        assert_eq!(offsets(&b), [2, 3, 4, 5]);
+        b.clear();
+        // The budget of 7 cuts the third step after its first load.
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [6]);
+        b.clear();
+        assert!(!w.next_batch(&mut b, 100));
+        assert!(b.accesses.is_empty());
+    }
+
+    #[test]
+    fn natural_run_ends_and_budget_restarts() {
+        let mut w = triples(2, 0, InitMode::None);
+        let mut b = Batch::default();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [0, 1, 2, 3, 4, 5]);
+        let mut w = triples(2, 8, InitMode::None);
+        let mut b = Batch::default();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [0, 1, 2, 3, 4, 5, 1000, 1001]);
+    }
+
+    #[test]
+    fn init_comes_first_and_is_not_budgeted() {
+        let mut w = triples(5, 4, InitMode::Pages);
+        let mut b = Batch::default();
+        assert!(w.next_batch(&mut b, 2));
+        assert_eq!(b.events[0].0, 0);
+        assert!(b
+            .accesses
+            .iter()
+            .all(|a| a.kind == super::super::AccessKind::Store && a.instrs == 64));
+        b.clear();
+        assert!(!w.next_batch(&mut b, 100));
+        // One more init store (3 pages), then the 4 measured loads.
+        assert_eq!(b.accesses.len(), 5);
+        assert_eq!(offsets(&b)[1..], [0, 1, 2, 3]);
+    }
+}

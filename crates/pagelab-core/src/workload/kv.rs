@@ -1,0 +1,445 @@
+//! A Redis-like key-value store under a YCSB-like request stream.
+//!
+//! Keeps (reference/workloads.md, "Key-value stores"): a bucket array of
+//! pointers (`dict.ht_table`), chained dict entries (`dictEntry.next`, new
+//! entries pushed at the chain head as `dictAddRaw` does), key objects and
+//! value objects in a heap in insertion order, so the first-inserted keys
+//! (YCSB hotspot's hot set) sit in the earliest memory. A GET is several
+//! dependent loads: hash -> bucket -> for each chained entry, the entry and
+//! its key (`dictFind` compares the key bytes) -> the value. Redis's
+//! `lookupKey` refreshes the value object's LRU clock on every read (one
+//! store to the object header); the reply copies the value (one load per
+//! 64-byte line, or per line of a `value_prefix`). A SET looks the key up
+//! the same way and stores the value's lines. Key popularity: YCSB
+//! zipfian 0.99 scrambled, hotspot 20/80, or uniform; 95% GETs by default;
+//! values of 1000 B (10 fields x 100 B). A natural run is `objects`
+//! operations.
+//!
+//! Simplifies: the table is not being rehashed (Redis keeps two tables only
+//! during incremental rehash); its size is the power of two >= objects that
+//! Redis's expand policy ends at (load factor <= 1). The heap is one VMA
+//! laid out as jemalloc would fill fresh slabs during the load phase: a
+//! small-object area where each key has its 32-byte dictEntry and its
+//! 32-byte key sds side by side, then the values, each `object_size`
+//! rounded up to its jemalloc size class (4 classes per doubling). The
+//! value's `robj` header is folded into the value object. A SET overwrites
+//! the value in place (Redis allocates a new object and frees the old one,
+//! which jemalloc would usually place at the same size-class slot).
+//! Request parsing, networking and the reply buffer are not modelled as
+//! accesses; their instructions are (see `REQUEST_INSTRS`).
+
+use super::driver::Generator;
+use super::zipf::KeyChooser;
+use super::{mix64, prefetch, rng_for, Access, Array, Layout, WorkloadConfig};
+use crate::units::VirtAddr;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// User-space instructions per request before the bucket load: protocol
+/// parsing, command lookup, siphash of the key. An order-of-magnitude
+/// assumption, not a measurement; carried by the bucket load.
+const REQUEST_INSTRS: u32 = 2000;
+/// Instructions of one chain step: load the entry's key pointer.
+const ENTRY_INSTRS: u32 = 3;
+/// Instructions of one key comparison (`sdslen` + `memcmp` of ~24 bytes).
+const KEY_COMPARE_INSTRS: u32 = 12;
+/// Instructions per 64-byte line copied (two 32-byte loads and stores).
+const COPY_LINE_INSTRS: u32 = 4;
+/// Bytes of the small-object area per key: dictEntry (24 B, class 32) and
+/// key sds ("user" + 19 digits + header, class 32).
+const META_BYTES: u64 = 64;
+const NONE: u32 = u32::MAX;
+
+/// The sizes of a store of `objects` values of `object_size` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KvShape {
+    pub objects: u64,
+    pub value_stride: u64,
+    pub buckets: u64,
+}
+
+impl KvShape {
+    pub(crate) fn new(objects: u64, object_size: u64) -> Self {
+        KvShape {
+            objects,
+            value_stride: size_class(object_size),
+            buckets: objects.next_power_of_two(),
+        }
+    }
+
+    /// The most objects whose store fits in `footprint`, if at least one
+    /// and fewer than 2^32 - 1 do.
+    pub(crate) fn from_footprint(footprint: u64, object_size: u64) -> Option<Self> {
+        let stride = size_class(object_size);
+        let fits = |n: u64| KvShape::new(n, object_size).footprint() <= footprint;
+        // Each key costs more than META_BYTES + stride: `hi` never fits.
+        // Binary search the largest n that does (footprint grows with n).
+        let (mut lo, mut hi) = (0u64, footprint / (META_BYTES + stride) + 1);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo > 0 && lo < u32::MAX as u64).then(|| KvShape::new(lo, object_size))
+    }
+
+    fn values_offset(&self) -> u64 {
+        round_page(self.objects * META_BYTES)
+    }
+
+    fn heap_bytes(&self) -> u64 {
+        self.values_offset() + self.objects * self.value_stride
+    }
+
+    pub(crate) fn footprint(&self) -> u64 {
+        round_page(self.buckets * 8) + round_page(self.heap_bytes())
+    }
+}
+
+fn round_page(bytes: u64) -> u64 {
+    bytes.div_ceil(4096) * 4096
+}
+
+/// jemalloc's size class of `size`: multiples of 16 up to 128, then four
+/// classes per doubling (160, 192, 224, 256, 320, ...; 1000 -> 1024).
+fn size_class(size: u64) -> u64 {
+    if size <= 128 {
+        return size.div_ceil(16) * 16;
+    }
+    let lg = 63 - (size - 1).leading_zeros();
+    let step = 1u64 << (lg - 2);
+    size.div_ceil(step) * step
+}
+
+pub(crate) struct Kv {
+    arrays: Vec<Array>,
+    shape: KvShape,
+    buckets_va: VirtAddr,
+    meta_va: VirtAddr,
+    values_va: VirtAddr,
+    /// The dict's chains, as links towards the head: `newer[k]` is the key
+    /// inserted next into k's bucket, i.e. the entry in front of k (Redis
+    /// pushes new entries at the head). A lookup of k walks `newer` from k
+    /// and emits the walk reversed, needing one host-memory read per
+    /// entry in front of k (usually none) instead of a walk from the head.
+    newer: Vec<u32>,
+    hash_seed: u64,
+    value_lines: u64,
+    get_threshold: u64,
+    all_gets: bool,
+    chooser: KeyChooser,
+    rng: Xoshiro256PlusPlus,
+    /// The next operations, drawn ahead so their `newer` links are in the
+    /// host cache when needed (a host speed matter; the stream is the same).
+    ahead: [(u32, bool); LOOKAHEAD],
+    ahead_pos: usize,
+    ops_done: u64,
+}
+
+const LOOKAHEAD: usize = 16;
+
+impl Kv {
+    pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
+        let size = cfg.object_size.bytes();
+        let shape = match cfg.objects {
+            Some(n) => KvShape::new(n, size),
+            None => KvShape::from_footprint(cfg.footprint.bytes(), size).expect("validated"),
+        };
+        let mut layout = Layout::new();
+        let heap = layout.place("kv-heap", shape.heap_bytes());
+        let buckets_va = layout.place("kv-buckets", shape.buckets * 8);
+        let hash_seed = mix64(cfg.seed ^ 0x6b76_6861_7368);
+        let newer = build_chains(&shape, hash_seed);
+        let prefix = match cfg.value_prefix.bytes() {
+            0 => size,
+            p => p,
+        };
+        let mut kv = Kv {
+            arrays: layout.into_arrays(),
+            shape,
+            buckets_va,
+            meta_va: heap,
+            values_va: heap.add(shape.values_offset()),
+            newer,
+            hash_seed,
+            value_lines: prefix.div_ceil(64),
+            get_threshold: (cfg.get_ratio * 18_446_744_073_709_551_616.0) as u64,
+            all_gets: cfg.get_ratio >= 1.0,
+            chooser: KeyChooser::new(
+                cfg.distribution,
+                shape.objects,
+                cfg,
+                mix64(cfg.seed ^ 0x7363),
+            ),
+            rng: rng_for(cfg.seed, 0x6b76),
+            ahead: [(0, false); LOOKAHEAD],
+            ahead_pos: 0,
+            ops_done: 0,
+        };
+        for i in 0..LOOKAHEAD {
+            kv.ahead[i] = kv.draw_operation();
+        }
+        kv
+    }
+
+    /// The key of the next operation and whether it is a GET.
+    fn draw_operation(&mut self) -> (u32, bool) {
+        let key = self.chooser.next(&mut self.rng) as u32;
+        let is_get = self.all_gets || self.rng.next_u64() < self.get_threshold;
+        prefetch(&self.newer, key as usize);
+        (key, is_get)
+    }
+
+    #[inline]
+    fn bucket_of(&self, key: u64) -> u64 {
+        mix64(key ^ self.hash_seed) & (self.shape.buckets - 1)
+    }
+
+    fn entry_va(&self, key: u64) -> VirtAddr {
+        self.meta_va.add(key * META_BYTES)
+    }
+
+    fn value_va(&self, key: u64) -> VirtAddr {
+        self.values_va.add(key * self.shape.value_stride)
+    }
+
+    /// One GET or SET: the lookup's dependent loads, then the value.
+    fn operation(&mut self, out: &mut Vec<Access>) {
+        let (key, is_get) = self.ahead[self.ahead_pos];
+        self.ahead[self.ahead_pos] = self.draw_operation();
+        self.ahead_pos = (self.ahead_pos + 1) % LOOKAHEAD;
+        let key = key as u64;
+        let bucket = self.bucket_of(key);
+        out.push(Access::load(
+            self.buckets_va.add(bucket * 8),
+            8,
+            REQUEST_INSTRS,
+        ));
+        // From k towards the head, key compare before entry, then reversed:
+        // head first, each entry's load before its key's.
+        let walk_start = out.len();
+        let mut e = key as u32;
+        while e != NONE {
+            let entry = self.entry_va(e as u64);
+            out.push(Access::load(entry.add(32), 8, KEY_COMPARE_INSTRS));
+            out.push(Access::load(entry, 8, ENTRY_INSTRS));
+            e = self.newer[e as usize];
+        }
+        out[walk_start..].reverse();
+        let value = self.value_va(key);
+        if is_get {
+            out.push(Access::store(value, 8, 2));
+            for line in 0..self.value_lines {
+                out.push(Access::load(value.add(line * 64), 8, COPY_LINE_INSTRS));
+            }
+        } else {
+            for line in 0..self.value_lines {
+                out.push(Access::store(value.add(line * 64), 8, COPY_LINE_INSTRS));
+            }
+        }
+    }
+}
+
+/// Inserts keys 0..n in order, each at the head of its bucket's chain, and
+/// returns the `newer` links (see `Kv::newer`).
+fn build_chains(shape: &KvShape, hash_seed: u64) -> Vec<u32> {
+    let mut head = vec![NONE; shape.buckets as usize];
+    let mut newer = vec![NONE; shape.objects as usize];
+    for key in 0..shape.objects {
+        let b = (mix64(key ^ hash_seed) & (shape.buckets - 1)) as usize;
+        if head[b] != NONE {
+            newer[head[b] as usize] = key as u32;
+        }
+        head[b] = key as u32;
+    }
+    newer
+}
+
+impl Generator for Kv {
+    fn arrays(&self) -> &[Array] {
+        &self.arrays
+    }
+
+    fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool {
+        while out.len() < target {
+            if self.ops_done == self.shape.objects {
+                return false;
+            }
+            self.operation(out);
+            self.ops_done += 1;
+        }
+        true
+    }
+
+    fn restart(&mut self) {
+        self.ops_done = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::{AccessKind, InitMode, KeyDistribution, WorkloadKind};
+    use super::*;
+    use crate::units::ByteSize;
+
+    fn kv_config(objects: u64, size: u64) -> WorkloadConfig {
+        let mut cfg = small_config(WorkloadKind::Kv, 1);
+        cfg.init = InitMode::None;
+        cfg.objects = Some(objects);
+        cfg.object_size = ByteSize(size);
+        cfg
+    }
+
+    #[test]
+    fn size_classes_like_jemalloc() {
+        assert_eq!(size_class(24), 32);
+        assert_eq!(size_class(100), 112);
+        assert_eq!(size_class(129), 160);
+        assert_eq!(size_class(300), 320);
+        assert_eq!(size_class(1000), 1024);
+        assert_eq!(size_class(16384), 16384);
+        assert_eq!(size_class(16385), 20480);
+    }
+
+    #[test]
+    fn shape_from_footprint_fits() {
+        let s = KvShape::from_footprint(1 << 30, 1000).unwrap();
+        assert!(s.footprint() <= 1 << 30);
+        assert!(KvShape::new(s.objects + 1, 1000).footprint() > 1 << 30);
+        // 1 GiB / (64 + 1024 + 8 MiB of buckets spread) ~ 979k keys.
+        assert!((975_000..985_000).contains(&s.objects), "{}", s.objects);
+        assert_eq!(KvShape::from_footprint(4096, 1 << 20), None);
+    }
+
+    #[test]
+    fn a_get_of_a_single_key_by_hand() {
+        // One key of 256 B: bucket array of one pointer, heap = one page of
+        // metadata, then the value.
+        let mut cfg = kv_config(1, 256);
+        cfg.get_ratio = 1.0;
+        cfg.accesses = 8;
+        let all = collect(&cfg, usize::MAX);
+        let arrays = mapped_arrays(&all);
+        let (heap, buckets) = (arrays[0].start.raw(), arrays[1].start.raw());
+        assert_eq!(arrays[0].len, 4096 + 4096);
+        let got: Vec<(u64, AccessKind, u32)> = all
+            .accesses
+            .iter()
+            .map(|a| (a.vaddr.raw(), a.kind, a.instrs))
+            .collect();
+        let value = heap + 4096;
+        assert_eq!(
+            got,
+            [
+                (buckets, AccessKind::Load, REQUEST_INSTRS),
+                (heap, AccessKind::Load, ENTRY_INSTRS),
+                (heap + 32, AccessKind::Load, KEY_COMPARE_INSTRS),
+                (value, AccessKind::Store, 2),
+                (value, AccessKind::Load, 4),
+                (value + 64, AccessKind::Load, 4),
+                (value + 128, AccessKind::Load, 4),
+                (value + 192, AccessKind::Load, 4),
+            ]
+        );
+    }
+
+    /// Splits a run into operations (each starts with a bucket load) and
+    /// checks each walks a chain ending at the key whose value it touches.
+    #[test]
+    fn every_lookup_ends_at_the_key_it_reads() {
+        let mut cfg = kv_config(5000, 300);
+        cfg.distribution = KeyDistribution::Uniform;
+        cfg.get_ratio = 0.5;
+        cfg.accesses = 50_000;
+        let all = collect(&cfg, usize::MAX);
+        let arrays = mapped_arrays(&all);
+        let (heap, buckets) = (arrays[0], arrays[1]);
+        let values = heap.start.raw() + round_page(5000 * 64);
+        let mut ops = 0;
+        let mut chain_loads = 0;
+        let accesses = &all.accesses;
+        let mut i = 0;
+        while i < accesses.len() {
+            assert!(
+                buckets.contains(accesses[i].vaddr, 8),
+                "op {ops} does not start at a bucket"
+            );
+            let mut j = i + 1;
+            while j < accesses.len() && accesses[j].vaddr.raw() < values {
+                j += 2;
+            }
+            if j + 6 > accesses.len() {
+                break; // the budget cut the last operation
+            }
+            let key = (accesses[j - 1].vaddr.raw() - 32 - heap.start.raw()) / 64;
+            assert_eq!(accesses[j].vaddr.raw(), values + key * 320, "op {ops}");
+            chain_loads += (j - i - 1) / 2;
+            let lines = if accesses[j].kind == AccessKind::Store
+                && accesses[j + 1].vaddr == accesses[j].vaddr
+            {
+                6 // GET: the LRU store then 5 line loads
+            } else {
+                5
+            };
+            i = j + lines;
+            ops += 1;
+        }
+        // 5000 keys in 8192 buckets: a found key has ~1.3 entries to walk.
+        let mean = chain_loads as f64 / ops as f64;
+        assert!((1.1..1.5).contains(&mean), "mean chain walk {mean}");
+    }
+
+    #[test]
+    fn hotspot_keys_cluster_in_the_earliest_values() {
+        let mut cfg = kv_config(10_000, 1000);
+        cfg.distribution = KeyDistribution::Hotspot;
+        cfg.get_ratio = 1.0;
+        cfg.value_prefix = ByteSize(64);
+        cfg.accesses = 200_000;
+        let all = collect(&cfg, usize::MAX);
+        let heap = mapped_arrays(&all)[0].start.raw();
+        let values = heap + round_page(10_000 * 64);
+        let hot_end = values + 2000 * 1024;
+        let reads: Vec<u64> = all
+            .accesses
+            .iter()
+            .filter(|a| a.kind == AccessKind::Load && a.vaddr.raw() >= values)
+            .map(|a| a.vaddr.raw())
+            .collect();
+        let hot = reads.iter().filter(|&&v| v < hot_end).count() as f64 / reads.len() as f64;
+        assert!((hot - 0.8).abs() < 0.01, "{hot}");
+    }
+
+    #[test]
+    fn set_ratio_follows_get_ratio() {
+        let mut cfg = kv_config(1000, 64);
+        cfg.get_ratio = 0.75;
+        cfg.accesses = 0;
+        let all = collect(&cfg, usize::MAX);
+        // A natural run is `objects` operations, each with one LRU store
+        // (GET) or one value store (SET): 1000 stores in all.
+        let stores = all
+            .accesses
+            .iter()
+            .filter(|a| a.kind == AccessKind::Store)
+            .count();
+        assert_eq!(stores, 1000);
+        let buckets = all
+            .accesses
+            .iter()
+            .filter(|a| a.instrs == REQUEST_INSTRS)
+            .count();
+        assert_eq!(buckets, 1000);
+        let loads_after_store = all.accesses.windows(2).filter(|w| {
+            w[0].kind == AccessKind::Store
+                && w[1].kind == AccessKind::Load
+                && w[1].vaddr == w[0].vaddr
+        });
+        let gets = loads_after_store.count() as f64;
+        assert!((gets / 1000.0 - 0.75).abs() < 0.05, "{gets}");
+    }
+}

@@ -1,0 +1,536 @@
+//! Workload generators: synthetic stand-ins for the papers' benchmarks
+//! (GUPS, STREAM, strided and pointer-chasing microbenchmarks, a Redis-like
+//! key-value store under YCSB, GAPBS graph kernels, a sparse "hot bloat"
+//! toucher). Each file says at its top which facts of
+//! `reference/workloads.md` it keeps and what it simplifies.
+//!
+//! # Contract with the engine
+//!
+//! The engine calls [`Workload::next_batch`] once per batch (dynamic dispatch
+//! per batch, never per access). A batch holds accesses and the mapping
+//! events that apply before them. Every generator:
+//!
+//! 1. first emits one [`MapEvent::Mmap`] per array it allocates (the real
+//!    program's allocations), before any access to it;
+//! 2. then runs the *init pass* ([`InitMode`]): one store per 4 KiB page
+//!    (`"pages"`, the default) or per 64-byte line (`"lines"`) of each array,
+//!    arrays in allocation order, pages in address order, like a program
+//!    initialising its memory, so the page faults happen there and not in
+//!    the measured loop (`"none"` skips it). The init pass counts as
+//!    accesses but not against `workload.accesses`; `run.warmup` is how a
+//!    user excludes it from statistics;
+//! 3. then streams `workload.accesses` data accesses, never materialised:
+//!    host memory holds only what the real program's data structure needs
+//!    (a graph's CSR, a hash table's chains).
+//!
+//! `workload.accesses = 0` means "the benchmark's own run length" (GAPBS bfs
+//! over `sources` sources, pr to tolerance, one cc, one tc; HPCC's 4 updates
+//! per table word; ten STREAM passes...); each generator states its own.
+//! Otherwise a generator whose natural run ends before the budget starts
+//! another run (next bfs sources, PageRank again from scratch...).
+//!
+//! # Virtual layout
+//!
+//! Arrays are placed top-down from `0x7f00_0000_0000`, as Linux's top-down
+//! mmap allocator does, each start 2 MiB-aligned and a 2 MiB gap between
+//! arrays. Linux >= 6.7 aligns large anonymous mappings to PMD size ("mm:
+//! align larger anonymous mappings on THP boundaries"), which is what lets
+//! THP back them with huge pages from the first byte; 6.12 narrowed it to
+//! lengths that are multiples of 2 MiB ("mm, mmap: limit THP alignment of
+//! anonymous mappings to PMD-aligned sizes"), a distinction not modelled:
+//! every array here starts aligned. The gap keeps a huge page of one array
+//! from ever covering another.
+//!
+//! Determinism: every random choice comes from `Xoshiro256PlusPlus` seeded
+//! from `workload.seed`, so two builds with the same configuration emit the
+//! same batches.
+
+mod config;
+mod driver;
+mod graph;
+mod gups;
+mod kv;
+mod permute;
+mod pointer_chase;
+mod sparse;
+mod stream;
+mod stride;
+mod zipf;
+
+pub use config::{GraphKernel, InitMode, KeyDistribution, WorkloadConfig, WorkloadKind};
+pub use graph::Csr;
+pub use permute::Permutation;
+pub use zipf::{Hotspot, KeyChooser, Zipfian};
+
+use crate::error::Result;
+use crate::units::VirtAddr;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// What an access does. `#[repr(u8)]` keeps [`Access`] at 16 bytes.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    Load = 0,
+    Store = 1,
+    IFetch = 2,
+}
+
+/// One memory access of the simulated program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub vaddr: VirtAddr,
+    pub kind: AccessKind,
+    /// Bytes accessed (1..=64); an access never crosses a cache line here.
+    pub size: u8,
+    /// Instructions retired since the previous access, including the one
+    /// making this access (>= 1).
+    pub instrs: u32,
+}
+
+impl Access {
+    #[inline]
+    pub const fn load(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
+        Access {
+            vaddr,
+            kind: AccessKind::Load,
+            size,
+            instrs,
+        }
+    }
+    #[inline]
+    pub const fn store(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
+        Access {
+            vaddr,
+            kind: AccessKind::Store,
+            size,
+            instrs,
+        }
+    }
+}
+
+/// A change to the address space, as the program's mmap/munmap/mprotect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapEvent {
+    Mmap {
+        start: VirtAddr,
+        len: u64,
+        writable: bool,
+        name: String,
+    },
+    Munmap {
+        start: VirtAddr,
+        len: u64,
+    },
+    Mprotect {
+        start: VirtAddr,
+        len: u64,
+        writable: bool,
+    },
+}
+
+/// What one [`Workload::next_batch`] call appends to. The engine clears it
+/// between calls ([`Batch::clear`]); generators only push.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    pub accesses: Vec<Access>,
+    /// `(i, event)`: the event applies before `accesses[i]` (`i ==
+    /// accesses.len()` means after the last access of the batch).
+    pub events: Vec<(u32, MapEvent)>,
+    /// Instructions after the last access (compute with no memory access).
+    /// Generators attribute compute to the next access's `instrs`, so this
+    /// is non-zero only for trailing compute at the very end of a run.
+    pub trailing_instrs: u64,
+}
+
+impl Batch {
+    pub fn with_capacity(accesses: usize) -> Self {
+        Batch {
+            accesses: Vec::with_capacity(accesses),
+            ..Batch::default()
+        }
+    }
+    pub fn clear(&mut self) {
+        self.accesses.clear();
+        self.events.clear();
+        self.trailing_instrs = 0;
+    }
+}
+
+/// A stream of accesses with the mapping events it needs.
+pub trait Workload: Send {
+    fn name(&self) -> &str;
+    /// Appends up to `max_accesses` accesses (and their events) to `batch`.
+    /// Returns false when the workload is exhausted; the batch may still hold
+    /// its last records then.
+    fn next_batch(&mut self, batch: &mut Batch, max_accesses: usize) -> bool;
+    /// Bytes of virtual memory the workload maps.
+    fn footprint(&self) -> u64;
+}
+
+/// Builds the generator `cfg.kind` after validating `cfg`; errors name keys
+/// as `{key_prefix}.<key>` (key_prefix is normally `"workload"`).
+pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>> {
+    cfg.validate(key_prefix)?;
+    let name = cfg
+        .name
+        .clone()
+        .unwrap_or_else(|| cfg.kind.as_str().to_string());
+    let run = driver::RunPlan {
+        name,
+        init: cfg.init,
+        accesses: cfg.accesses,
+    };
+    Ok(match cfg.kind {
+        WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),
+        WorkloadKind::Stream => driver::Driven::boxed(run, stream::Stream::new(cfg)),
+        WorkloadKind::Stride => driver::Driven::boxed(run, stride::Stride::new(cfg)),
+        WorkloadKind::PointerChase => {
+            driver::Driven::boxed(run, pointer_chase::PointerChase::new(cfg))
+        }
+        WorkloadKind::Kv => driver::Driven::boxed(run, kv::Kv::new(cfg)),
+        WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
+        WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
+    })
+}
+
+/// One allocation of the simulated program: a VMA of `len` bytes (a whole
+/// number of pages) at a 2 MiB-aligned `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Array {
+    pub name: &'static str,
+    pub start: VirtAddr,
+    pub len: u64,
+}
+
+impl Array {
+    pub fn contains(&self, addr: VirtAddr, size: u64) -> bool {
+        addr >= self.start && addr.raw() + size <= self.start.raw() + self.len
+    }
+}
+
+/// Top of the area arrays are placed under (see the module comment).
+pub const LAYOUT_TOP: u64 = 0x7f00_0000_0000;
+const HUGE: u64 = 2 << 20;
+const PAGE: u64 = 4096;
+
+/// Places arrays top-down from [`LAYOUT_TOP`], 2 MiB-aligned, 2 MiB apart.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    cursor: u64,
+    arrays: Vec<Array>,
+}
+
+impl Layout {
+    pub(crate) fn new() -> Self {
+        Layout {
+            cursor: LAYOUT_TOP,
+            arrays: Vec::new(),
+        }
+    }
+
+    /// Maps `bytes` (rounded up to pages, at least one page) and returns
+    /// the start. E.g. the first 2 MiB array lands at 0x7eff_ffe0_0000 and
+    /// the next one ends 2 MiB below that.
+    pub(crate) fn place(&mut self, name: &'static str, bytes: u64) -> VirtAddr {
+        let len = bytes.max(1).div_ceil(PAGE) * PAGE;
+        let start = (self.cursor - len) & !(HUGE - 1);
+        self.cursor = start - HUGE;
+        self.arrays.push(Array {
+            name,
+            start: VirtAddr::new(start),
+            len,
+        });
+        VirtAddr::new(start)
+    }
+
+    pub(crate) fn into_arrays(self) -> Vec<Array> {
+        self.arrays
+    }
+}
+
+/// The generator of one purpose (`stream` distinguishes key hashing from
+/// operation choice...) for a workload seed.
+pub(crate) fn rng_for(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(mix64(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+}
+
+/// Uniform in `[0, n)` from one 64-bit draw (Lemire's multiply-shift; the
+/// bias is below 2^-32 for every n a workload uses).
+#[inline]
+pub(crate) fn below(random: u64, n: u64) -> u64 {
+    ((random as u128 * n as u128) >> 64) as u64
+}
+
+/// Uniform in `[0, 1)` with 53 bits.
+#[inline]
+pub(crate) fn unit_f64(random: u64) -> f64 {
+    (random >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// splitmix64's finaliser: a cheap, well-mixing 64-bit hash.
+#[inline]
+pub(crate) fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Hints the host CPU to fetch `slice[index]` into its cache. Generators
+/// whose host data structure is as large and randomly read as the simulated
+/// program's (kv chains) issue it a few operations ahead.
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(item) = slice.get(index) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is only a hint: it never faults, never changes
+        // memory, and the pointer is to a live element anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(item as *const T as *const i8) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, index);
+}
+
+/// Whether a data access that may write does: `write_fraction` as a
+/// threshold on one random draw, with no draw at 0 or 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMix {
+    Never,
+    Always,
+    Sometimes(u64),
+}
+
+impl WriteMix {
+    pub(crate) fn new(fraction: f64) -> Self {
+        if fraction <= 0.0 {
+            WriteMix::Never
+        } else if fraction >= 1.0 {
+            WriteMix::Always
+        } else {
+            WriteMix::Sometimes((fraction * 18_446_744_073_709_551_616.0) as u64)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_store(self, rng: &mut Xoshiro256PlusPlus) -> bool {
+        match self {
+            WriteMix::Never => false,
+            WriteMix::Always => true,
+            WriteMix::Sometimes(threshold) => rng.next_u64() < threshold,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn kind(self, rng: &mut Xoshiro256PlusPlus) -> AccessKind {
+        if self.is_store(rng) {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn access_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Access>(), 16);
+    }
+
+    #[test]
+    fn layout_places_top_down_aligned_with_gaps() {
+        let mut layout = Layout::new();
+        let a = layout.place("a", 2 << 20);
+        let b = layout.place("b", 5000);
+        let c = layout.place("c", 3 << 20);
+        assert_eq!(a.raw(), 0x7eff_ffe0_0000);
+        // b: 8 KiB ending at most 2 MiB below a, aligned down to 2 MiB.
+        assert_eq!(b.raw(), 0x7eff_ffa0_0000);
+        // c: 3 MiB below b's 2 MiB gap, aligned down: 0x7eff_ff80_0000 - 3 MiB
+        // = 0x7eff_ff50_0000, aligned to 0x7eff_ff40_0000.
+        assert_eq!(c.raw(), 0x7eff_ff40_0000);
+        let arrays = layout.into_arrays();
+        assert_eq!(arrays[1].len, 8192);
+        for w in arrays.windows(2) {
+            assert!(w[1].start.raw() + w[1].len + (2 << 20) <= w[0].start.raw());
+        }
+    }
+
+    #[test]
+    fn write_mix_respects_fraction() {
+        let mut rng = rng_for(1, 0);
+        let mix = WriteMix::new(0.25);
+        let stores = (0..100_000).filter(|_| mix.is_store(&mut rng)).count();
+        assert!((24_000..26_000).contains(&stores), "{stores}");
+        assert!(!WriteMix::new(0.0).is_store(&mut rng));
+        assert!(WriteMix::new(1.0).is_store(&mut rng));
+    }
+
+    #[test]
+    fn every_kind_is_deterministic_per_seed() {
+        for kind in ALL_KINDS {
+            let cfg = small_config(kind, 1);
+            let a = collect(&cfg, 20_000);
+            let b = collect(&cfg, 20_000);
+            assert_eq!(a.accesses, b.accesses, "{kind:?}");
+            assert_eq!(a.events, b.events, "{kind:?}");
+            let other = collect(&small_config(kind, 2), 20_000);
+            if kind != WorkloadKind::Stream {
+                // stream has no randomness at all.
+                assert_ne!(a.accesses, other.accesses, "{kind:?} ignores its seed");
+            }
+        }
+    }
+
+    #[test]
+    fn every_kind_maps_before_touching_and_stays_inside() {
+        for kind in ALL_KINDS {
+            for init in [InitMode::Pages, InitMode::Lines, InitMode::None] {
+                let mut cfg = small_config(kind, 7);
+                cfg.init = init;
+                let batches = collect_batches(&cfg, 7_777);
+                check_mapped(&batches, &format!("{kind:?} {init:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn budget_counts_measured_accesses_only() {
+        for kind in ALL_KINDS {
+            let mut cfg = small_config(kind, 3);
+            cfg.init = InitMode::None;
+            cfg.accesses = 12_345;
+            let all = collect(&cfg, usize::MAX);
+            assert_eq!(all.accesses.len(), 12_345, "{kind:?}");
+            let mut with_init = cfg.clone();
+            with_init.init = InitMode::Pages;
+            let w = build(&with_init, "workload").unwrap();
+            let pages: u64 = w.footprint() / 4096;
+            let all = collect(&with_init, usize::MAX);
+            if kind != WorkloadKind::Sparse {
+                assert_eq!(all.accesses.len() as u64, 12_345 + pages, "{kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn batches_never_exceed_max_and_split_anywhere() {
+        for kind in ALL_KINDS {
+            let cfg = small_config(kind, 5);
+            let whole = collect(&cfg, usize::MAX);
+            let mut w = build(&cfg, "workload").unwrap();
+            let mut joined = Vec::new();
+            let mut batch = Batch::default();
+            let mut max = 1;
+            loop {
+                batch.clear();
+                let more = w.next_batch(&mut batch, max);
+                assert!(batch.accesses.len() <= max);
+                joined.extend_from_slice(&batch.accesses);
+                if !more {
+                    break;
+                }
+                max = max % 97 + 1;
+            }
+            assert_eq!(joined, whole.accesses, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn init_pass_stores_every_page_in_address_order() {
+        let mut cfg = small_config(WorkloadKind::Stream, 1);
+        cfg.accesses = 1;
+        let all = collect(&cfg, usize::MAX);
+        let arrays = mapped_arrays(&all);
+        let mut i = 0;
+        for a in &arrays {
+            for page in 0..a.len / 4096 {
+                let acc = all.accesses[i];
+                assert_eq!(acc.vaddr.raw(), a.start.raw() + page * 4096);
+                assert_eq!(acc.kind, AccessKind::Store);
+                i += 1;
+            }
+        }
+        assert_eq!(i + 1, all.accesses.len());
+    }
+
+    #[test]
+    #[ignore]
+    fn print_generation_speed() {
+        use std::time::Instant;
+        let mut cases: Vec<(String, WorkloadConfig)> = Vec::new();
+        for kind in ALL_KINDS {
+            let mut cfg = WorkloadConfig {
+                kind,
+                init: InitMode::None,
+                ..Default::default()
+            };
+            cfg.accesses = 50_000_000;
+            cfg.footprint = crate::units::ByteSize(1 << 30);
+            if kind == WorkloadKind::Graph {
+                for kernel in [
+                    GraphKernel::Bfs,
+                    GraphKernel::Pr,
+                    GraphKernel::Cc,
+                    GraphKernel::Tc,
+                ] {
+                    let mut g = cfg.clone();
+                    g.scale = Some(20);
+                    g.kernel = kernel;
+                    cases.push((format!("graph-{kernel:?}"), g));
+                }
+                // Scale derived from the default 1 GiB footprint (22).
+                cases.push(("graph-default-bfs".to_string(), cfg.clone()));
+                continue;
+            }
+            if kind == WorkloadKind::Kv {
+                for distribution in [
+                    KeyDistribution::Zipf,
+                    KeyDistribution::Hotspot,
+                    KeyDistribution::Uniform,
+                ] {
+                    let mut k = cfg.clone();
+                    k.distribution = distribution;
+                    cases.push((format!("kv-{distribution:?}"), k));
+                }
+                continue;
+            }
+            cases.push((format!("{kind:?}"), cfg));
+        }
+        // PAGELAB_SPEED=kv runs only the cases whose label contains "kv".
+        let only = std::env::var("PAGELAB_SPEED").unwrap_or_default();
+        for (label, cfg) in cases.into_iter().filter(|(l, _)| l.contains(only.as_str())) {
+            let t0 = Instant::now();
+            let mut w = build(&cfg, "workload").unwrap();
+            let mut batch = Batch::with_capacity(65536);
+            w.next_batch(&mut batch, 0);
+            let built = t0.elapsed();
+            let t1 = Instant::now();
+            let mut n = 0u64;
+            let mut sink = 0u64;
+            loop {
+                batch.clear();
+                let more = w.next_batch(&mut batch, 65536);
+                n += batch.accesses.len() as u64;
+                sink ^= batch.accesses.last().map_or(0, |a| a.vaddr.raw());
+                if !more {
+                    break;
+                }
+            }
+            let secs = t1.elapsed().as_secs_f64();
+            println!(
+                "{label:>16}: build {:>7.2} s, {:>7.1} M accesses/s ({n} accesses, {} MiB mapped) [{sink:x}]",
+                built.as_secs_f64(),
+                n as f64 / secs / 1e6,
+                w.footprint() >> 20
+            );
+        }
+    }
+}
