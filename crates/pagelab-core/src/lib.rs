@@ -17,6 +17,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod hostmem;
 pub mod hw;
 pub mod paging;
 pub mod phys;

@@ -14,6 +14,7 @@
 //! The split changes no result: TLBs and page tables never depend on cache
 //! contents, and the caches see exactly the sequential order.
 
+pub mod bench;
 pub mod core;
 mod export;
 pub mod mmu;

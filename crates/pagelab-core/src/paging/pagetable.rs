@@ -5,10 +5,16 @@
 //! a walk reads real physical addresses: the entry for `vaddr` at level `l`
 //! of a table in frame `t` sits at `t * 4096 + index(vaddr, l) * 8`.
 //!
-//! The contents live in host memory in a slab of nodes. A non-leaf node also
-//! keeps, beside its hardware-visible entries, the slab index of each child:
-//! a software shortcut equal by construction to following the entry's frame
-//! number (checked in debug builds), so a walk never searches a map.
+//! The contents live in host memory in two slabs of 512-entry tables: one
+//! for PTE pages (level 1), which are many, and one for the upper levels,
+//! which are few. A table is named by a `NodeId` (its level and its index
+//! in the slab of that level). An upper table also keeps, beside its
+//! hardware-visible entries, the slab index of each child: a software
+//! shortcut equal by construction to following the entry's frame number,
+//! so a walk never searches a map. Because PTE pages are one flat array,
+//! the host address of the PTE of an access to come is known from the hot
+//! upper tables alone, and can be prefetched without touching anything
+//! cold.
 //! Levels are numbered as Intel does: 1 = PTE (page table), 2 = PMD (page
 //! directory), 3 = PUD (PDPT), 4 = PGD (PML4), 5 = PML5.
 
@@ -17,21 +23,59 @@ use crate::error::{Error, Result};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::units::{Asid, Order, PageSize, PhysAddr, Pfn, VirtAddr, PTRS_PER_TABLE};
 
-/// Index of a table node in the slab.
-pub type NodeId = u32;
 const NO_CHILD: u32 = u32::MAX;
-/// Level of a slab slot whose table was freed.
-const RELEASED: u8 = 0;
 
-#[derive(Debug)]
-struct Node {
-    entries: Box<[u64; PTRS_PER_TABLE]>,
-    /// Slab index of each entry's next-level table (non-leaf levels only).
-    child: Option<Box<[u32; PTRS_PER_TABLE]>>,
-    frame: Pfn,
+/// A table: its level and its index in the slab of that level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeId {
+    index: u32,
     level: u8,
-    /// Present entries, so an emptied table can be freed.
-    live: u16,
+}
+
+impl NodeId {
+    pub fn level(self) -> u8 {
+        self.level
+    }
+}
+
+/// Tables of one kind (PTE pages, or upper levels), 512 entries each.
+#[derive(Debug, Default)]
+struct Slab {
+    entries: Vec<u64>,
+    frames: Vec<Pfn>,
+    /// Present entries of each table, so an emptied table can be freed.
+    live: Vec<u16>,
+    /// Slab indexes of freed tables, reused first.
+    free: Vec<u32>,
+}
+
+impl Slab {
+    #[inline]
+    fn table(&self, index: u32) -> &[u64] {
+        let at = index as usize * PTRS_PER_TABLE;
+        &self.entries[at..at + PTRS_PER_TABLE]
+    }
+    #[inline]
+    fn table_mut(&mut self, index: u32) -> &mut [u64] {
+        let at = index as usize * PTRS_PER_TABLE;
+        &mut self.entries[at..at + PTRS_PER_TABLE]
+    }
+    fn add(&mut self, frame: Pfn) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.frames[i as usize] = frame;
+                self.live[i as usize] = 0;
+                self.table_mut(i).fill(0);
+                i
+            }
+            None => {
+                crate::hostmem::grow(&mut self.entries, PTRS_PER_TABLE, 0);
+                self.frames.push(frame);
+                self.live.push(0);
+                (self.frames.len() - 1) as u32
+            }
+        }
+    }
 }
 
 /// A leaf translation found by a software walk.
@@ -43,7 +87,7 @@ pub struct Mapping {
     pub pte: Pte,
 }
 
-/// Where a leaf entry lives: the node, the index in it, the level.
+/// Where a leaf entry lives: the table, the index in it, the level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeafSlot {
     pub node: NodeId,
@@ -55,8 +99,13 @@ pub struct LeafSlot {
 pub struct PageTable {
     asid: Asid,
     levels: u8,
-    nodes: Vec<Node>,
-    free_nodes: Vec<NodeId>,
+    /// PTE pages.
+    ptes: Slab,
+    /// PMD, PUD, PGD (and PML5) pages.
+    upper: Slab,
+    /// 512 child indexes per upper table (into `ptes` for a PMD's
+    /// children, into `upper` otherwise).
+    children: Vec<u32>,
     root: NodeId,
     table_pages: u64,
 }
@@ -70,7 +119,15 @@ pub fn table_index(vaddr: VirtAddr, level: u8) -> usize {
 impl PageTable {
     pub fn new(asid: Asid, levels: u8, mem: &mut PhysMem) -> Result<Self> {
         debug_assert!(levels == 4 || levels == 5);
-        let mut pt = PageTable { asid, levels, nodes: Vec::new(), free_nodes: Vec::new(), root: 0, table_pages: 0 };
+        let mut pt = PageTable {
+            asid,
+            levels,
+            ptes: Slab::default(),
+            upper: Slab::default(),
+            children: Vec::new(),
+            root: NodeId { index: 0, level: levels },
+            table_pages: 0,
+        };
         pt.root = pt.alloc_node(levels, mem)?;
         Ok(pt)
     }
@@ -83,51 +140,87 @@ impl PageTable {
     }
     /// The frame of the top-level table (what CR3 holds).
     pub fn root_frame(&self) -> Pfn {
-        self.nodes[self.root as usize].frame
+        self.node_frame(self.root)
     }
     /// Table pages this address space uses.
     pub fn table_pages(&self) -> u64 {
         self.table_pages
     }
 
+    #[inline]
+    fn slab(&self, level: u8) -> &Slab {
+        if level == 1 {
+            &self.ptes
+        } else {
+            &self.upper
+        }
+    }
+    #[inline]
+    fn slab_mut(&mut self, level: u8) -> &mut Slab {
+        if level == 1 {
+            &mut self.ptes
+        } else {
+            &mut self.upper
+        }
+    }
+    #[inline]
+    fn raw_entry(&self, node: NodeId, idx: usize) -> u64 {
+        self.slab(node.level).entries[node.index as usize * PTRS_PER_TABLE + idx]
+    }
+    #[inline]
+    fn raw_entry_mut(&mut self, node: NodeId, idx: usize) -> &mut u64 {
+        &mut self.slab_mut(node.level).entries[node.index as usize * PTRS_PER_TABLE + idx]
+    }
+    #[inline]
+    fn live_mut(&mut self, node: NodeId) -> &mut u16 {
+        &mut self.slab_mut(node.level).live[node.index as usize]
+    }
+    /// The child table of entry `idx` of an upper table, if it has one.
+    #[inline]
+    fn child(&self, node: NodeId, idx: usize) -> Option<NodeId> {
+        if node.level == 1 {
+            return None;
+        }
+        let c = self.children[node.index as usize * PTRS_PER_TABLE + idx];
+        (c != NO_CHILD).then_some(NodeId { index: c, level: node.level - 1 })
+    }
+    fn set_child(&mut self, node: NodeId, idx: usize, child: u32) {
+        self.children[node.index as usize * PTRS_PER_TABLE + idx] = child;
+    }
+
     /// The entry of `node` for `vaddr`, its physical address, and the child
     /// table it points to (if it points to one).
     #[inline]
     pub fn read(&self, node: NodeId, vaddr: VirtAddr) -> (Pte, PhysAddr, Option<NodeId>) {
-        let n = &self.nodes[node as usize];
-        let idx = table_index(vaddr, n.level);
-        let pte = Pte::from_raw(n.entries[idx]);
-        let addr = n.frame.addr().add((idx * 8) as u64);
-        let child = match &n.child {
-            Some(c) if c[idx] != NO_CHILD => Some(c[idx]),
-            _ => None,
-        };
-        (pte, addr, child)
+        let idx = table_index(vaddr, node.level);
+        let pte = Pte::from_raw(self.raw_entry(node, idx));
+        let addr = self.node_frame(node).addr().add((idx * 8) as u64);
+        (pte, addr, self.child(node, idx))
     }
 
-    /// Frame of a node's table page.
+    /// Frame of a table page.
     #[inline]
     pub fn node_frame(&self, node: NodeId) -> Pfn {
-        self.nodes[node as usize].frame
+        self.slab(node.level).frames[node.index as usize]
     }
     #[inline]
     pub fn node_level(&self, node: NodeId) -> u8 {
-        self.nodes[node as usize].level
+        node.level
     }
 
     /// Sets bits (A, D) in a leaf entry, as the walker does.
     #[inline]
     pub fn set_bits(&mut self, slot: LeafSlot, bits: u64) {
-        self.nodes[slot.node as usize].entries[slot.index] |= bits;
+        *self.raw_entry_mut(slot.node, slot.index) |= bits;
     }
 
-    /// Clears A and D bits of a leaf (an access-tracking scan).
+    /// Clears bits of a leaf (an access-tracking scan clears A and D).
     pub fn clear_bits(&mut self, slot: LeafSlot, bits: u64) {
-        self.nodes[slot.node as usize].entries[slot.index] &= !bits;
+        *self.raw_entry_mut(slot.node, slot.index) &= !bits;
     }
 
     pub fn entry(&self, slot: LeafSlot) -> Pte {
-        Pte::from_raw(self.nodes[slot.node as usize].entries[slot.index])
+        Pte::from_raw(self.raw_entry(slot.node, slot.index))
     }
 
     /// Software walk: the leaf mapping `vaddr`, if present.
@@ -137,45 +230,40 @@ impl PageTable {
         if !pte.present() {
             return None;
         }
-        let size = level_size(slot.level);
-        Some(Mapping { frame: pte.pfn(), size, pte })
+        Some(Mapping { frame: pte.pfn(), size: level_size(slot.level), pte })
     }
 
     /// The slot of the entry that maps (or would map, at the deepest
     /// existing level) `vaddr`: the first huge or not-present entry, or the
-    /// PTE. `None` only when an upper level is missing.
+    /// PTE. `None` only when a present entry has no table (never, by
+    /// construction).
     pub fn leaf_slot(&self, vaddr: VirtAddr) -> Option<LeafSlot> {
         let mut node = self.root;
         loop {
-            let n = &self.nodes[node as usize];
-            let index = table_index(vaddr, n.level);
-            let pte = Pte::from_raw(n.entries[index]);
-            if n.level == 1 || pte.is_huge() {
-                return Some(LeafSlot { node, index, level: n.level });
+            let index = table_index(vaddr, node.level);
+            let pte = Pte::from_raw(self.raw_entry(node, index));
+            if node.level == 1 || pte.is_huge() || !pte.present() {
+                return Some(LeafSlot { node, index, level: node.level });
             }
-            match n.child.as_ref().map(|c| c[index]) {
-                Some(c) if c != NO_CHILD => node = c,
-                _ => return if pte.present() { None } else { Some(LeafSlot { node, index, level: n.level }) },
-            }
+            node = self.child(node, index)?;
         }
     }
 
     /// Host-prefetches the leaf entry of `vaddr`, so that a walk for an
-    /// access to come finds it in the host cache. Upper levels are few and
-    /// stay hot; only the leaf tables are large.
+    /// access to come finds it in the host cache. Only the upper tables
+    /// are read, and they are few and hot.
     #[inline]
     pub fn prefetch_leaf(&self, vaddr: VirtAddr) {
         let mut node = self.root;
-        loop {
-            let n = &self.nodes[node as usize];
-            let index = table_index(vaddr, n.level);
-            match &n.child {
-                Some(c) if c[index] != NO_CHILD => node = c[index],
-                _ => {
-                    prefetch(&n.entries[index]);
-                    return;
-                }
+        while node.level > 1 {
+            match self.child(node, table_index(vaddr, node.level)) {
+                Some(c) => node = c,
+                None => return,
             }
+        }
+        let at = node.index as usize * PTRS_PER_TABLE + table_index(vaddr, 1);
+        if let Some(e) = self.ptes.entries.get(at) {
+            prefetch(e);
         }
     }
 
@@ -184,11 +272,10 @@ impl PageTable {
     pub fn map(&mut self, vaddr: VirtAddr, frame: Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Result<()> {
         debug_assert!(vaddr.is_aligned(size.bytes()) && frame.is_aligned(size.nr_pages()));
         let node = self.table_for(vaddr, size.leaf_level(), mem)?;
-        let n = &mut self.nodes[node as usize];
-        let idx = table_index(vaddr, n.level);
-        debug_assert!(!Pte::from_raw(n.entries[idx]).present(), "map over a present entry at {vaddr}");
-        n.entries[idx] = Pte::leaf(frame, writable, size != PageSize::Size4K).raw();
-        n.live += 1;
+        let idx = table_index(vaddr, node.level);
+        debug_assert!(!Pte::from_raw(self.raw_entry(node, idx)).present(), "map over a present entry at {vaddr}");
+        *self.raw_entry_mut(node, idx) = Pte::leaf(frame, writable, size != PageSize::Size4K).raw();
+        *self.live_mut(node) += 1;
         Ok(())
     }
 
@@ -196,11 +283,8 @@ impl PageTable {
     /// A table left empty is freed and unlinked (its frame returned to `mem`).
     pub fn unmap(&mut self, vaddr: VirtAddr, size: PageSize, mem: &mut PhysMem) -> Option<Pte> {
         let slot = self.leaf_slot(vaddr)?;
-        if slot.level != size.leaf_level() {
-            return None;
-        }
         let old = self.entry(slot);
-        if !old.present() {
+        if slot.level != size.leaf_level() || !old.present() {
             return None;
         }
         self.clear_entry(slot.node, slot.index);
@@ -211,7 +295,7 @@ impl PageTable {
     /// Replaces a leaf's entry with `pte` (permission changes, migration).
     pub fn replace(&mut self, slot: LeafSlot, pte: Pte) {
         debug_assert!(self.entry(slot).present() && pte.present());
-        self.nodes[slot.node as usize].entries[slot.index] = pte.raw();
+        *self.raw_entry_mut(slot.node, slot.index) = pte.raw();
     }
 
     /// Splits the huge leaf mapping aligned `vaddr` one level down: a new
@@ -226,89 +310,78 @@ impl PageTable {
         let child = self.alloc_node(child_level, mem)?;
         let step = level_size(child_level).nr_pages();
         let flags = old.raw() & (ACCESSED | DIRTY | super::pte::WRITABLE);
-        {
-            let c = &mut self.nodes[child as usize];
-            for i in 0..PTRS_PER_TABLE {
-                let frame = Pfn::new(old.pfn().raw() + i as u64 * step);
-                c.entries[i] = Pte::leaf(frame, false, child_level > 1).with(flags).raw();
-            }
-            c.live = PTRS_PER_TABLE as u16;
+        for (i, e) in self.slab_mut(child_level).table_mut(child.index).iter_mut().enumerate() {
+            let frame = Pfn::new(old.pfn().raw() + i as u64 * step);
+            *e = Pte::leaf(frame, false, child_level > 1).with(flags).raw();
         }
-        let child_frame = self.nodes[child as usize].frame;
-        let parent = &mut self.nodes[slot.node as usize];
-        parent.entries[slot.index] = Pte::table(child_frame).raw();
-        parent.child.as_mut().expect("non-leaf level has children")[slot.index] = child;
+        *self.live_mut(child) = PTRS_PER_TABLE as u16;
+        *self.raw_entry_mut(slot.node, slot.index) = Pte::table(self.node_frame(child)).raw();
+        self.set_child(slot.node, slot.index, child.index);
         Ok(())
     }
 
-    /// Collapses the table under the level-`level+1` entry for aligned
-    /// `vaddr` into one huge leaf of `frame` (khugepaged's
+    /// Collapses the table under the entry of level `size.leaf_level()` for
+    /// aligned `vaddr` into one huge leaf of `frame` (khugepaged's
     /// collapse_huge_page): the table page is freed; the old entries are
     /// returned so the caller can free or reuse their frames.
     pub fn collapse(&mut self, vaddr: VirtAddr, frame: Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Vec<Pte> {
         let level = size.leaf_level();
         let parent = self.table_for_existing(vaddr, level).expect("collapse under a missing table");
         let idx = table_index(vaddr, level);
-        let child = self.nodes[parent as usize].child.as_ref().map_or(NO_CHILD, |c| c[idx]);
         let mut old = Vec::new();
-        if child != NO_CHILD {
-            old.extend(self.nodes[child as usize].entries.iter().map(|&e| Pte::from_raw(e)).filter(|p| p.present()));
+        if let Some(child) = self.child(parent, idx) {
+            let table = self.slab(child.level).table(child.index);
+            old.extend(table.iter().map(|&e| Pte::from_raw(e)).filter(|p| p.present()));
             self.release_node(child, mem);
-            let p = &mut self.nodes[parent as usize];
-            p.child.as_mut().expect("non-leaf")[idx] = NO_CHILD;
-            p.entries[idx] = 0;
-            p.live -= 1;
+            self.set_child(parent, idx, NO_CHILD);
+            self.clear_entry(parent, idx);
         }
-        let p = &mut self.nodes[parent as usize];
-        debug_assert!(!Pte::from_raw(p.entries[idx]).present());
-        p.entries[idx] = Pte::leaf(frame, writable, true).raw();
-        p.live += 1;
+        debug_assert!(!Pte::from_raw(self.raw_entry(parent, idx)).present());
+        *self.raw_entry_mut(parent, idx) = Pte::leaf(frame, writable, true).raw();
+        *self.live_mut(parent) += 1;
         old
     }
 
     /// Every present leaf in [start, end), in address order.
     pub fn leaves_in(&self, start: VirtAddr, end: VirtAddr) -> Vec<(VirtAddr, Mapping)> {
         let mut out = Vec::new();
-        self.collect(self.root, VirtAddr::new(0), start.raw(), end.raw(), &mut out);
+        self.collect(self.root, 0, start.raw(), end.raw(), &mut out);
         out
     }
 
-    fn collect(&self, node: NodeId, base: VirtAddr, start: u64, end: u64, out: &mut Vec<(VirtAddr, Mapping)>) {
-        let n = &self.nodes[node as usize];
-        let span = level_size_bytes(n.level);
+    fn collect(&self, node: NodeId, base: u64, start: u64, end: u64, out: &mut Vec<(VirtAddr, Mapping)>) {
+        let span = level_size_bytes(node.level);
         for i in 0..PTRS_PER_TABLE {
-            let lo = base.raw() + i as u64 * span;
+            let lo = base + i as u64 * span;
             if lo + span <= start || lo >= end {
                 continue;
             }
-            let pte = Pte::from_raw(n.entries[i]);
+            let pte = Pte::from_raw(self.raw_entry(node, i));
             if !pte.present() {
                 continue;
             }
-            match n.child.as_ref().map(|c| c[i]) {
-                Some(c) if c != NO_CHILD => self.collect(c, VirtAddr::new(lo), start, end, out),
-                _ => out.push((VirtAddr::new(lo), Mapping { frame: pte.pfn(), size: level_size(n.level), pte })),
+            match self.child(node, i) {
+                Some(c) => self.collect(c, lo, start, end, out),
+                None => out.push((VirtAddr::new(lo), Mapping { frame: pte.pfn(), size: level_size(node.level), pte })),
             }
         }
     }
 
-    /// The node at `level` on the path to `vaddr`, creating missing tables.
+    /// The table at `level` on the path to `vaddr`, creating missing tables.
     fn table_for(&mut self, vaddr: VirtAddr, level: u8, mem: &mut PhysMem) -> Result<NodeId> {
         let mut node = self.root;
-        while self.nodes[node as usize].level > level {
-            let idx = table_index(vaddr, self.nodes[node as usize].level);
-            let child = self.nodes[node as usize].child.as_ref().expect("non-leaf")[idx];
-            node = if child != NO_CHILD {
-                child
-            } else {
-                debug_assert!(!Pte::from_raw(self.nodes[node as usize].entries[idx]).present(), "huge leaf in the way");
-                let new = self.alloc_node(self.nodes[node as usize].level - 1, mem)?;
-                let frame = self.nodes[new as usize].frame;
-                let n = &mut self.nodes[node as usize];
-                n.entries[idx] = Pte::table(frame).raw();
-                n.child.as_mut().expect("non-leaf")[idx] = new;
-                n.live += 1;
-                new
+        while node.level > level {
+            let idx = table_index(vaddr, node.level);
+            node = match self.child(node, idx) {
+                Some(c) => c,
+                None => {
+                    debug_assert!(!Pte::from_raw(self.raw_entry(node, idx)).present(), "huge leaf in the way");
+                    let new = self.alloc_node(node.level - 1, mem)?;
+                    *self.raw_entry_mut(node, idx) = Pte::table(self.node_frame(new)).raw();
+                    self.set_child(node, idx, new.index);
+                    *self.live_mut(node) += 1;
+                    new
+                }
             };
         }
         Ok(node)
@@ -316,44 +389,36 @@ impl PageTable {
 
     fn table_for_existing(&self, vaddr: VirtAddr, level: u8) -> Option<NodeId> {
         let mut node = self.root;
-        while self.nodes[node as usize].level > level {
-            let idx = table_index(vaddr, self.nodes[node as usize].level);
-            let child = self.nodes[node as usize].child.as_ref()?[idx];
-            if child == NO_CHILD {
-                return None;
-            }
-            node = child;
+        while node.level > level {
+            node = self.child(node, table_index(vaddr, node.level))?;
         }
         Some(node)
     }
 
     fn clear_entry(&mut self, node: NodeId, idx: usize) {
-        let n = &mut self.nodes[node as usize];
-        debug_assert!(Pte::from_raw(n.entries[idx]).present());
-        n.entries[idx] = 0;
-        n.live -= 1;
+        debug_assert!(Pte::from_raw(self.raw_entry(node, idx)).present());
+        *self.raw_entry_mut(node, idx) = 0;
+        *self.live_mut(node) -= 1;
     }
 
     /// Frees the tables on `vaddr`'s path that became empty (bottom up).
     fn free_empty_tables(&mut self, vaddr: VirtAddr, mem: &mut PhysMem) {
         let mut path = vec![self.root];
         while let Some(&node) = path.last() {
-            let n = &self.nodes[node as usize];
-            let idx = table_index(vaddr, n.level);
-            match n.child.as_ref().map(|c| c[idx]) {
-                Some(c) if c != NO_CHILD => path.push(c),
-                _ => break,
+            match self.child(node, table_index(vaddr, node.level)) {
+                Some(c) => path.push(c),
+                None => break,
             }
         }
         while path.len() > 1 {
             let node = path.pop().expect("len > 1");
-            if self.nodes[node as usize].live != 0 {
+            if self.slab(node.level).live[node.index as usize] != 0 {
                 break;
             }
             let parent = *path.last().expect("len > 1");
-            let idx = table_index(vaddr, self.nodes[parent as usize].level);
+            let idx = table_index(vaddr, parent.level);
             self.release_node(node, mem);
-            self.nodes[parent as usize].child.as_mut().expect("non-leaf")[idx] = NO_CHILD;
+            self.set_child(parent, idx, NO_CHILD);
             self.clear_entry(parent, idx);
         }
     }
@@ -362,38 +427,40 @@ impl PageTable {
         let frame = mem
             .alloc(Order::BASE, Migratetype::Unmovable, FrameOwner::PageTable { asid: self.asid })
             .ok_or_else(|| Error::OutOfMemory("no frame for a page-table page".into()))?;
-        let child = (level > 1).then(|| Box::new([NO_CHILD; PTRS_PER_TABLE]));
-        let node = Node { entries: Box::new([0; PTRS_PER_TABLE]), child, frame, level, live: 0 };
+        let index = self.slab_mut(level).add(frame);
+        if level > 1 {
+            let at = index as usize * PTRS_PER_TABLE;
+            if self.children.len() < at + PTRS_PER_TABLE {
+                self.children.resize(at + PTRS_PER_TABLE, NO_CHILD);
+            }
+            self.children[at..at + PTRS_PER_TABLE].fill(NO_CHILD);
+        }
         self.table_pages += 1;
-        Ok(match self.free_nodes.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as NodeId
-            }
-        })
+        Ok(NodeId { index, level })
     }
 
     fn release_node(&mut self, node: NodeId, mem: &mut PhysMem) {
-        let n = &mut self.nodes[node as usize];
-        mem.free(n.frame, Order::BASE);
-        n.entries.fill(0);
-        n.live = 0;
-        n.level = RELEASED;
+        let slab = self.slab_mut(node.level);
+        mem.free(slab.frames[node.index as usize], Order::BASE);
+        slab.free.push(node.index);
         self.table_pages -= 1;
-        self.free_nodes.push(node);
     }
 
     /// Frees every table page (process exit).
     pub fn destroy(&mut self, mem: &mut PhysMem) {
-        for n in self.nodes.iter().filter(|n| n.level != RELEASED) {
-            mem.free(n.frame, Order::BASE);
+        for slab in [&mut self.ptes, &mut self.upper] {
+            let mut freed = vec![false; slab.frames.len()];
+            for &i in &slab.free {
+                freed[i as usize] = true;
+            }
+            for (i, &frame) in slab.frames.iter().enumerate() {
+                if !freed[i] {
+                    mem.free(frame, Order::BASE);
+                }
+            }
+            *slab = Slab::default();
         }
-        self.nodes.clear();
-        self.free_nodes.clear();
+        self.children.clear();
         self.table_pages = 0;
     }
 }

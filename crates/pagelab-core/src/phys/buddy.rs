@@ -89,7 +89,7 @@ impl PhysMem {
         let mut mem = PhysMem {
             nr_frames,
             max_order,
-            owners: vec![PACKED_FREE; nr_frames as usize],
+            owners: crate::hostmem::zeroed_vec(nr_frames as usize),
             pageblock_mt: vec![Migratetype::Movable; nr_pageblocks],
             free_area: (0..=max_order)
                 .map(|o| FreeArea::new(o, nr_frames))

@@ -74,8 +74,8 @@ impl Cache {
         let policy = SetPolicy::new(kind, ways);
         let stride = (DIRTY_BYTES + policy.state_bytes(ways)).next_multiple_of(8);
         let mut cache = Cache {
-            tags: vec![INVALID; nr_sets * ways].into_boxed_slice(),
-            meta: vec![0u8; nr_sets * stride].into_boxed_slice(),
+            tags: crate::hostmem::filled_vec(nr_sets * ways, INVALID).into_boxed_slice(),
+            meta: crate::hostmem::filled_vec(nr_sets * stride, 0u8).into_boxed_slice(),
             ways,
             stride,
             set_mask: u64::from(geometry.sets_per_slice - 1),

@@ -1,0 +1,36 @@
+//! The speed benchmark's cases, in one place for `benches/engine.rs` and
+//! `pagelab bench`: the core issue's three targets. Each case runs the
+//! workload's initialisation pass (one store per page: the faults)
+//! untimed, then times `accesses` accesses. Wall-clock figures are noisy on
+//! shared machines: compare ratios within one run, never put one in a test.
+
+use std::time::Instant;
+
+use super::Simulation;
+use crate::config::parse_config;
+use crate::error::Result;
+
+/// (name, target accesses per second, overrides).
+pub const CASES: &[(&str, f64, &[&str])] = &[
+    ("gups-4k-translation", 15e6, &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
+    ("gups-4k-caches", 5e6, &["workload.kind=\"gups\"", "os.policy=\"base\""]),
+    ("stream-thp-caches", 40e6, &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
+];
+
+/// Measured accesses per second of one case over `footprint` bytes.
+pub fn run_case(overrides: &[&str], footprint: u64, accesses: u64) -> Result<f64> {
+    let mut all: Vec<String> = vec![
+        "machine.phys_mem=\"32GiB\"".into(),
+        format!("workload.footprint={footprint}"),
+        format!("workload.accesses={accesses}"),
+        "os.thp.khugepaged=false".into(),
+    ];
+    all.extend(overrides.iter().map(|s| s.to_string()));
+    let mut sim = Simulation::new(parse_config("", "<bench>", &all)?)?;
+    sim.step(footprint / 4096)?;
+    let before = sim.progress().0;
+    let start = Instant::now();
+    sim.step(accesses)?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok((sim.progress().0 - before) as f64 / seconds)
+}
