@@ -41,6 +41,11 @@ use crate::workload::{self, AccessKind, Batch, InitMode, MapEvent};
 
 /// How far ahead the stages prefetch (accesses, references).
 const PREFETCH_DISTANCE: usize = 8;
+/// Prefetching pays when at least this share of the previous quantum's
+/// accesses missed (the L1 TLB, or the L1 cache); below it, the prefetch
+/// instructions cost more than the host misses they save (streams). A pure
+/// hint: results never depend on it.
+const PREFETCH_MISS_SHARE: u64 = 16;
 
 /// A simulation in progress.
 pub struct Simulation {
@@ -112,6 +117,8 @@ impl Simulation {
                 ran: 0,
                 stall_offset: 0.0,
                 refs: RefBuf::default(),
+                prefetch_translation: true,
+                prefetch_caches: true,
             });
         }
         let timing = Timing::new(m);
@@ -255,8 +262,10 @@ impl Simulation {
         let kernel = &mut self.kernel;
         core.refs.clear();
         let asid = core.asid;
+        let misses_before = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses;
+        let prefetch = core.prefetch_translation;
         for j in core.pos..end {
-            if let Some(ahead) = core.batch.accesses.get(j + PREFETCH_DISTANCE) {
+            if let Some(ahead) = core.batch.accesses.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                 kernel.proc(asid).aspace.pt.prefetch_leaf(ahead.vaddr);
                 core.mmu.tlb.prefetch(asid, ahead.vaddr);
             }
@@ -277,6 +286,8 @@ impl Simulation {
             let frame = core.mmu.translate(kernel, asid, a.vaddr, write, instr, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
         }
+        let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
+        core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
         Ok(())
     }
 
@@ -285,12 +296,14 @@ impl Simulation {
         let core = &mut self.cores[i];
         let t = &self.timing;
         let refs = &core.refs;
+        let prefetch = core.prefetch_caches;
+        let mut l1_misses = 0;
         for j in 0..refs.len() {
             let (addr, kind) = (refs.addrs[j], refs.kinds[j]);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
             let level = match &mut self.caches {
                 Some(c) if entry < MEMORY => {
-                    if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE) {
+                    if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
                     served_level(c.access_from(i, crate::units::PhysAddr::new(addr), cache_ref(kind), entry as u8))
@@ -303,6 +316,7 @@ impl Simulation {
                 _ => 0,
             };
             core.stats.flow[entry][level][class] += 1;
+            l1_misses += (level > 0) as u64;
             if kind == RefKind::Walk {
                 core.stats.cycles_translation += t.walk_cycles(level);
             } else {
@@ -312,6 +326,7 @@ impl Simulation {
                 e.write(addr, kind);
             }
         }
+        core.prefetch_caches = l1_misses * PREFETCH_MISS_SHARE >= refs.len() as u64;
     }
 
     /// Warm-up ends for the whole machine at once, when every core has

@@ -1,0 +1,122 @@
+"""Shared helpers for pagelab's Python tests.
+
+Every configuration here is small (tens of MiB, ~10^5 accesses) so that the
+whole suite runs in seconds on two shared cores.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: The statistics the core-engine issue makes a contract.
+CONTRACT_STATS = [
+    "instructions",
+    "accesses",
+    "dtlb.l1.misses",
+    "dtlb.l2.misses",
+    "walks",
+    "walk.mem_refs",
+    "pwc.hits",
+    "faults",
+    "faults.huge",
+    "cache.l1d.misses",
+    "cache.l2.misses",
+    "cache.llc.accesses",
+    "cache.llc.misses",
+    "cycles",
+    "cycles.translation",
+    "cycles.data",
+    "cycles.faults",
+    "mem.mapped.4k",
+    "mem.mapped.2m",
+    "mem.mapped.1g",
+    "phys.fi",
+]
+
+#: Of those, the ones that belong to a core (and have `coreN.` copies).
+CORE_STATS = [
+    s for s in CONTRACT_STATS if not s.startswith("mem.mapped.") and not s.startswith("phys.")
+]
+
+#: A small gups run: 32 MiB on a 256 MiB machine, 40k updates.
+SMALL = {
+    "machine": {"phys_mem": "256MiB"},
+    "workload": {"kind": "gups", "footprint": "32MiB", "accesses": 40_000},
+}
+
+
+def small(**sections) -> dict:
+    """A deep copy of SMALL, with `sections` merged one level deep."""
+    cfg = copy.deepcopy(SMALL)
+    for name, table in sections.items():
+        cfg.setdefault(name, {}).update(table)
+    return cfg
+
+
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def nbytes(value) -> int:
+    """A size as the resolved configuration writes it (`"32KiB"`, `"64"`, 64)."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]iB|B)?\s*", str(value))
+    assert m, f"cannot read size {value!r}"
+    return int(m.group(1)) * _UNITS[m.group(2) or ""]
+
+
+def pagelab_command() -> list[str]:
+    """The installed console script, or `python -m pagelab.cli`."""
+    script = Path(sys.executable).parent / "pagelab"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "pagelab.cli"]
+
+
+def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    """Runs `pagelab ARGS...`; a wide, colourless terminal so that rich
+    neither wraps nor styles what the tests read."""
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1", TERM="dumb")
+    return subprocess.run(
+        pagelab_command() + [str(a) for a in args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def write_toml(path: Path, cfg: dict) -> Path:
+    import tomli_w
+
+    path.write_text(tomli_w.dumps(cfg))
+    return path
+
+
+def zstd_decompress(data: bytes) -> bytes | None:
+    """Decompresses with the `zstandard` module or the `zstd` tool; None
+    when neither is available."""
+    try:
+        import zstandard
+    except ImportError:
+        zstandard = None
+    if zstandard is not None:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    tool = shutil.which("zstd")
+    if tool is None:
+        return None
+    return subprocess.run([tool, "-dc"], input=data, capture_output=True, check=True).stdout
+
+
+@pytest.fixture
+def small_toml(tmp_path) -> Path:
+    return write_toml(tmp_path / "small.toml", SMALL)
