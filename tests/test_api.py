@@ -73,6 +73,12 @@ def test_stats_is_one_flat_dict_of_numbers(gups_stats):
         assert math.isfinite(v), f"{k} = {v!r}"
 
 
+def test_stat_names_repeat_no_component(gups_stats):
+    # e.g. `core0.pwc.pwc.lookups` for `core0.pwc.lookups`.
+    doubled = [k for k in gups_stats if any(a == b for a, b in zip(k.split("."), k.split(".")[1:]))]
+    assert doubled == []
+
+
 @pytest.mark.parametrize("name", CONTRACT_STATS)
 def test_contract_statistic_present(gups_stats, name):
     assert name in gups_stats

@@ -31,6 +31,9 @@ CASES = [
     ("chase-512k", {"kind": "pointer-chase", "footprint": "512KiB", "node_size": 16}, "8MiB", True),
     # Twice the LLC: LRU conflicts at every level.
     ("chase-4m-llc2m", {"kind": "pointer-chase", "footprint": "4MiB", "node_size": 32}, "2MiB", True),
+    # An LLC only twice the L2: an inclusive LLC would back-invalidate here,
+    # so this case tells non-inclusive from inclusive.
+    ("chase-768k-llc512k", {"kind": "pointer-chase", "footprint": "768KiB", "node_size": 16}, "512KiB", True),
     # A strided sweep that wraps around inside the LLC.
     ("stride-192", {"kind": "stride", "footprint": "16MiB", "stride": 192, "write_fraction": 0.0}, "8MiB", False),
 ]
@@ -130,8 +133,6 @@ def test_data_only_stream_matches_pycachesim(tmp_path, workload, llc, nontrivial
     stats, levels, n = run_and_replay(tmp_path, workload, llc, walker="none", feed_walks=False)
     assert n == stats["loads"]
     compare(stats, levels, n, nontrivial)
-    # No walk reference entered the caches.
-    assert stats["cache.l1d.walks"] == 0 if "cache.l1d.walks" in stats else True
 
 
 @pytest.mark.parametrize("workload, llc, nontrivial", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

@@ -57,9 +57,11 @@ def load_config_text(config: str | os.PathLike | Mapping[str, Any]) -> tuple[str
         return tomli_w.dumps(dict(config)), "<dict>"
     path = Path(config)
     try:
-        return path.read_text(), str(path)
+        return path.read_text(encoding="utf-8"), str(path)
     except OSError as e:
         raise _pagelab.ConfigError(f"cannot read configuration {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise _pagelab.ConfigError(f"{path}: not UTF-8 text (byte offset {e.start})") from None
 
 
 def run(

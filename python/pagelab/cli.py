@@ -36,9 +36,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, total=max(done, expected))
 
         result = run(args.config, set=args.set, export_phys=args.export_phys, progress=update)
-    print_summary(result.stats, result.seconds)
     if args.out:
         write_run(Path(args.out), result)
+    print_summary(result.stats, result.seconds)
     return 0
 
 
@@ -92,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except _pagelab.PagelabError as e:
         print(f"pagelab: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        # Writing results (a directory that is a file, no permission...).
+        print(f"pagelab: error: cannot write {e.filename or 'output'}: {e.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("pagelab: interrupted", file=sys.stderr)

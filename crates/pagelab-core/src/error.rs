@@ -17,7 +17,7 @@ pub enum Error {
     Trace { path: PathBuf, offset: u64, msg: String },
 
     /// The simulated machine ran out of physical memory.
-    #[error("simulated machine out of memory: {0}")]
+    #[error("simulated machine out of memory: {0} (raise machine.phys_mem or lower workload.footprint)")]
     OutOfMemory(String),
 
     /// A workload did something the simulated OS refuses (an access outside

@@ -7,26 +7,38 @@ use crate::error::{Error, Result};
 
 /// Parses and validates a configuration. `source` names the file in errors.
 pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<SimConfig> {
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| Error::config(source, format!("not valid TOML: {}", e.to_string().trim())))?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| toml_error(text, source, &e))?;
     for item in overrides {
         apply_override(&mut table, item)?;
     }
     merge_preset(&mut table)?;
     let cfg: SimConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        // serde reports an unknown field at its parent's path; name the key.
+        // One line: the toml crate appends "in `key`" lines of its own.
+        let inner = e.into_inner().to_string().lines().next().unwrap_or_default().trim().to_string();
+        // serde may report an unknown field at its parent's path; name the
+        // key once.
         let key = match unknown_field(&inner) {
             Some(field) if path == "." || path.is_empty() => field.to_string(),
-            Some(field) => format!("{path}.{field}"),
-            None => path,
+            Some(field) if !path.ends_with(&format!(".{field}")) && path != field => format!("{path}.{field}"),
+            _ => path,
         };
-        Error::config(key, inner.trim().to_string())
+        Error::config(key, inner)
     })?;
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A TOML syntax error in one line: `file:LINE:COL: message`.
+fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> Error {
+    let msg = e.message().lines().next().unwrap_or("invalid TOML").trim().to_string();
+    let Some(span) = e.span() else {
+        return Error::config(source, format!("not valid TOML: {msg}"));
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    Error::config(format!("{source}:{line}:{col}"), format!("not valid TOML: {msg}"))
 }
 
 fn unknown_field(msg: &str) -> Option<&str> {
@@ -121,7 +133,8 @@ mod tests {
     fn unknown_key_is_named() {
         let o = vec!["machine.tlb.l2_entriez=4".to_string()];
         let err = parse_config(MINIMAL, "t.toml", &o).unwrap_err().to_string();
-        assert!(err.contains("machine.tlb.l2_entriez"), "{err}");
+        assert!(err.contains("`machine.tlb.l2_entriez`"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 
     #[test]
@@ -136,8 +149,9 @@ mod tests {
         let o = vec!["machine.phys_mem=\"3MiB\"".to_string()];
         let err = parse_config(MINIMAL, "t.toml", &o).unwrap_err().to_string();
         assert!(err.contains("machine.phys_mem"), "{err}");
-        let bad_toml = parse_config("[workload\n", "broken.toml", &[]).unwrap_err().to_string();
-        assert!(bad_toml.contains("broken.toml"), "{bad_toml}");
+        let bad_toml = parse_config("# ok\n[workload\n", "broken.toml", &[]).unwrap_err().to_string();
+        assert!(bad_toml.contains("broken.toml:2:"), "{bad_toml}");
+        assert_eq!(bad_toml.lines().count(), 1, "{bad_toml}");
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct MachineConfig {
     pub max_order: u8,
     /// Radix page-table levels: 4, or 5 (LA57).
     pub paging_levels: u8,
+    /// Physical-address bits that select cache sets and that page coloring
+    /// can control (the CHP paper's Table II: "L2/L3 coloring bits").
+    /// Empty = the LLC's set-index bits at or above bit 12.
+    pub color_bits: Vec<u32>,
     pub tlb: TlbConfig,
     pub pwc: PwcConfig,
     pub walker: WalkerConfig,
@@ -75,6 +79,7 @@ impl Default for MachineConfig {
             freq_ghz: 3.0,
             max_order: 10,
             paging_levels: 4,
+            color_bits: Vec::new(),
             tlb: TlbConfig::default(),
             pwc: PwcConfig::default(),
             walker: WalkerConfig::default(),
@@ -160,11 +165,15 @@ pub struct RunConfig {
     /// Check every TLB hit against the page table and fail on a stale
     /// translation (slow: for tests and debugging).
     pub check_translations: bool,
+    /// Also wait for every workload's initialisation pass (its first-touch
+    /// stores) to end before resetting statistics, so that they describe
+    /// the measured accesses only.
+    pub skip_init: bool,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { warmup: 0, epoch: 0, quantum: 512, seed: 1, check_translations: false }
+        RunConfig { warmup: 0, epoch: 0, quantum: 512, seed: 1, check_translations: false, skip_init: false }
     }
 }
 

@@ -136,7 +136,7 @@ impl Default for HugetlbConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct ColoringConfig {
     /// Physical-address bits whose concatenation is a page's color (PALLOC's
-    /// mask). Empty = the LLC set-index bits at or above bit 12.
+    /// mask). Empty = `machine.color_bits`.
     pub bits: Vec<u32>,
 }
 

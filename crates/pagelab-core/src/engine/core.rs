@@ -125,6 +125,9 @@ pub struct Core {
     /// keeps running through warm-up.
     pub stall_offset: f64,
     pub refs: RefBuf,
+    /// Whether the workload has handed out its first measured batch (past
+    /// its initialisation pass).
+    pub measuring: bool,
     /// Whether the last quantum missed enough to make prefetching pay.
     pub prefetch_translation: bool,
     pub prefetch_caches: bool,

@@ -117,6 +117,7 @@ impl Simulation {
                 ran: 0,
                 stall_offset: 0.0,
                 refs: RefBuf::default(),
+                measuring: false,
                 prefetch_translation: true,
                 prefetch_caches: true,
             });
@@ -124,7 +125,7 @@ impl Simulation {
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         Ok(Simulation {
-            warm: cfg.run.warmup == 0,
+            warm: cfg.run.warmup == 0 && !cfg.run.skip_init,
             cfg,
             kernel,
             caches,
@@ -217,6 +218,14 @@ impl Simulation {
                 core.pos = 0;
                 core.next_event = 0;
                 core.exhausted = !core.workload.next_batch(&mut core.batch, self.cfg.run.quantum as usize);
+                if !core.workload.batch_is_init() && !core.measuring {
+                    core.measuring = true;
+                    if self.cfg.run.skip_init {
+                        // Stop before the first measured access, so that a
+                        // reset at the end of this round comes exactly here.
+                        break;
+                    }
+                }
                 continue;
             }
             self.apply_due_events(i)?;
@@ -330,12 +339,14 @@ impl Simulation {
     }
 
     /// Warm-up ends for the whole machine at once, when every core has
-    /// retired `run.warmup` instructions (or finished): then every
-    /// statistic is reset, and nothing else (caches, TLBs, page tables and
-    /// the clock keep their state).
+    /// retired `run.warmup` instructions and, with `run.skip_init`, ended
+    /// its initialisation pass (or finished): then every statistic is
+    /// reset, and nothing else (caches, TLBs, page tables and the clock
+    /// keep their state).
     fn check_warmup(&mut self) {
-        let warmup = self.cfg.run.warmup;
-        if self.warm || !self.cores.iter().all(|c| c.retired >= warmup || c.done()) {
+        let (warmup, skip_init) = (self.cfg.run.warmup, self.cfg.run.skip_init);
+        let ready = |c: &Core| c.done() || (c.retired >= warmup && (!skip_init || c.measuring));
+        if self.warm || !self.cores.iter().all(ready) {
             return;
         }
         self.warm = true;

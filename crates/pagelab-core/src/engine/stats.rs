@@ -145,8 +145,9 @@ fn tlb_arrays(out: &mut Stats, core: &super::core::Core) {
     for (name, value) in core.mmu.tlb.stats().named().into_iter().filter(|(n, _)| n.starts_with("tlb.")) {
         out.insert(format!("core{}.{name}", core.id), Stat::Int(value));
     }
+    // The page-walk caches' counters (`pwc.pde_hits`...).
     for (name, value) in core.mmu.pwc.stats().named() {
-        out.insert(format!("core{}.pwc.{name}", core.id), Stat::Int(value));
+        out.insert(format!("core{}.{name}", core.id), Stat::Int(value));
     }
 }
 

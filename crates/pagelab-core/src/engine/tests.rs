@@ -311,3 +311,30 @@ fn epochs_snapshot_cumulative_statistics() {
     let instr: Vec<f64> = ts.iter().map(|s| s["instructions"].as_f64()).collect();
     assert!(instr.windows(2).all(|w| w[0] < w[1]));
 }
+
+#[test]
+fn the_i7_10700_has_the_papers_16_colors() {
+    let cfg = parse_config("[machine]\npreset = \"i7-10700\"\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n", "t", &[]).unwrap();
+    let sim = Simulation::new(cfg).unwrap();
+    let colors = sim.kernel.color_map();
+    assert_eq!(colors.nr_colors(), 16);
+    assert_eq!(colors.color_of(Pfn::new(0x1234_5)), 0x5);
+    assert_eq!(colors.color_of(Pfn::new(0x1234_f)), 0xf);
+}
+
+#[test]
+fn skip_init_resets_statistics_exactly_where_the_init_pass_ends() {
+    let run = |skip: &str| {
+        let cfg = config(&["workload.accesses=5000", "workload.init=\"pages\"", "workload.footprint=\"4MiB\"", skip]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        sim.run().unwrap();
+        sim
+    };
+    let all = run("run.skip_init=false");
+    let measured = run("run.skip_init=true");
+    // The init pass is one store per page (1024 pages): every fault is there.
+    assert_eq!(stat(&all, "accesses"), 5000.0 + 1024.0);
+    assert_eq!(stat(&measured, "accesses"), 5000.0);
+    assert_eq!(stat(&measured, "faults"), 0.0);
+    assert_eq!(stat(&all, "faults"), 1024.0);
+}

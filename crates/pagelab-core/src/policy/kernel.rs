@@ -213,12 +213,14 @@ fn page_end(start: VirtAddr, len: u64) -> Result<VirtAddr> {
     Ok(end)
 }
 
-/// The page colors the OS uses: `os.coloring.bits`, or the LLC's set-index
-/// bits at or above bit 12 when none are given.
+/// The page colors the OS uses: `os.coloring.bits`, else the machine's
+/// `color_bits`, else the LLC's set-index bits at or above bit 12.
 fn color_map(cfg: &SimConfig) -> Result<ColorMap> {
-    if cfg.os.coloring.bits.is_empty() {
-        Ok(ColorMap::from_llc(&cfg.machine.cache.llc.geometry()))
-    } else {
+    if !cfg.os.coloring.bits.is_empty() {
         ColorMap::new(&cfg.os.coloring.bits, "os.coloring.bits")
+    } else if !cfg.machine.color_bits.is_empty() {
+        ColorMap::new(&cfg.machine.color_bits, "machine.color_bits")
+    } else {
+        Ok(ColorMap::from_llc(&cfg.machine.cache.llc.geometry()))
     }
 }

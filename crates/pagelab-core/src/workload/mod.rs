@@ -166,6 +166,14 @@ pub trait Workload: Send {
     fn next_batch(&mut self, batch: &mut Batch, max_accesses: usize) -> bool;
     /// Bytes of virtual memory the workload maps.
     fn footprint(&self) -> u64;
+    /// Whether the batch `next_batch` last returned belongs to the
+    /// initialisation pass. A generator ends its last init batch at the
+    /// boundary, so a batch is either all init or all measured accesses
+    /// (`run.skip_init` relies on it). Workloads without an init pass
+    /// (traces) keep the default.
+    fn batch_is_init(&self) -> bool {
+        false
+    }
 }
 
 /// Builds the generator `cfg.kind` after validating `cfg`; errors name keys

@@ -164,10 +164,7 @@ impl CacheHierarchy {
     /// The LLC alone: looked up, and filled on a miss.
     fn fetch_llc_only(&mut self, core: usize, line: u64, kind: RefKind) -> HitLevel {
         let k = kind.index();
-        if self.stats.llc_slice_accesses.len() > 1 {
-            self.stats.llc_slice_accesses[self.llc.slice_of(line) as usize] += 1;
-        }
-        let set = self.llc.locate(line);
+        let set = self.locate_llc_counted(line);
         let hit = self.llc.lookup_in(set, line, false);
         let stats = self.stats.level_mut(core, Level::Llc);
         stats.accesses[k] += 1;
@@ -194,10 +191,7 @@ impl CacheHierarchy {
         }
         l2_stats.misses[k] += 1;
 
-        if self.stats.llc_slice_accesses.len() > 1 {
-            self.stats.llc_slice_accesses[self.llc.slice_of(line) as usize] += 1;
-        }
-        let llc_set = self.llc.locate(line);
+        let llc_set = self.locate_llc_counted(line);
         let llc_hit = self.llc.lookup_in(llc_set, line, false);
         let llc_stats = self.stats.level_mut(core, Level::Llc);
         llc_stats.accesses[k] += 1;
@@ -220,6 +214,17 @@ impl CacheHierarchy {
         } else {
             HitLevel::Memory
         }
+    }
+
+    /// The LLC set of a demand access to `line`, counting the access in its
+    /// slice (one hash for both).
+    #[inline]
+    fn locate_llc_counted(&mut self, line: u64) -> SetRef {
+        let (set, slice) = self.llc.locate_in_slice(line);
+        if let Some(n) = self.stats.llc_slice_accesses.get_mut(slice as usize) {
+            *n += 1;
+        }
+        set
     }
 
     #[inline]

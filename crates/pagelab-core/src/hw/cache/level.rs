@@ -2,10 +2,18 @@
 //!
 //! Layout: `tags[set * ways + way]` holds the line number cached in that way
 //! (`INVALID` when empty); `meta[set * stride ..]` holds the set's dirty
-//! bits (a little-endian `u64`, bit = way) followed by its replacement state
-//! (8 bytes of packed LRU order, or a byte per way). A 16-way LRU set is thus
-//! 128 bytes of tags plus 16 of metadata, which [`Cache::prefetch_set`] can
-//! bring into the host's caches ahead of time.
+//! bits (a little-endian `u64`, bit = way), then its replacement state
+//! (8 bytes of packed LRU order, or a byte per way), then, for sets of at
+//! most 16 ways, one partial tag byte per way (8 or 16 bytes). A 16-way LRU
+//! set is thus 128 bytes of tags plus 32 of metadata, which
+//! [`Cache::prefetch_set`] can bring into the host's caches ahead of time.
+//!
+//! Partial tags: a lookup compares one hash byte of the line against the
+//! set's partial tags, 8 at a time in a `u64` (SWAR), and checks the full tag
+//! only of the ways whose byte matches, usually one or none. This is a pure
+//! speed-up: the full tags stay authoritative, so a false match costs a
+//! compare and never a wrong answer, and the partial byte of an empty or
+//! invalidated way may hold anything.
 //!
 //! Write-allocate, write-back: a store that misses fills the line and marks
 //! it dirty; the caller learns of a dirty victim through [`Evicted`] and
@@ -23,6 +31,10 @@ use super::slice::{intel_slice, modulo_slice, SliceHash};
 const INVALID: u64 = u64::MAX;
 /// Bytes of dirty bits at the start of each set's metadata.
 const DIRTY_BYTES: usize = 8;
+/// Most ways that keep partial tags (two `u64` words of them).
+const PTAG_MAX_WAYS: usize = 16;
+const BYTES_LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const BYTES_ONE: u64 = 0x0101_0101_0101_0101;
 
 /// A line pushed out of a cache by a fill or an invalidation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +61,13 @@ pub struct Cache {
     ways: usize,
     /// Bytes of metadata per set (dirty bits + policy state).
     stride: usize,
+    /// Offset of the partial tags in a set's metadata.
+    ptag_offset: usize,
+    /// Words of partial tags per set: 1 (<= 8 ways), 2 (<= 16), or 0 (more
+    /// ways: the lookup compares full tags).
+    ptag_words: usize,
+    /// Candidate bits that stand for real ways (see [`Cache::find_way`]).
+    ptag_valid: u64,
     /// `sets_per_slice - 1`.
     set_mask: u64,
     /// Line bits below the set index (the modulo hash's slice bits).
@@ -72,8 +91,13 @@ impl Cache {
         let ways = geometry.ways as usize;
         let nr_sets = geometry.nr_sets();
         let policy = SetPolicy::new(kind, ways);
-        let stride = (DIRTY_BYTES + policy.state_bytes(ways)).next_multiple_of(8);
+        let ptag_offset = DIRTY_BYTES + policy.state_bytes(ways);
+        let ptag_words = if ways <= PTAG_MAX_WAYS { ways.div_ceil(8) } else { 0 };
+        let stride = (ptag_offset + 8 * ptag_words).next_multiple_of(8);
         let mut cache = Cache {
+            ptag_offset,
+            ptag_words,
+            ptag_valid: ptag_valid_bits(ways),
             tags: crate::hostmem::filled_vec(nr_sets * ways, INVALID).into_boxed_slice(),
             meta: crate::hostmem::filled_vec(nr_sets * stride, 0u8).into_boxed_slice(),
             ways,
@@ -119,7 +143,7 @@ impl Cache {
     }
 
     /// The slice holding `line` (0 when unsliced).
-    #[inline]
+    #[inline(always)]
     pub fn slice_of(&self, line: u64) -> u32 {
         if self.slices == 1 {
             return 0;
@@ -131,7 +155,7 @@ impl Cache {
     }
 
     /// The global set index (slice * sets_per_slice + set in slice) of `line`.
-    #[inline]
+    #[inline(always)]
     pub fn set_of(&self, line: u64) -> usize {
         let in_slice = ((line >> self.set_shift) & self.set_mask) as usize;
         if self.slices == 1 {
@@ -141,11 +165,22 @@ impl Cache {
     }
 
     /// The set of `line`, for the `*_in` methods.
-    #[inline]
+    #[inline(always)]
     pub fn locate(&self, line: u64) -> SetRef {
         debug_assert!(line < 1 << 61, "line {line:#x}");
         let set = self.set_of(line);
         SetRef { tags: set * self.ways, meta: set * self.stride }
+    }
+
+    /// [`locate`](Self::locate) and [`slice_of`](Self::slice_of) at once,
+    /// hashing the line once.
+    #[inline(always)]
+    pub fn locate_in_slice(&self, line: u64) -> (SetRef, u32) {
+        debug_assert!(line < 1 << 61, "line {line:#x}");
+        let in_slice = ((line >> self.set_shift) & self.set_mask) as usize;
+        let slice = self.slice_of(line);
+        let set = slice as usize * self.sets_per_slice + in_slice;
+        (SetRef { tags: set * self.ways, meta: set * self.stride }, slice)
     }
 
     /// Looks `line` up and, on a miss, fills it choosing the victim among the
@@ -175,10 +210,10 @@ impl Cache {
     }
 
     /// [`lookup`](Self::lookup) in the set `set` = `locate(line)`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_in(&mut self, set: SetRef, line: u64, is_write: bool) -> bool {
         debug_assert_eq!(set, self.locate(line));
-        let Some(way) = find_way(&self.tags[set.tags..set.tags + self.ways], line) else {
+        let Some(way) = self.find_way(set, line) else {
             return false;
         };
         let meta = &mut self.meta[set.meta..set.meta + self.stride];
@@ -190,8 +225,45 @@ impl Cache {
         true
     }
 
+    /// The way of set `set` holding `line`. With partial tags: the bytes of
+    /// the set's partial-tag words equal to `line`'s byte become candidate
+    /// bits (bit 8k for way k of the first word, 8k + 1 for way 8 + k of the
+    /// second), and only candidates get their full tag compared. Without:
+    /// every full tag is compared.
+    #[inline(always)]
+    fn find_way(&self, set: SetRef, line: u64) -> Option<usize> {
+        let tags = &self.tags[set.tags..set.tags + self.ways];
+        if self.ptag_words == 0 {
+            return tags.iter().position(|&t| t == line);
+        }
+        let words = &self.meta[set.meta + self.ptag_offset..set.meta + self.ptag_offset + 8 * self.ptag_words];
+        let wanted = u64::from(ptag(line)) * BYTES_ONE;
+        let mut candidates = zero_bytes(load_word(words, 0) ^ wanted) >> 7;
+        if self.ptag_words == 2 {
+            candidates |= zero_bytes(load_word(words, 1) ^ wanted) >> 6;
+        }
+        candidates &= self.ptag_valid;
+        while candidates != 0 {
+            let bit = candidates.trailing_zeros() as usize;
+            let way = bit >> 3 | (bit & 1) << 3;
+            if tags[way] == line {
+                return Some(way);
+            }
+            candidates &= candidates - 1;
+        }
+        None
+    }
+
+    /// Records `line`'s partial tag in `way` (after a fill).
+    #[inline(always)]
+    fn set_ptag(&mut self, set: SetRef, way: usize, line: u64) {
+        if self.ptag_words != 0 {
+            self.meta[set.meta + self.ptag_offset + way] = ptag(line);
+        }
+    }
+
     /// [`fill`](Self::fill) in the set `set` = `locate(line)`.
-    #[inline]
+    #[inline(always)]
     pub fn fill_in(&mut self, set: SetRef, line: u64, is_write: bool, fill_mask: u64) -> Option<Evicted> {
         debug_assert_eq!(set, self.locate(line));
         debug_assert!(fill_mask != 0 && fill_mask & !self.full_mask == 0, "fill mask {fill_mask:#x}");
@@ -204,6 +276,7 @@ impl Cache {
         let old = tags[way];
         let was_dirty = set_dirty(dirty, way, is_write);
         tags[way] = line;
+        self.set_ptag(set, way, line);
         (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty })
     }
 
@@ -215,8 +288,7 @@ impl Cache {
 
     /// The way holding `line`, if present.
     pub fn way_of(&self, line: u64) -> Option<usize> {
-        let set = self.locate(line);
-        self.tags[set.tags..set.tags + self.ways].iter().position(|&t| t == line)
+        self.find_way(self.locate(line), line)
     }
 
     /// Whether `line` is present and dirty.
@@ -261,7 +333,7 @@ impl Cache {
     /// Asks the host to fetch the tag and metadata words of `line`'s set
     /// into its caches, so that an access issued a little later does not
     /// stall on them. A hint: no effect on the simulated state.
-    #[inline]
+    #[inline(always)]
     pub fn prefetch_set(&self, line: u64) {
         let set = self.locate(line);
         let tags = self.tags[set.tags..].as_ptr();
@@ -288,30 +360,32 @@ fn set_dirty(dirty: &mut [u8], way: usize, value: bool) -> bool {
     bits >> way & 1 == 1
 }
 
-/// The way holding `line`. Branch-free over the set for the usual way
-/// counts (the hit way of a random stream is unpredictable, and a
-/// mispredicted early exit costs more than comparing every way); the fixed
-/// widths let the compiler unroll and vectorise the compares.
+/// The partial tag of `line`: the top byte of a multiplicative hash, so
+/// that lines of one set that differ only in high bits (arrays a power of two
+/// apart) still get different bytes.
 #[inline]
-fn find_way(tags: &[u64], line: u64) -> Option<usize> {
-    let hits = match tags.len() {
-        4 => match_mask::<4>(tags, line),
-        8 => match_mask::<8>(tags, line),
-        16 => match_mask::<16>(tags, line),
-        _ => return tags.iter().position(|&t| t == line),
-    };
-    (hits != 0).then(|| hits.trailing_zeros() as usize)
+fn ptag(line: u64) -> u8 {
+    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8
 }
 
-/// Bit w set where `tags[w] == line`, for a set of exactly `N` ways.
-#[inline(always)]
-fn match_mask<const N: usize>(tags: &[u64], line: u64) -> u64 {
-    let tags: &[u64; N] = tags.try_into().expect("a set of N ways");
-    let mut hits = 0;
-    for (way, &tag) in tags.iter().enumerate() {
-        hits |= u64::from(tag == line) << way;
-    }
-    hits
+/// 0x80 in exactly the bytes of `x` that are zero (no false positives: the
+/// low seven bits are added apart, so no carry crosses a byte).
+#[inline]
+fn zero_bytes(x: u64) -> u64 {
+    !(((x & BYTES_LOW7) + BYTES_LOW7) | x | BYTES_LOW7)
+}
+
+/// Word `i` of the partial tags, little-endian (byte k = way 8i + k).
+#[inline]
+fn load_word(words: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(words[8 * i..8 * i + 8].try_into().expect("8 bytes of partial tags"))
+}
+
+/// The candidate bits of [`Cache::find_way`] that are real ways: bit 8k for
+/// way k < 8, bit 8k + 1 for way 8 + k. Padding bytes of a set with fewer
+/// ways are masked off.
+fn ptag_valid_bits(ways: usize) -> u64 {
+    (0..ways.min(PTAG_MAX_WAYS)).fold(0, |bits, way| bits | 1 << (8 * (way % 8) + way / 8))
 }
 
 /// The first invalid way of `mask`.

@@ -221,12 +221,15 @@ pub(crate) mod packed {
     }
 
     /// `way` moved to position 0; the ways before it shift back by one.
+    /// p < 16, so `below(p)` is a plain shift, and `below(p + 1)` follows
+    /// from it (for p = 15 the shift drops the top nibble: all ones).
     #[inline]
     pub(crate) fn to_front(order: u64, way: usize) -> u64 {
         let p = position(order, way);
-        let newer = order & below(p);
-        let older = order & !below(p + 1);
-        older | newer << 4 | way as u64
+        debug_assert!(p < 16);
+        let newer_mask = (1u64 << (4 * p)) - 1;
+        let older = order & !(newer_mask << 4 | 0xf);
+        older | (order & newer_mask) << 4 | way as u64
     }
 
     /// `way` moved to the oldest position `ways - 1`; the ways after it

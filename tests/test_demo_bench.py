@@ -1,0 +1,56 @@
+"""`pagelab bench --quick` and `pagelab demo --quick` run to the end and
+produce what they promise. Speeds are never asserted."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+
+from conftest import run_cli
+
+from pagelab.bench import CASES
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_quick_runs_the_three_cases():
+    proc = run_cli("bench", "--quick", "--repeat", "1", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(CASES) == 3
+    for name, _target, _overrides in CASES:
+        # --quick runs 1 GiB instead of 16 GiB and says so.
+        assert name.replace("16GiB", "1GiB") in proc.stdout, proc.stdout
+
+
+def test_demo_quick_writes_csv_and_png(tmp_path):
+    out = tmp_path / "demo"
+    proc = run_cli("demo", "--quick", "--out", out, timeout=300)
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstderr:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+
+    with open(out / "demo.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 12
+    combos = {(r["workload"], r["machine"], r["policy"]) for r in rows}
+    expected = set(itertools.product(["gups", "bfs"], ["fresh", "fragmented"], ["base", "thp", "coloring"]))
+    assert combos == expected
+    for r in rows:
+        assert float(r["cycles"]) > 0
+        assert float(r["runtime"]) > 0
+        assert 0.0 <= float(r["huge_fraction"]) <= 1.0
+    # Runtime is normalized to base on the fresh machine, per workload.
+    for r in rows:
+        if (r["machine"], r["policy"]) == ("fresh", "base"):
+            assert float(r["runtime"]) == 1.0
+    # THP maps 2 MiB pages on the fresh machine; base does not.
+    for r in rows:
+        if r["policy"] == "base":
+            assert float(r["huge_fraction"]) == 0.0
+        if (r["machine"], r["policy"]) == ("fresh", "thp"):
+            assert float(r["huge_fraction"]) > 0.0
+
+    png = (out / "demo.png").read_bytes()
+    assert png[:8] == PNG_MAGIC and len(png) > 1000
+    # Written atomically: no temporaries left behind.
+    assert sorted(p.name for p in out.iterdir()) == ["demo.csv", "demo.png"]
