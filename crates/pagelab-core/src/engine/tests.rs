@@ -338,3 +338,90 @@ fn skip_init_resets_statistics_exactly_where_the_init_pass_ends() {
     assert_eq!(stat(&measured, "faults"), 0.0);
     assert_eq!(stat(&all, "faults"), 1024.0);
 }
+
+#[test]
+fn five_level_paging_walks_five_levels() {
+    let cfg = config(&["machine.paging_levels=5", "machine.pwc.enabled=false"]);
+    let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
+    let mut mmu = fresh_mmu(&cfg);
+    mmu.pwc = Pwc::new(&cfg.machine.pwc, 5, 1);
+    assert_eq!(cold_walk_refs(&mut sim, &mut mmu, BASE), 5);
+}
+
+#[test]
+fn the_walker_sets_accessed_and_dirty_bits() {
+    let cfg = config(&[]);
+    let loads = (0..2).map(|i| Access::load(BASE.add(i * 4096), 8, 1)).collect();
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1)), batch(vec![], loads)]).unwrap();
+    let pt = &sim.kernel.proc(1).aspace.pt;
+    let stored = pt.lookup(BASE).unwrap().pte;
+    let loaded = pt.lookup(BASE.add(4096)).unwrap().pte;
+    assert!(stored.accessed() && stored.dirty());
+    assert!(loaded.accessed() && !loaded.dirty());
+}
+
+#[test]
+fn a_store_through_a_clean_tlb_entry_sets_the_dirty_bit() {
+    let cfg = config(&[]);
+    let load_then_store = vec![Access::load(BASE, 8, 1), Access::store(BASE, 8, 1)];
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], load_then_store)]).unwrap();
+    assert!(sim.kernel.proc(1).aspace.pt.lookup(BASE).unwrap().pte.dirty());
+    assert_eq!(stat(&sim, "walk.dirty_assists"), 1.0);
+}
+
+#[test]
+fn automatic_vmas_cover_raw_addresses_only_without_mapping_events() {
+    // No mapping events: the OS creates 2 MiB-aligned VMAs around touches.
+    let sim = simulate(config(&["os.policy=\"thp\""]), vec![batch(vec![], stores(BASE.add(0x1000), 3))]).unwrap();
+    assert_eq!(stat(&sim, "os.auto_vmas"), 1.0);
+    assert_eq!(stat(&sim, "faults.huge"), 1.0);
+    // With events, an access outside them is an error, not a new VMA.
+    let err = simulate(config(&[]), vec![batch(vec![mmap(BASE, 4096)], stores(BASE, 2))]).unwrap_err();
+    assert!(err.to_string().contains("outside every mapping"), "{err}");
+    let off = simulate(config(&["os.auto_vma=\"off\""]), vec![batch(vec![], stores(BASE, 1))]).unwrap_err();
+    assert!(off.to_string().contains("outside every mapping"), "{off}");
+}
+
+#[test]
+fn hugetlb_maps_1g_pages_when_the_buddy_has_1g_blocks() {
+    let text = "[machine]\nphys_mem = \"2GiB\"\nmax_order = 18\n[os]\npolicy = \"hugetlb\"\n[os.hugetlb]\nsize = \"1GiB\"\npool = \"1GiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n";
+    let cfg = parse_config(text, "t.toml", &["run.check_translations=true".into()]).unwrap();
+    let base = VirtAddr::new(0x40_0000_0000);
+    let sim = simulate(cfg, vec![batch(vec![mmap(base, 1 << 30)], stores(base, 600))]).unwrap();
+    assert_eq!(stat(&sim, "os.faults.hugetlb_1g"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.1g"), (1u64 << 30) as f64);
+    assert_eq!(stat(&sim, "dtlb.l1.misses"), 1.0);
+}
+
+#[test]
+fn compaction_migrates_movable_pages_and_shoots_them_down() {
+    // A 16 MiB machine almost full of one process's pages, then every other
+    // page unmapped: free memory everywhere, but no free 2 MiB block.
+    let cfg = parse_config("[machine]\nphys_mem = \"16MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n", "t", &[]).unwrap();
+    let pages = 3500;
+    let mut events = vec![];
+    for i in (0..pages).step_by(2) {
+        events.push((0, MapEvent::Munmap { start: BASE.add(i * 4096), len: 4096 }));
+    }
+    let fill = batch(vec![mmap(BASE, pages * 4096)], stores(BASE, pages));
+    let mut sim = simulate(cfg, vec![fill, batch(events, vec![])]).unwrap();
+    assert_eq!(sim.kernel.mem.free_blocks_per_order()[9..].iter().sum::<u64>(), 0);
+    sim.kernel.drain_shootdowns().for_each(drop);
+    let live: Vec<u64> = (1..pages).step_by(2).collect();
+    let before: Vec<Pfn> = live.iter().map(|&i| sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame).collect();
+    let cycles = sim.kernel.compact(crate::units::Order::PMD);
+    let s = sim.kernel.stats.clone();
+    assert!(s.compaction_migrated > 0 && cycles > 0.0);
+    assert_eq!(s.pages_copied, s.compaction_migrated);
+    // Every page still maps a frame it owns; those that moved were shot down.
+    let mut moved = 0;
+    for (&i, &old) in live.iter().zip(&before) {
+        let va = BASE.add(i * 4096);
+        let frame = sim.kernel.proc(1).aspace.pt.lookup(va).unwrap().frame;
+        assert_eq!(sim.kernel.mem.owner(frame), crate::phys::FrameOwner::User { asid: 1, vpn: va.vpn() });
+        moved += (frame != old) as u64;
+    }
+    assert_eq!(moved, s.compaction_migrated);
+    assert_eq!(sim.kernel.drain_shootdowns().count() as u64, moved);
+    assert!(sim.kernel.mem.free_blocks_per_order()[9..].iter().sum::<u64>() >= 1);
+}
