@@ -38,7 +38,10 @@ macro_rules! address_type {
                 self.0
             }
             /// `self + n`; overflow is a bug (debug-asserted, wraps in release).
+            /// A method, not `+`: callers choose between this, `checked_add`
+            /// and `offset_from` (vm-memory's rule).
             #[inline]
+            #[allow(clippy::should_implement_trait)]
             pub fn add(self, n: u64) -> Self {
                 debug_assert!(self.0.checked_add(n).is_some(), "{} overflow", stringify!($name));
                 Self(self.0.wrapping_add(n))
@@ -272,7 +275,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-            if b >= 1 << shift && b % (1 << shift) == 0 {
+            if b >= 1 << shift && b.is_multiple_of(1 << shift) {
                 return write!(f, "{}{}", b >> shift, unit);
             }
         }
@@ -315,7 +318,7 @@ mod tests {
     #[test]
     fn vpn_and_pfn_round_trip() {
         let va = VirtAddr::new(0x7fff_1234_5678);
-        assert_eq!(va.vpn().raw(), 0x7fff_1234_5);
+        assert_eq!(va.vpn().raw(), 0x7_fff1_2345);
         assert_eq!(va.vpn().addr().raw(), 0x7fff_1234_5000);
         assert_eq!(va.page_offset(), 0x678);
         assert_eq!(Pfn::new(3).addr().raw(), 0x3000);

@@ -208,7 +208,7 @@ impl SimConfig {
             ));
         }
         let frames = m.phys_mem.bytes() >> 12;
-        if m.phys_mem.bytes() % (2 << 20) != 0 || frames < 1024 || m.phys_mem.bytes() > (1 << 40) {
+        if !m.phys_mem.bytes().is_multiple_of(2 << 20) || frames < 1024 || m.phys_mem.bytes() > (1 << 40) {
             return Err(Error::config(
                 "machine.phys_mem",
                 format!("{} is not a multiple of 2MiB between 4MiB and 1TiB", m.phys_mem),

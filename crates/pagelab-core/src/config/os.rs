@@ -132,7 +132,7 @@ impl Default for HugetlbConfig {
 }
 
 /// PALLOC-style coloring.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ColoringConfig {
     /// Physical-address bits whose concatenation is a page's color (PALLOC's
@@ -140,11 +140,6 @@ pub struct ColoringConfig {
     pub bits: Vec<u32>,
 }
 
-impl Default for ColoringConfig {
-    fn default() -> Self {
-        ColoringConfig { bits: Vec::new() }
-    }
-}
 
 /// Cycles charged for OS work. Defaults are the Colored Huge Pages paper's
 /// Table IV (bpftrace on an i7-10700 at 2.9 GHz): 4 KiB fault 0.53 us,
@@ -201,7 +196,7 @@ impl OsConfig {
         if t.max_ptes_none > 511 {
             return Err(Error::config(format!("{prefix}.thp.max_ptes_none"), "must be at most 511"));
         }
-        if !(t.scan_sleep_ms >= 0.0) || t.pages_to_scan == 0 {
+        if t.scan_sleep_ms.is_nan() || t.scan_sleep_ms < 0.0 || t.pages_to_scan == 0 {
             return Err(Error::config(format!("{prefix}.thp.pages_to_scan"), "must be positive"));
         }
         let h = &self.hugetlb;
@@ -213,7 +208,7 @@ impl OsConfig {
             // only has 1 GiB blocks with max_order 18.
             return Err(Error::config(format!("{prefix}.hugetlb.size"), "1GiB pages need machine.max_order = 18"));
         }
-        if h.pool.bytes() % h.size.bytes() != 0 || h.pool.bytes() > machine.phys_mem.bytes() {
+        if !h.pool.bytes().is_multiple_of(h.size.bytes()) || h.pool.bytes() > machine.phys_mem.bytes() {
             return Err(Error::config(format!("{prefix}.hugetlb.pool"), "must be a multiple of hugetlb.size within phys_mem"));
         }
         let c = &self.fault_cost;

@@ -93,7 +93,7 @@ mod tests {
         let mut e = PhysExport::create(&path).unwrap();
         e.write(0x1f40, RefKind::Load);
         e.write(0, RefKind::Walk);
-        e.write(0xdead_beef_000, RefKind::Store);
+        e.write(0xdea_dbee_f000, RefKind::Store);
         assert!(!path.exists());
         e.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();

@@ -29,6 +29,16 @@ pub struct Mmu {
     pub check: bool,
 }
 
+/// One access, as the MMU sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    pub asid: Asid,
+    pub vaddr: VirtAddr,
+    pub write: bool,
+    /// An instruction fetch (uses the instruction TLB).
+    pub instr: bool,
+}
+
 /// Outcome of one page walk.
 enum Walk {
     Leaf { pte_frame: Pfn, size: PageSize, writable: bool, dirty: bool },
@@ -40,16 +50,8 @@ impl Mmu {
     /// references go to `refs`; cycles of TLB and PWC lookups to `stats`.
     /// Faults are handled through `kernel` (their cost lands in `stats`).
     #[inline]
-    pub fn translate(
-        &mut self,
-        kernel: &mut Kernel,
-        asid: Asid,
-        vaddr: VirtAddr,
-        write: bool,
-        instr: bool,
-        refs: &mut RefBuf,
-        stats: &mut CoreStats,
-    ) -> Result<Pfn> {
+    pub fn translate(&mut self, kernel: &mut Kernel, req: Request, refs: &mut RefBuf, stats: &mut CoreStats) -> Result<Pfn> {
+        let Request { asid, vaddr, write, instr } = req;
         match self.tlb.lookup(asid, vaddr, instr) {
             TlbLookup::L1(t) => {
                 if write && !t.dirty {
@@ -78,7 +80,7 @@ impl Mmu {
             }
         }
         loop {
-            match self.walk(&mut kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
+            match self.walk(kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
                 Walk::Leaf { pte_frame, size, writable, dirty } => {
                     let vbase = vaddr.align_down(size.bytes()).vpn();
                     let entry = TlbEntry { asid, vbase, size, writable, dirty, kind: EntryKind::Page { pfn: pte_frame } };
@@ -139,7 +141,7 @@ impl Mmu {
     /// A store through a clean TLB entry: the hardware sets the PTE's dirty
     /// bit with a locked update of the entry (one more reference).
     fn dirty_assist(&mut self, kernel: &mut Kernel, asid: Asid, vaddr: VirtAddr, refs: &mut RefBuf, stats: &mut CoreStats) {
-        let pt = &mut kernel.page_table_mut(asid);
+        let pt = kernel.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
             pt.set_bits(slot, DIRTY | ACCESSED);
             let addr = pt.node_frame(slot.node).addr().add(slot.index as u64 * 8);

@@ -292,7 +292,8 @@ impl Simulation {
                 RefKind::Store => core.stats.stores += 1,
                 _ => core.stats.ifetches += 1,
             }
-            let frame = core.mmu.translate(kernel, asid, a.vaddr, write, instr, &mut core.refs, &mut core.stats)?;
+            let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
+            let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
         }
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;

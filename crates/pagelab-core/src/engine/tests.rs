@@ -63,9 +63,13 @@ fn stat(sim: &Simulation, name: &str) -> f64 {
 fn cold_walk_refs(sim: &mut Simulation, mmu: &mut Mmu, vaddr: VirtAddr) -> usize {
     let mut refs = RefBuf::default();
     let mut stats = CoreStats::default();
-    mmu.translate(&mut sim.kernel, 1, vaddr, false, false, &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, req(vaddr), &mut refs, &mut stats).unwrap();
     assert_eq!(stats.walk_mem_refs as usize, refs.len());
     refs.len()
+}
+
+fn req(vaddr: VirtAddr) -> mmu::Request {
+    mmu::Request { asid: 1, vaddr, write: false, instr: false }
 }
 
 fn fresh_mmu(cfg: &SimConfig) -> Mmu {
@@ -99,7 +103,7 @@ fn walk_references_read_the_real_page_table_addresses() {
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
     let mut mmu = fresh_mmu(&cfg);
     let mut refs = RefBuf::default();
-    mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut CoreStats::default()).unwrap();
+    mmu.translate(&mut sim.kernel, req(BASE), &mut refs, &mut CoreStats::default()).unwrap();
     let pt = &sim.kernel.proc(1).aspace.pt;
     // The first reference is the PML4 entry: root frame + index * 8.
     let index = (BASE.raw() >> 39) & 511;
@@ -187,12 +191,12 @@ fn the_check_mode_catches_a_missing_shootdown() {
     let mut mmu = fresh_mmu(&cfg);
     let mut refs = RefBuf::default();
     let mut stats = CoreStats::default();
-    mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, req(BASE), &mut refs, &mut stats).unwrap();
     let k = &mut sim.kernel;
     let aspace = &mut k.procs[0].aspace;
     aspace.unmap_range(BASE, BASE.add(4096), &mut k.mem).unwrap();
     aspace.map_leaf(BASE, Pfn::new(0x3000), PageSize::Size4K, true, &mut k.mem).unwrap();
-    let err = mmu.translate(&mut sim.kernel, 1, BASE, false, false, &mut refs, &mut stats).unwrap_err();
+    let err = mmu.translate(&mut sim.kernel, req(BASE), &mut refs, &mut stats).unwrap_err();
     assert!(err.to_string().contains("stale translation"), "{err}");
 }
 
@@ -318,8 +322,8 @@ fn the_i7_10700_has_the_papers_16_colors() {
     let sim = Simulation::new(cfg).unwrap();
     let colors = sim.kernel.color_map();
     assert_eq!(colors.nr_colors(), 16);
-    assert_eq!(colors.color_of(Pfn::new(0x1234_5)), 0x5);
-    assert_eq!(colors.color_of(Pfn::new(0x1234_f)), 0xf);
+    assert_eq!(colors.color_of(Pfn::new(0x12345)), 0x5);
+    assert_eq!(colors.color_of(Pfn::new(0x1234f)), 0xf);
 }
 
 #[test]

@@ -111,7 +111,7 @@ pub struct PageTable {
 }
 
 /// Index of `vaddr`'s entry in a table of `level`.
-#[inline]
+#[inline(always)]
 pub fn table_index(vaddr: VirtAddr, level: u8) -> usize {
     ((vaddr.raw() >> (12 + 9 * (level as u32 - 1))) & 511) as usize
 }
@@ -147,7 +147,7 @@ impl PageTable {
         self.table_pages
     }
 
-    #[inline]
+    #[inline(always)]
     fn slab(&self, level: u8) -> &Slab {
         if level == 1 {
             &self.ptes
@@ -155,7 +155,7 @@ impl PageTable {
             &self.upper
         }
     }
-    #[inline]
+    #[inline(always)]
     fn slab_mut(&mut self, level: u8) -> &mut Slab {
         if level == 1 {
             &mut self.ptes
@@ -163,11 +163,11 @@ impl PageTable {
             &mut self.upper
         }
     }
-    #[inline]
+    #[inline(always)]
     fn raw_entry(&self, node: NodeId, idx: usize) -> u64 {
         self.slab(node.level).entries[node.index as usize * PTRS_PER_TABLE + idx]
     }
-    #[inline]
+    #[inline(always)]
     fn raw_entry_mut(&mut self, node: NodeId, idx: usize) -> &mut u64 {
         &mut self.slab_mut(node.level).entries[node.index as usize * PTRS_PER_TABLE + idx]
     }
@@ -176,7 +176,7 @@ impl PageTable {
         &mut self.slab_mut(node.level).live[node.index as usize]
     }
     /// The child table of entry `idx` of an upper table, if it has one.
-    #[inline]
+    #[inline(always)]
     fn child(&self, node: NodeId, idx: usize) -> Option<NodeId> {
         if node.level == 1 {
             return None;
@@ -190,7 +190,7 @@ impl PageTable {
 
     /// The entry of `node` for `vaddr`, its physical address, and the child
     /// table it points to (if it points to one).
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, node: NodeId, vaddr: VirtAddr) -> (Pte, PhysAddr, Option<NodeId>) {
         let idx = table_index(vaddr, node.level);
         let pte = Pte::from_raw(self.raw_entry(node, idx));
@@ -199,7 +199,7 @@ impl PageTable {
     }
 
     /// Frame of a table page.
-    #[inline]
+    #[inline(always)]
     pub fn node_frame(&self, node: NodeId) -> Pfn {
         self.slab(node.level).frames[node.index as usize]
     }
@@ -209,7 +209,7 @@ impl PageTable {
     }
 
     /// Sets bits (A, D) in a leaf entry, as the walker does.
-    #[inline]
+    #[inline(always)]
     pub fn set_bits(&mut self, slot: LeafSlot, bits: u64) {
         *self.raw_entry_mut(slot.node, slot.index) |= bits;
     }

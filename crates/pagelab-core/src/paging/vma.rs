@@ -19,6 +19,9 @@ impl Vma {
     pub fn len(&self) -> u64 {
         self.end.offset_from(self.start)
     }
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
     pub fn contains(&self, a: VirtAddr) -> bool {
         self.start <= a && a < self.end
     }

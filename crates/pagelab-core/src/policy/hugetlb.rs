@@ -65,7 +65,7 @@ impl HugetlbPool {
         if self.vmas.is_empty() {
             vma.len() >= self.size.bytes()
         } else {
-            self.vmas.iter().any(|n| *n == vma.name)
+            self.vmas.contains(&vma.name)
         }
     }
 
