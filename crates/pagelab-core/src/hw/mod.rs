@@ -3,6 +3,7 @@
 //! page tables is in `engine::mmu`.
 
 pub mod cache;
+pub mod lru_map;
 pub mod pwc;
 pub mod set_assoc;
 pub mod tlb;

@@ -22,6 +22,7 @@
 //! walker would read freed memory.
 
 use crate::error::{Error, Result};
+use crate::hw::lru_map::LruMap;
 use crate::hw::set_assoc::{Replacement, SetAssoc};
 use crate::units::{Asid, Pfn, VirtAddr, Vpn, PAGE_SHIFT};
 
@@ -142,6 +143,55 @@ impl PwcStats {
 
 const ASID_SHIFT: u32 = 48;
 
+/// One paging-structure cache: fully associative (Intel's, and the
+/// default) as an O(1) exact-LRU map, or set-associative when `ways` is set.
+#[derive(Debug, Clone)]
+enum Array {
+    Full(LruMap<Pfn>),
+    Sets(SetAssoc<Pfn>),
+}
+
+impl Array {
+    #[inline]
+    fn lookup(&mut self, key: u64, index: u64) -> Option<Pfn> {
+        match self {
+            Array::Full(m) => m.lookup(key),
+            Array::Sets(sa) => sa.lookup(sa.set_of(index), key).copied(),
+        }
+    }
+    #[inline]
+    fn insert(&mut self, key: u64, index: u64, table: Pfn) {
+        match self {
+            Array::Full(m) => {
+                m.insert(key, table);
+            }
+            Array::Sets(sa) => {
+                if !sa.is_disabled() {
+                    sa.insert(sa.set_of(index), key, table);
+                }
+            }
+        }
+    }
+    fn invalidate_if(&mut self, mut pred: impl FnMut(u64, Pfn) -> bool) -> usize {
+        match self {
+            Array::Full(m) => m.invalidate_if(|k, t| pred(k, *t)),
+            Array::Sets(sa) => sa.invalidate_if(|k, t| pred(k, *t)),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Array::Full(m) => m.len(),
+            Array::Sets(sa) => sa.len(),
+        }
+    }
+    fn is_disabled(&self) -> bool {
+        match self {
+            Array::Full(m) => m.capacity() == 0,
+            Array::Sets(sa) => sa.is_disabled(),
+        }
+    }
+}
+
 /// The paging-structure caches of one core.
 #[derive(Debug, Clone)]
 pub struct Pwc {
@@ -151,7 +201,7 @@ pub struct Pwc {
     /// Virtual-address bits translated (48 or 57).
     va_bits: u32,
     /// `caches[i]` caches entries of level `i + 2` (PDE, PDPTE, PML4E, PML5E).
-    caches: [SetAssoc<Pfn>; 4],
+    caches: [Array; 4],
     stats: PwcStats,
 }
 
@@ -161,12 +211,11 @@ impl Pwc {
     pub fn new(cfg: &PwcConfig, levels: u8, seed: u64) -> Self {
         assert!(levels == 4 || levels == 5, "paging has 4 or 5 levels, not {levels}");
         let pml5 = if levels == 5 { cfg.pml5_entries } else { 0 };
-        let build = |entries: u32, salt: u64| -> SetAssoc<Pfn> {
+        let build = |entries: u32, salt: u64| -> Array {
             let seed = seed ^ salt;
             match (entries, cfg.ways) {
-                (0, _) => SetAssoc::new(1, 0, Replacement::Lru, seed),
-                (n, 0) => SetAssoc::fully_associative(n as usize, Replacement::Lru, seed),
-                (n, w) => SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed),
+                (n, 0) => Array::Full(LruMap::new(n as usize)),
+                (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
         };
         Pwc {
@@ -211,8 +260,7 @@ impl Pwc {
             for level in 2..=self.levels {
                 let prefix = self.prefix(vaddr.raw(), level);
                 let cache = &mut self.caches[level as usize - 2];
-                let set = cache.set_of(prefix);
-                if let Some(&mut table) = cache.lookup(set, Self::key(asid, prefix)) {
+                if let Some(table) = cache.lookup(Self::key(asid, prefix), prefix) {
                     self.count_hit(level);
                     return PwcHit { skip_to_level: level - 1, table };
                 }
@@ -244,8 +292,7 @@ impl Pwc {
         if cache.is_disabled() {
             return;
         }
-        let set = cache.set_of(prefix);
-        cache.insert(set, Self::key(asid, prefix), table_pfn);
+        cache.insert(Self::key(asid, prefix), prefix, table_pfn);
         self.stats.fills += 1;
     }
 
@@ -253,7 +300,7 @@ impl Pwc {
         let mut n = 0;
         for (i, cache) in self.caches.iter_mut().enumerate() {
             let level = i as u8 + 2;
-            n += cache.invalidate_if(|key, table| pred(level, key, *table));
+            n += cache.invalidate_if(|key, table| pred(level, key, table));
         }
         self.stats.invalidations += n as u64;
         n

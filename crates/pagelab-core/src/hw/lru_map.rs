@@ -1,0 +1,311 @@
+//! A small fully associative cache with exact LRU replacement in O(1):
+//! an open-addressed index from key to slot, and the slots on a doubly
+//! linked recency list (head = most recently used, tail = the victim).
+//!
+//! Same behaviour as a fully associative `SetAssoc` with LRU (the victim is
+//! always the least recently used entry), without scanning every entry on
+//! each lookup and fill. The page-walk caches use it: a walk over a large
+//! footprint misses the 32-entry PDE cache almost every time, and scanning
+//! it twice per walk was a large part of the simulator's time.
+
+const NONE: u16 = u16::MAX;
+/// Fibonacci hashing constant (2^64 / golden ratio).
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+#[derive(Debug, Clone)]
+pub struct LruMap<V> {
+    keys: Vec<u64>,
+    values: Vec<V>,
+    prev: Vec<u16>,
+    next: Vec<u16>,
+    head: u16,
+    tail: u16,
+    len: usize,
+    /// Slot of each key, by open addressing with linear probing.
+    buckets: Vec<u16>,
+    shift: u32,
+}
+
+impl<V: Copy + Default> LruMap<V> {
+    /// An empty map of `capacity` entries (at most 32768).
+    pub fn new(capacity: usize) -> Self {
+        assert!(capacity < NONE as usize, "LruMap capacity {capacity} too large");
+        let nb = (capacity * 2).next_power_of_two().max(8);
+        LruMap {
+            keys: vec![0; capacity],
+            values: vec![V::default(); capacity],
+            prev: vec![NONE; capacity],
+            next: vec![NONE; capacity],
+            head: NONE,
+            tail: NONE,
+            len: 0,
+            buckets: vec![NONE; nb],
+            shift: 64 - nb.trailing_zeros(),
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.keys.len()
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(GOLDEN) >> self.shift) as usize
+    }
+
+    /// The bucket holding `key`, if present.
+    #[inline]
+    fn find_bucket(&self, key: u64) -> Option<usize> {
+        let mask = self.buckets.len() - 1;
+        let mut b = self.home(key);
+        loop {
+            let slot = self.buckets[b];
+            if slot == NONE {
+                return None;
+            }
+            if self.keys[slot as usize] == key {
+                return Some(b);
+            }
+            b = (b + 1) & mask;
+        }
+    }
+
+    /// Looks `key` up; a hit becomes the most recently used.
+    #[inline]
+    pub fn lookup(&mut self, key: u64) -> Option<V> {
+        let slot = self.buckets[self.find_bucket(key)?] as usize;
+        self.touch(slot);
+        Some(self.values[slot])
+    }
+
+    /// Whether `key` is present (no change to recency).
+    pub fn peek(&self, key: u64) -> Option<V> {
+        self.find_bucket(key).map(|b| self.values[self.buckets[b] as usize])
+    }
+
+    /// Inserts or updates `key`; it becomes the most recently used. Returns
+    /// the evicted entry when a full map had to make room.
+    pub fn insert(&mut self, key: u64, value: V) -> Option<(u64, V)> {
+        if self.capacity() == 0 {
+            return None;
+        }
+        if let Some(b) = self.find_bucket(key) {
+            let slot = self.buckets[b] as usize;
+            self.values[slot] = value;
+            self.touch(slot);
+            return None;
+        }
+        let (slot, evicted) = if self.len < self.capacity() {
+            self.len += 1;
+            (self.len - 1, None)
+        } else {
+            let victim = self.tail as usize;
+            let old = (self.keys[victim], self.values[victim]);
+            self.unindex(old.0);
+            self.unlink(victim);
+            (victim, Some(old))
+        };
+        self.keys[slot] = key;
+        self.values[slot] = value;
+        self.index(key, slot);
+        self.push_front(slot);
+        evicted
+    }
+
+    /// Removes every entry whose key and value satisfy `pred`; returns how
+    /// many. Rebuilds the map keeping the recency order (shootdowns are
+    /// rare; lookups and fills are not).
+    pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
+        let order: Vec<usize> = self.mru_order().collect();
+        let kept: Vec<(u64, V)> =
+            order.iter().map(|&s| (self.keys[s], self.values[s])).filter(|(k, v)| !pred(*k, v)).collect();
+        let dropped = self.len - kept.len();
+        if dropped > 0 {
+            self.clear();
+            // Oldest first, so that the most recent ends at the head.
+            for (k, v) in kept.into_iter().rev() {
+                self.insert(k, v);
+            }
+        }
+        dropped
+    }
+
+    /// Empties the map; returns how many entries it held.
+    pub fn clear(&mut self) -> usize {
+        let n = self.len;
+        self.buckets.fill(NONE);
+        self.head = NONE;
+        self.tail = NONE;
+        self.len = 0;
+        n
+    }
+
+    /// Slots from most to least recently used.
+    fn mru_order(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut s = self.head;
+        std::iter::from_fn(move || {
+            (s != NONE).then(|| {
+                let cur = s as usize;
+                s = self.next[cur];
+                cur
+            })
+        })
+    }
+
+    /// (key, value) pairs from most to least recently used.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
+        self.mru_order().map(|s| (self.keys[s], self.values[s]))
+    }
+
+    #[inline]
+    fn touch(&mut self, slot: usize) {
+        if self.head as usize != slot {
+            self.unlink(slot);
+            self.push_front(slot);
+        }
+    }
+
+    #[inline]
+    fn unlink(&mut self, slot: usize) {
+        let (p, n) = (self.prev[slot], self.next[slot]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NONE {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    #[inline]
+    fn push_front(&mut self, slot: usize) {
+        self.prev[slot] = NONE;
+        self.next[slot] = self.head;
+        if self.head != NONE {
+            self.prev[self.head as usize] = slot as u16;
+        }
+        self.head = slot as u16;
+        if self.tail == NONE {
+            self.tail = slot as u16;
+        }
+    }
+
+    fn index(&mut self, key: u64, slot: usize) {
+        let mask = self.buckets.len() - 1;
+        let mut b = self.home(key);
+        while self.buckets[b] != NONE {
+            b = (b + 1) & mask;
+        }
+        self.buckets[b] = slot as u16;
+    }
+
+    /// Removes `key` from the index, shifting later entries of its probe
+    /// run back so that no lookup stops early at the hole.
+    fn unindex(&mut self, key: u64) {
+        let mask = self.buckets.len() - 1;
+        let Some(mut hole) = self.find_bucket(key) else { return };
+        let mut b = hole;
+        loop {
+            b = (b + 1) & mask;
+            let slot = self.buckets[b];
+            if slot == NONE {
+                break;
+            }
+            let home = self.home(self.keys[slot as usize]);
+            // Move the entry into the hole unless its home lies cyclically
+            // in (hole, b]: then it is already reachable from its home.
+            let reachable = if hole <= b { hole < home && home <= b } else { hole < home || home <= b };
+            if !reachable {
+                self.buckets[hole] = slot;
+                hole = b;
+            }
+        }
+        self.buckets[hole] = NONE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_least_recently_used_entry_is_evicted() {
+        let mut m: LruMap<u32> = LruMap::new(2);
+        assert_eq!(m.insert(10, 1), None);
+        assert_eq!(m.insert(20, 2), None);
+        assert_eq!(m.lookup(10), Some(1)); // 20 is now the LRU
+        assert_eq!(m.insert(30, 3), Some((20, 2)));
+        assert_eq!(m.lookup(20), None);
+        assert_eq!(m.iter().collect::<Vec<_>>(), vec![(30, 3), (10, 1)]);
+    }
+
+    #[test]
+    fn invalidation_keeps_the_recency_order() {
+        let mut m: LruMap<u32> = LruMap::new(4);
+        for k in 1..=4 {
+            m.insert(k, k as u32);
+        }
+        assert_eq!(m.invalidate_if(|k, _| k % 2 == 0), 2);
+        assert_eq!(m.iter().map(|(k, _)| k).collect::<Vec<_>>(), vec![3, 1]);
+        m.insert(5, 5);
+        m.insert(6, 6);
+        assert_eq!(m.insert(7, 7), Some((1, 1)));
+    }
+
+    /// A plainly correct model: a vector in recency order.
+    #[derive(Default)]
+    struct Model {
+        cap: usize,
+        entries: Vec<(u64, u32)>,
+    }
+
+    impl Model {
+        fn lookup(&mut self, k: u64) -> Option<u32> {
+            let i = self.entries.iter().position(|e| e.0 == k)?;
+            let e = self.entries.remove(i);
+            self.entries.insert(0, e);
+            Some(e.1)
+        }
+        fn insert(&mut self, k: u64, v: u32) -> Option<(u64, u32)> {
+            if self.lookup(k).is_some() {
+                self.entries[0].1 = v;
+                return None;
+            }
+            self.entries.insert(0, (k, v));
+            (self.entries.len() > self.cap).then(|| self.entries.pop().expect("over capacity"))
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_model(cap in 1usize..40, ops in prop::collection::vec((0u8..4, 0u64..60, any::<u32>()), 0..400)) {
+            let mut m: LruMap<u32> = LruMap::new(cap);
+            let mut model = Model { cap, ..Default::default() };
+            for (op, k, v) in ops {
+                // Keys spread over the whole range, so hashes collide too.
+                let key = k.wrapping_mul(0x1000_0000_0001);
+                match op {
+                    0 => prop_assert_eq!(m.lookup(key), model.lookup(key)),
+                    1 | 2 => prop_assert_eq!(m.insert(key, v), model.insert(key, v)),
+                    _ => {
+                        let n = m.invalidate_if(|kk, _| kk % 3 == key % 3);
+                        let before = model.entries.len();
+                        model.entries.retain(|e| e.0 % 3 != key % 3);
+                        prop_assert_eq!(n, before - model.entries.len());
+                    }
+                }
+                prop_assert_eq!(m.iter().collect::<Vec<_>>(), model.entries.clone());
+            }
+        }
+    }
+}
