@@ -8,7 +8,7 @@ import itertools
 
 from conftest import run_cli
 
-from pagelab.bench import CASES
+from pagelab import _pagelab
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -17,10 +17,19 @@ def test_bench_quick_runs_the_three_cases():
     proc = run_cli("bench", "--quick", "--repeat", "1", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert len(CASES) == 3
-    for name, _target, _overrides in CASES:
-        # --quick runs 1 GiB instead of 16 GiB and says so.
-        assert name.replace("16GiB", "1GiB") in proc.stdout, proc.stdout
+    cases = _pagelab.bench_cases()
+    assert [name for name, _ in cases] == ["gups-4k-translation", "gups-4k-caches", "stream-thp-caches"]
+    for name, _target in cases:
+        assert name in proc.stdout, proc.stdout
+    # --quick runs 1 GiB instead of 16 GiB and says so.
+    assert "1GiB" in proc.stdout
+
+
+def test_an_unknown_bench_case_is_a_config_error():
+    import pytest
+
+    with pytest.raises(_pagelab.ConfigError):
+        _pagelab.bench_case("nonesuch", 1 << 30, 10)
 
 
 def test_demo_quick_writes_csv_and_png(tmp_path):

@@ -135,6 +135,22 @@ fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<S
     call(py, move || parse_config(&text, &source, &overrides).map(|c: SimConfig| c.to_toml()))
 }
 
+/// The speed benchmark's cases: (name, target accesses per second).
+#[pyfunction]
+fn bench_cases() -> Vec<(&'static str, f64)> {
+    pagelab_core::engine::bench::CASES.iter().map(|(name, target, _)| (*name, *target)).collect()
+}
+
+/// Measured accesses per second of one benchmark case.
+#[pyfunction]
+fn bench_case(py: Python<'_>, name: String, footprint: u64, accesses: u64) -> PyResult<f64> {
+    use pagelab_core::engine::bench::{run_case, CASES};
+    let Some((_, _, overrides)) = CASES.iter().find(|c| c.0 == name) else {
+        return Err(ConfigError::new_err(format!("unknown benchmark case `{name}`")));
+    };
+    call(py, move || run_case(overrides, footprint, accesses))
+}
+
 #[pyfunction]
 fn presets() -> Vec<&'static str> {
     preset_names()
@@ -151,6 +167,8 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
