@@ -110,7 +110,10 @@ impl Kernel {
         );
         self.stats.coloring_refills += refills;
         self.proc_mut(asid).color_cursor = cursor;
-        let frame = frame.ok_or_else(|| Error::OutOfMemory(format!("no frame of an allowed color for {vaddr}")))?;
+        let frame = frame.ok_or_else(|| {
+            let share = if allowed.is_empty() { String::new() } else { format!(" ({} of {nr_colors} colors allowed by workload.colors)", allowed.len()) };
+            Error::OutOfMemory(format!("no frame of an allowed color for {vaddr}{share}"))
+        })?;
         self.mem.set_owner(frame, FrameOwner::User { asid, vpn: page.vpn() });
         self.map_user(asid, page, frame, PageSize::Size4K, vma.writable)?;
         Ok(FaultOutcome { kind: FaultKind::Colored, size: PageSize::Size4K, cycles: self.costs.colored })
