@@ -5,16 +5,9 @@ use super::mmu::Mmu;
 use crate::units::{PageSize, PhysAddr};
 use crate::workload::{Batch, Workload};
 
-/// What a physical reference is, as `--export-phys` writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum RefKind {
-    Load = 0,
-    Store = 1,
-    /// A page-walk reference (a load of a page-table entry).
-    Walk = 2,
-    IFetch = 3,
-}
+/// What a physical reference is: the caches' own kind (load, store, walk,
+/// instruction fetch), also what `--export-phys` writes.
+pub use crate::hw::cache::RefKind;
 
 /// The references of one quantum, in program order: walk references
 /// before the data reference of the access that caused them.

@@ -33,7 +33,7 @@ use self::mmu::Mmu;
 use self::timing::{Timing, MEMORY};
 use crate::config::SimConfig;
 use crate::error::Result;
-use crate::hw::cache::{CacheHierarchy, HitLevel, RefKind as CacheRef};
+use crate::hw::cache::{CacheHierarchy, HitLevel};
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::policy::Kernel;
@@ -316,7 +316,7 @@ impl Simulation {
                     if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
-                    served_level(c.access_from(i, crate::units::PhysAddr::new(addr), cache_ref(kind), entry as u8))
+                    served_level(c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8))
                 }
                 _ => MEMORY,
             };
@@ -403,16 +403,6 @@ fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> 
         InitMode::None => 0,
     };
     w.accesses + init
-}
-
-#[inline]
-fn cache_ref(kind: RefKind) -> CacheRef {
-    match kind {
-        RefKind::Load => CacheRef::Load,
-        RefKind::Store => CacheRef::Store,
-        RefKind::Walk => CacheRef::Walk,
-        RefKind::IFetch => CacheRef::IFetch,
-    }
 }
 
 #[inline]

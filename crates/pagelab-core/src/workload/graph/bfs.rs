@@ -162,7 +162,7 @@ impl Bfs {
     }
 
     /// One step of the state machine; false when the run's last search ends.
-    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+    fn advance(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
         let n = g.vertices();
         self.phase = match self.phase {
             Phase::PickSource => {
@@ -368,13 +368,8 @@ impl Bfs {
 }
 
 impl Kernel for Bfs {
-    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool {
-        while out.len() < target {
-            if !self.step(g, va, out) {
-                return false;
-            }
-        }
-        true
+    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+        Bfs::advance(self, g, va, out)
     }
 
     fn restart(&mut self) {

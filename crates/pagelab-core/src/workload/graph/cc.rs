@@ -130,7 +130,7 @@ impl Cc {
         best.1
     }
 
-    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+    fn advance(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
         let n = g.vertices();
         self.phase = match self.phase {
             Phase::Init(v) if v == n => Phase::Round { r: 0, u: 0 },
@@ -218,13 +218,8 @@ impl Cc {
 }
 
 impl Kernel for Cc {
-    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool {
-        while out.len() < target {
-            if !self.step(g, va, out) {
-                return false;
-            }
-        }
-        true
+    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+        Cc::advance(self, g, va, out)
     }
 
     fn restart(&mut self) {

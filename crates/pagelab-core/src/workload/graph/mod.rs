@@ -307,9 +307,22 @@ pub(crate) fn bit_word(base: VirtAddr, v: u32) -> VirtAddr {
 
 /// A GAPBS kernel as a resumable state machine.
 pub(crate) trait Kernel {
+    /// One step of the kernel's loop nest: appends the accesses it makes;
+    /// false at the end of a natural run (bfs: all sources; pr: converged;
+    /// cc, tc: done).
+    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool;
+
     /// Appends accesses until `out.len() >= target`; false at the end of a
-    /// natural run (bfs: all sources; pr: converged; cc, tc: done).
-    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool;
+    /// natural run.
+    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool {
+        while out.len() < target {
+            if !self.step(g, va, out) {
+                return false;
+            }
+        }
+        true
+    }
+
     fn restart(&mut self);
 }
 

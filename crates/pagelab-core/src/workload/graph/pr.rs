@@ -65,7 +65,7 @@ impl Pr {
         &self.scores
     }
 
-    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+    fn advance(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
         let n = g.vertices();
         self.phase = match self.phase {
             Phase::Init(v) if v == n => Phase::Contrib(0),
@@ -134,13 +134,8 @@ impl Pr {
 }
 
 impl Kernel for Pr {
-    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool {
-        while out.len() < target {
-            if !self.step(g, va, out) {
-                return false;
-            }
-        }
-        true
+    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+        Pr::advance(self, g, va, out)
     }
 
     fn restart(&mut self) {

@@ -64,7 +64,7 @@ impl Tc {
         self.stage = Stage::Vertex;
     }
 
-    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+    fn advance(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
         match self.stage {
             Stage::Vertex => {
                 if self.u == g.vertices() {
@@ -132,13 +132,8 @@ impl Tc {
 }
 
 impl Kernel for Tc {
-    fn fill(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>, target: usize) -> bool {
-        while out.len() < target {
-            if !self.step(g, va, out) {
-                return false;
-            }
-        }
-        true
+    fn step(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) -> bool {
+        Tc::advance(self, g, va, out)
     }
 
     fn restart(&mut self) {
