@@ -65,6 +65,8 @@ pub struct SetAssoc<V: Copy + Default> {
     keys: Vec<u64>,
     values: Vec<V>,
     /// LRU: tick of the last use; FIFO: tick of the insertion; Random: unused.
+    /// An empty way has stamp 0, below every used one (ticks start at 1), so
+    /// the oldest way is the first empty one when there is one.
     stamps: Vec<u64>,
     tick: u64,
     rng: Xoshiro256PlusPlus,
@@ -210,24 +212,22 @@ impl<V: Copy + Default> SetAssoc<V> {
     fn scan_for_insert(&self, set: usize, key: u64) -> InsertSlot {
         let base = self.base(set);
         let keys = &self.keys[base..base + self.ways];
+        if let Some(w) = keys.iter().position(|&k| k == key) {
+            return InsertSlot::Present(base + w);
+        }
+        // The way with the smallest stamp: the first empty way if any (stamp
+        // 0), else the least recently used (LRU) or first inserted (FIFO).
+        // One pass of conditional moves, no early exit.
         let stamps = &self.stamps[base..base + self.ways];
-        // One pass without early exits (the compiler turns the selections
-        // into conditional moves): the fully associative page-walk caches
-        // scan 32 ways on every fill, and a mispredicted exit per fill was
-        // a quarter of the simulator's time on random walks.
-        let (mut present, mut empty) = (usize::MAX, usize::MAX);
         let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
-        for (w, (&k, &stamp)) in keys.iter().zip(stamps).enumerate() {
-            present = if k == key { w } else { present };
-            empty = if k == INVALID_KEY && empty == usize::MAX { w } else { empty };
+        for (w, &stamp) in stamps.iter().enumerate() {
             let older = stamp < oldest_stamp;
             oldest = if older { w } else { oldest };
             oldest_stamp = if older { stamp } else { oldest_stamp };
         }
-        if present != usize::MAX {
-            InsertSlot::Present(base + present)
-        } else if empty != usize::MAX {
-            InsertSlot::Empty(base + empty)
+        // (Random replaces any way, but also only once none is empty.)
+        if keys[oldest] == INVALID_KEY {
+            InsertSlot::Empty(base + oldest)
         } else {
             InsertSlot::Oldest(base + oldest)
         }
@@ -237,6 +237,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     pub fn invalidate(&mut self, set: usize, key: u64) -> Option<V> {
         let slot = self.find(set, key)?;
         self.keys[slot] = INVALID_KEY;
+        self.stamps[slot] = 0;
         Some(self.values[slot])
     }
 
@@ -245,9 +246,10 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// path.
     pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
         let mut dropped = 0;
-        for (key, value) in self.keys.iter_mut().zip(&self.values) {
+        for ((key, value), stamp) in self.keys.iter_mut().zip(&self.values).zip(&mut self.stamps) {
             if *key != INVALID_KEY && pred(*key, value) {
                 *key = INVALID_KEY;
+                *stamp = 0;
                 dropped += 1;
             }
         }
