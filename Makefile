@@ -12,7 +12,7 @@ setup: $(VENV)/.deps
 $(VENV)/.deps: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w pytest pycachesim
+	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim
 	touch $@
 
 # Builds the Rust extension (release) into the venv, with the Python package

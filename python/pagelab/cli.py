@@ -54,10 +54,89 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from pagelab.trace import main as trace_main
+
+    return trace_main(args)
+
+
+def cmd_frag(args: argparse.Namespace) -> int:
+    from pagelab.frag import main as frag_main
+
+    return frag_main(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from pagelab.demo import main as demo_main
 
     return demo_main(args)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from pagelab.sweep import load_sweep, run_sweep
+    from pagelab.output import write_atomic
+
+    spec = load_sweep(args.sweep)
+    out = Path(args.out or Path("out") / spec.id)
+    outcome = run_sweep(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
+    df = outcome.frame()
+    if len(df):
+        write_atomic(out / f"{spec.id}.csv", df.to_csv(index=False))
+    if args.parquet:
+        from pagelab.store import Store
+
+        with Store(out, read_only=True) as store:
+            store.to_parquet(args.parquet)
+    print(f"{len(outcome.points)} points: {outcome.ran} run now, {outcome.reused} already stored, "
+          f"{len(outcome.errors)} failed; store {outcome.store_path}")
+    for h, err in outcome.errors.items():
+        print(f"failed {h[:12]}: {err}", file=sys.stderr)
+    return 1 if outcome.errors else 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from pagelab import experiments
+
+    if args.list or not args.id:
+        for exp in experiments.all_experiments():
+            print(f"{exp.id:16} {exp.title}" + (f" [{exp.paper}]" if exp.paper else ""))
+        return 0
+    try:
+        exp = experiments.get(args.id)
+    except KeyError as e:
+        print(f"pagelab: error: {e.args[0]}", file=sys.stderr)
+        return 2
+    variant = "tiny" if args.tiny else "quick" if args.quick else "full"
+    out = Path(args.out or Path("out") / exp.id)
+    try:
+        files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
+    except RuntimeError as e:
+        print(f"pagelab: error: {e}", file=sys.stderr)
+        return 1
+    for f in files:
+        print(f)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pagelab.report import write_report
+
+    try:
+        print(write_report(args.dir, args.out))
+    except FileNotFoundError as e:
+        print(f"pagelab: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel runs (default: every core)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
+    p.add_argument("--address", default=None, help="ray: the cluster address for ray.init (default: a local Ray)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -79,10 +158,53 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
     b.set_defaults(func=cmd_bench)
 
+    tr = sub.add_parser("trace", help="traces: convert, info, capture")
+    trs = tr.add_subparsers(dest="trace_command", required=True)
+    tc = trs.add_parser("convert", help="any readable trace (ChampSim, lackey, native) to pagelab's native format")
+    tc.add_argument("src")
+    tc.add_argument("dst")
+    ti = trs.add_parser("info", help="instructions, accesses, footprint, pages touched, reuse distances")
+    ti.add_argument("file")
+    ti.add_argument("--json", action="store_true")
+    tp = trs.add_parser("capture", help="run a program under Valgrind lackey into a native trace")
+    tp.add_argument("--out", required=True, metavar="FILE")
+    tp.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+    tr.set_defaults(func=cmd_trace)
+
+    fr = sub.add_parser("frag", help="fragmentation of real machines: capture and show")
+    frs = fr.add_subparsers(dest="frag_command", required=True)
+    fc = frs.add_parser("capture", help="save /proc/buddyinfo and /proc/pagetypeinfo (for os.fragmentation.snapshot)")
+    fc.add_argument("file")
+    fs = frs.add_parser("show", help="free blocks per order, Linux's indices and F_i of a capture")
+    fs.add_argument("file")
+    fs.add_argument("--out", metavar="PNG", help="also plot them")
+    fr.set_defaults(func=cmd_frag)
+
     d = sub.add_parser("demo", help="base vs thp vs coloring on gups and bfs, fresh and fragmented")
     d.add_argument("--out", default="out/demo", metavar="DIR")
     d.add_argument("--quick", action="store_true", help="smaller footprints")
     d.set_defaults(func=cmd_demo)
+
+    sw = sub.add_parser("sweep", help="run a grid of configurations (docs/sweeps.md) into a results store")
+    sw.add_argument("sweep", help="a SWEEP.toml file")
+    sw.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
+    sw.add_argument("--parquet", metavar="FILE", help="also export the store to this Parquet file")
+    _executor_args(sw)
+    sw.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("reproduce", help="run a named experiment (--list shows them)")
+    rp.add_argument("id", nargs="?", help="experiment id")
+    rp.add_argument("--list", action="store_true", help="list the experiments")
+    rp.add_argument("--quick", action="store_true", help="the small variant (under two minutes on two cores)")
+    rp.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
+    _executor_args(rp)
+    rp.set_defaults(func=cmd_reproduce)
+
+    rr = sub.add_parser("report", help="one self-contained HTML page of a results directory")
+    rr.add_argument("dir", help="results directory")
+    rr.add_argument("--out", metavar="FILE", help="default DIR/report.html")
+    rr.set_defaults(func=cmd_report)
     return p
 
 

@@ -10,8 +10,8 @@
 //! 5. [`policy`]: what backs a fault (base, thp, hugetlb, coloring,
 //!    bin-hopping) and the daemons (khugepaged).
 //! 6. [`engine`]: cores, interleaving, the timing model, statistics.
-//! 7. [`config`], [`workload`]: configuration and workload generators, read by
-//!    the front (the Python package).
+//! 7. [`config`], [`workload`], [`trace`]: configuration, workload generators
+//!    and trace readers/writers, read by the front (the Python package).
 #![warn(missing_debug_implementations)]
 
 pub mod config;
@@ -22,6 +22,7 @@ pub mod hw;
 pub mod paging;
 pub mod phys;
 pub mod policy;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

@@ -3,6 +3,8 @@
 //! panics (none may cross into Python) and converts the core's error enum
 //! to the Python exception classes in one place.
 
+mod trace;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 use std::path::PathBuf;
@@ -135,6 +137,34 @@ fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<S
     call(py, move || parse_config(&text, &source, &overrides).map(|c: SimConfig| c.to_toml()))
 }
 
+/// A fragmentation snapshot (`pagelab frag capture`): free blocks per
+/// order, by migratetype, the machine's size, and Linux's indices and F_i
+/// for every order.
+#[pyfunction]
+fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+    use pagelab_core::phys::{fragmentation as f, snapshot::Snapshot};
+    let snap = call(py, {
+        let path = path.clone();
+        move || {
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+            Snapshot::parse(&text, &path)
+        }
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("path", path)?;
+    d.set_item("frames", snap.frames())?;
+    d.set_item("free", snap.free.clone())?;
+    d.set_item("free_unmovable", snap.free_by_type[0].clone())?;
+    d.set_item("free_movable", snap.free_by_type[1].clone())?;
+    d.set_item("free_reclaimable", snap.free_by_type[2].clone())?;
+    d.set_item("pageblocks", snap.pageblocks.to_vec())?;
+    let orders = 0..snap.free.len() as u8;
+    d.set_item("fragmentation_index", orders.clone().map(|o| f::fragmentation_index(&snap.free, o)).collect::<Vec<_>>())?;
+    d.set_item("unusable_index", orders.map(|o| f::unusable_free_index(&snap.free, o)).collect::<Vec<_>>())?;
+    d.set_item("fi", f::fi_chp_from(&snap.free, snap.frames()))?;
+    Ok(d)
+}
+
 /// The speed benchmark's cases: (name, target accesses per second).
 #[pyfunction]
 fn bench_cases() -> Vec<(&'static str, f64)> {
@@ -168,8 +198,10 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
+    m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    trace::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;

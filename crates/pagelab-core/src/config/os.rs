@@ -78,11 +78,16 @@ pub struct FragmentationConfig {
     pub pattern: FragPattern,
     /// Unmovable 4 KiB frames pinned in each fragmented pageblock.
     pub holes: u32,
+    /// A real machine's state saved by `pagelab frag capture`: the
+    /// simulated machine starts with the same free blocks per order and
+    /// migratetype, scaled to its size (instead of `target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 impl Default for FragmentationConfig {
     fn default() -> Self {
-        FragmentationConfig { target: 0.0, pattern: FragPattern::Dispersed, holes: 1 }
+        FragmentationConfig { target: 0.0, pattern: FragPattern::Dispersed, holes: 1, snapshot: None }
     }
 }
 
@@ -185,6 +190,9 @@ impl OsConfig {
         let f = &self.fragmentation;
         if !(0.0..=0.999).contains(&f.target) {
             return Err(Error::config(format!("{prefix}.fragmentation.target"), "must be in [0, 0.999]"));
+        }
+        if f.snapshot.is_some() && f.target > 0.0 {
+            return Err(Error::config(format!("{prefix}.fragmentation.snapshot"), "give either a snapshot or a target, not both"));
         }
         if f.holes == 0 || f.holes > 512 {
             return Err(Error::config(format!("{prefix}.fragmentation.holes"), "must be between 1 and 512"));

@@ -209,15 +209,23 @@ impl Simulation {
         while budget > 0 {
             let core = &mut self.cores[i];
             if core.pos == core.batch.accesses.len() && core.next_event == core.batch.events.len() {
+                // The instructions after a batch's last access count once,
+                // also after the workload's last batch.
+                core.stats.instructions += core.batch.trailing_instrs;
+                core.retired += core.batch.trailing_instrs;
+                core.batch.trailing_instrs = 0;
                 if core.exhausted {
                     break;
                 }
-                core.stats.instructions += core.batch.trailing_instrs;
-                core.retired += core.batch.trailing_instrs;
                 core.batch.clear();
                 core.pos = 0;
                 core.next_event = 0;
                 core.exhausted = !core.workload.next_batch(&mut core.batch, self.cfg.run.quantum as usize);
+                if let Some(e) = core.workload.take_error() {
+                    // A trace found corrupt mid-way fails the run: never a
+                    // silently shorter trace.
+                    return Err(e);
+                }
                 if !core.workload.batch_is_init() && !core.measuring {
                     core.measuring = true;
                     if self.cfg.run.skip_init {

@@ -16,6 +16,7 @@ mod bitmap;
 pub mod buddy;
 pub mod compaction;
 pub mod fragmentation;
+pub mod snapshot;
 pub mod frame;
 mod free_area;
 pub mod migratetype;

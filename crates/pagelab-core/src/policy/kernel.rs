@@ -58,6 +58,10 @@ impl Kernel {
             PolicyKind::BinHopping => Policy::BinHopping(ColorPool::new(&colors)),
         };
         let f = &cfg.os.fragmentation;
+        if let Some(path) = &f.snapshot {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            crate::phys::snapshot::Snapshot::parse(&text, path)?.apply(&mut mem, cfg.run.seed)?;
+        }
         if f.target > 0.0 {
             let pattern = match f.pattern {
                 crate::config::os::FragPattern::Dispersed => fragmentation::Pattern::Dispersed,

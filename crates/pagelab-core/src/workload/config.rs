@@ -3,8 +3,10 @@
 //! rejects bad values naming the full key.
 
 use crate::error::{Error, Result};
+use crate::trace::TraceFormat;
 use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Which generator (`workload.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -17,6 +19,8 @@ pub enum WorkloadKind {
     Kv,
     Graph,
     Sparse,
+    /// A recorded trace (`workload.path`), see `crate::trace`.
+    Trace,
 }
 
 impl WorkloadKind {
@@ -29,6 +33,7 @@ impl WorkloadKind {
             WorkloadKind::Kv => "kv",
             WorkloadKind::Graph => "graph",
             WorkloadKind::Sparse => "sparse",
+            WorkloadKind::Trace => "trace",
         }
     }
 }
@@ -118,6 +123,16 @@ pub struct WorkloadConfig {
     pub sources: u32,
     /// sparse: pages touched in each 2 MiB region (1..=512).
     pub touched_pages: u32,
+    /// trace: the trace file (any format `crate::trace` reads).
+    pub path: Option<PathBuf>,
+    /// trace: stop after this many instructions; 0 = the whole trace.
+    pub instructions: u64,
+    /// trace: the format, when detection from the content cannot tell
+    /// (ChampSim's 64- and 96-byte records); unset = detect.
+    pub format: Option<TraceFormat>,
+    /// trace: simulate instruction fetches (lackey `I` lines, ChampSim
+    /// ips); when false they count only as instructions.
+    pub ifetch: bool,
 }
 
 impl Default for WorkloadConfig {
@@ -146,6 +161,10 @@ impl Default for WorkloadConfig {
             kernel: GraphKernel::Bfs,
             sources: 64,
             touched_pages: 64,
+            path: None,
+            instructions: 0,
+            format: None,
+            ifetch: false,
         }
     }
 }
@@ -181,6 +200,7 @@ impl WorkloadConfig {
             ));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
+        self.validate_trace_keys(prefix)?;
         match self.kind {
             WorkloadKind::Stride => self.validate_stride(prefix),
             WorkloadKind::PointerChase => self.validate_node_size(prefix),
@@ -188,8 +208,37 @@ impl WorkloadConfig {
             WorkloadKind::Graph => self.validate_graph(prefix),
             WorkloadKind::Sparse => self.validate_sparse(prefix),
             // A page holds a gups word and a stream element of each array.
-            WorkloadKind::Gups | WorkloadKind::Stream => Ok(()),
+            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Trace => Ok(()),
         }
+    }
+
+    /// `path` is required by traces and refused elsewhere, like the other
+    /// trace-only keys.
+    fn validate_trace_keys(&self, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        if self.kind == WorkloadKind::Trace {
+            return match &self.path {
+                None => Err(Error::config(key("path"), "kind = \"trace\" needs the trace file's path")),
+                Some(p) if p.as_os_str().is_empty() => Err(Error::config(key("path"), "empty path")),
+                Some(_) => Ok(()),
+            };
+        }
+        let only_trace = |k: &str| {
+            Err(Error::config(key(k), format!("only for kind = \"trace\" (this workload is {})", self.kind.as_str())))
+        };
+        if self.path.is_some() {
+            return only_trace("path");
+        }
+        if self.instructions != 0 {
+            return only_trace("instructions");
+        }
+        if self.format.is_some() {
+            return only_trace("format");
+        }
+        if self.ifetch {
+            return only_trace("ifetch");
+        }
+        Ok(())
     }
 
     fn validate_write_fraction(&self, key: &str) -> Result<()> {
@@ -433,6 +482,11 @@ mod tests {
                 "kind = \"sparse\"\nfootprint = \"1MiB\"",
                 "workload.footprint",
             ),
+            ("kind = \"trace\"", "workload.path"),
+            ("kind = \"gups\"\npath = \"t.trace\"", "workload.path"),
+            ("kind = \"gups\"\ninstructions = 5", "workload.instructions"),
+            ("kind = \"stream\"\nformat = \"lackey\"", "workload.format"),
+            ("kind = \"stream\"\nifetch = true", "workload.ifetch"),
         ];
         for (text, key) in cases {
             assert_eq!(rejected_key(text), key, "{text}");

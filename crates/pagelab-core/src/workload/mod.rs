@@ -174,12 +174,21 @@ pub trait Workload: Send {
     fn batch_is_init(&self) -> bool {
         false
     }
+    /// Why the workload ended early, if it did: a trace reader that met a
+    /// corrupt or truncated file returns false from `next_batch`, then the
+    /// `Error::Trace` here. Generators never fail.
+    fn take_error(&mut self) -> Option<crate::error::Error> {
+        None
+    }
 }
 
 /// Builds the generator `cfg.kind` after validating `cfg`; errors name keys
 /// as `{key_prefix}.<key>` (key_prefix is normally `"workload"`).
 pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>> {
     cfg.validate(key_prefix)?;
+    if cfg.kind == WorkloadKind::Trace {
+        return Ok(Box::new(crate::trace::TraceWorkload::new(cfg, key_prefix)?));
+    }
     let name = cfg
         .name
         .clone()
@@ -199,6 +208,7 @@ pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>
         WorkloadKind::Kv => driver::Driven::boxed(run, kv::Kv::new(cfg)),
         WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
         WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
+        WorkloadKind::Trace => unreachable!("traces are built above"),
     })
 }
 

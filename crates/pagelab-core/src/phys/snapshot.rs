@@ -1,0 +1,307 @@
+//! Fragmentation snapshots of real machines: `/proc/buddyinfo` and
+//! `/proc/pagetypeinfo` as `pagelab frag capture` saves them, and a
+//! simulated machine started in that state, scaled to its size.
+//!
+//! The file holds the two `/proc` files verbatim, each after a line
+//! `== /proc/buddyinfo` or `== /proc/pagetypeinfo`. Zones are summed.
+//! `pagetypeinfo` is required: it alone gives the machine's size (its
+//! pageblock counts) and the split of free blocks by migratetype.
+//!
+//! Applying a snapshot: the simulated machine gets the same share of
+//! pageblocks of each migratetype (chosen at random from the seed), every
+//! frame starts allocated, and then, for each migratetype and order, the
+//! captured number of free blocks scaled to the machine's size (rounded at
+//! random, so small counts survive on average) is freed at random places
+//! inside pageblocks of that type, never beside a free buddy of the same
+//! order (which would merge with it). The memory that stays allocated
+//! stands for what the real machine was using; it is pinned (owner
+//! `Kernel`): pagelab reproduces the captured state, not the real
+//! machine's reclaim of its page cache.
+
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::{FrameOwner, Migratetype, PhysMem};
+use crate::error::{Error, Result};
+use crate::units::{Order, Pfn};
+
+/// The migratetypes pagelab models, in `/proc/pagetypeinfo`'s names.
+const TYPES: [(&str, Migratetype); 3] =
+    [("Unmovable", Migratetype::Unmovable), ("Movable", Migratetype::Movable), ("Reclaimable", Migratetype::Reclaimable)];
+const PAGEBLOCK_PAGES: u64 = 512;
+
+/// A parsed snapshot, zones summed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Free blocks per order (index), summed over migratetypes.
+    pub free: Vec<u64>,
+    /// Free blocks per modelled migratetype (Unmovable, Movable,
+    /// Reclaimable) and order. Other types (HighAtomic, CMA, Isolate) are
+    /// counted in `free` only.
+    pub free_by_type: [Vec<u64>; 3],
+    /// Pageblocks of each modelled migratetype.
+    pub pageblocks: [u64; 3],
+    /// Pageblocks of every type: the machine's size is this x 512 frames.
+    pub total_pageblocks: u64,
+}
+
+impl Snapshot {
+    pub fn frames(&self) -> u64 {
+        self.total_pageblocks * PAGEBLOCK_PAGES
+    }
+
+    /// Parses a capture file; `path` names it in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Snapshot> {
+        let err = |line: usize, msg: String| Error::Trace { path: path.into(), offset: line as u64, msg: format!("line {line}: {msg}") };
+        let mut section = "";
+        let mut snap = Snapshot { free: Vec::new(), free_by_type: Default::default(), pageblocks: [0; 3], total_pageblocks: 0 };
+        let mut block_types: Vec<String> = Vec::new();
+        let mut saw_pagetypeinfo = false;
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            if let Some(name) = line.strip_prefix("== ") {
+                section = if name.contains("pagetypeinfo") { "pagetypeinfo" } else { "buddyinfo" };
+                saw_pagetypeinfo |= section == "pagetypeinfo";
+                continue;
+            }
+            if section != "pagetypeinfo" {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("Number of blocks type") {
+                block_types = rest.split_whitespace().map(str::to_string).collect();
+                continue;
+            }
+            if !line.starts_with("Node") {
+                continue;
+            }
+            let (head, counts) = split_counts(line).map_err(|m| err(n, m))?;
+            if let Some(t) = head.split("type").nth(1).map(str::trim) {
+                // "Node 0, zone Normal, type Movable  c0 c1 ... c10"
+                add(&mut snap.free, &counts);
+                if let Some(k) = TYPES.iter().position(|(name, _)| *name == t) {
+                    add(&mut snap.free_by_type[k], &counts);
+                }
+            } else if !block_types.is_empty() {
+                // "Node 0, zone Normal  n_unmovable n_movable ..."
+                if counts.len() != block_types.len() {
+                    return Err(err(n, format!("{} pageblock counts for {} types", counts.len(), block_types.len())));
+                }
+                for (t, c) in block_types.iter().zip(&counts) {
+                    snap.total_pageblocks += c;
+                    if let Some(k) = TYPES.iter().position(|(name, _)| name == t) {
+                        snap.pageblocks[k] += c;
+                    }
+                }
+            }
+        }
+        if !saw_pagetypeinfo || snap.total_pageblocks == 0 {
+            return Err(err(0, "no /proc/pagetypeinfo section with pageblock counts (capture as root with `pagelab frag capture`)".into()));
+        }
+        Ok(snap)
+    }
+
+    /// Puts `mem` (fresh, all free) in the state of this snapshot scaled to
+    /// its size. Returns the number of free blocks that could not be placed
+    /// (0 unless memory is too small for the captured pattern).
+    pub fn apply(&self, mem: &mut PhysMem, seed: u64) -> Result<u64> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let scale = mem.nr_frames() as f64 / self.frames() as f64;
+        let pageblocks = (mem.nr_frames() / PAGEBLOCK_PAGES) as usize;
+        let types = assign_pageblock_types(&self.pageblocks, pageblocks, &mut rng);
+        allocate_everything(mem)?;
+        for (pb, &k) in types.iter().enumerate() {
+            mem.set_pageblock_migratetype(Pfn::new(pb as u64 * PAGEBLOCK_PAGES), TYPES[k].1);
+        }
+        let mut unplaced = 0;
+        for k in 0..3 {
+            let candidates: Vec<usize> = (0..pageblocks).filter(|&pb| types[pb] == k).collect();
+            for order in (0..self.free_by_type[k].len()).rev() {
+                let order = Order::new(order as u8);
+                if order.get() > mem.max_order() {
+                    continue;
+                }
+                let want = random_round(self.free_by_type[k][order.get() as usize] as f64 * scale, &mut rng);
+                for _ in 0..want {
+                    if !place_free_block(mem, &candidates, order, &mut rng) {
+                        unplaced += 1;
+                    }
+                }
+            }
+        }
+        Ok(unplaced)
+    }
+}
+
+/// Splits "Node 0, zone Normal, type Movable  1 2 3" into the text before
+/// the counts and the counts.
+fn split_counts(line: &str) -> std::result::Result<(String, Vec<u64>), String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let first_count = words.iter().rposition(|w| w.parse::<u64>().is_err()).map_or(0, |i| i + 1);
+    let counts = words[first_count..].iter().map(|w| w.parse::<u64>().map_err(|e| format!("`{w}`: {e}"))).collect::<std::result::Result<Vec<_>, _>>()?;
+    if counts.is_empty() {
+        return Err("a line with no counts".into());
+    }
+    Ok((words[..first_count].join(" "), counts))
+}
+
+fn add(into: &mut Vec<u64>, counts: &[u64]) {
+    if into.len() < counts.len() {
+        into.resize(counts.len(), 0);
+    }
+    for (a, c) in into.iter_mut().zip(counts) {
+        *a += c;
+    }
+}
+
+/// Rounds `x` down or up at random, so that its expectation is `x`.
+fn random_round(x: f64, rng: &mut Xoshiro256PlusPlus) -> u64 {
+    let floor = x.floor();
+    floor as u64 + (rng.random::<f64>() < x - floor) as u64
+}
+
+/// The migratetype (index into TYPES) of each simulated pageblock, in the
+/// captured proportions, placed at random.
+fn assign_pageblock_types(captured: &[u64; 3], pageblocks: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<usize> {
+    let total: u64 = captured.iter().sum::<u64>().max(1);
+    let mut types = vec![1usize; pageblocks]; // Movable unless chosen otherwise
+    for k in [0, 2] {
+        let n = (captured[k] as f64 * pageblocks as f64 / total as f64).round() as usize;
+        let mut placed = 0;
+        while placed < n.min(pageblocks) {
+            let pb = rng.random_range(0..pageblocks);
+            if types[pb] == 1 {
+                types[pb] = k;
+                placed += 1;
+            }
+        }
+    }
+    types
+}
+
+fn allocate_everything(mem: &mut PhysMem) -> Result<()> {
+    for order in (0..=mem.max_order()).rev() {
+        while mem.alloc(Order::new(order), Migratetype::Unmovable, FrameOwner::Kernel).is_some() {}
+    }
+    if mem.free_pages() != 0 {
+        return Err(Error::OutOfMemory("could not take every frame to lay out a snapshot".into()));
+    }
+    Ok(())
+}
+
+/// Frees one block of `order` at a random place inside the pageblocks
+/// `candidates` (all of one migratetype), where every frame is still
+/// allocated and the buddy is not a free block of the same order. After 64
+/// random tries, scans every place in order, so a block goes unplaced only
+/// when no valid place is left.
+fn place_free_block(mem: &mut PhysMem, candidates: &[usize], order: Order, rng: &mut Xoshiro256PlusPlus) -> bool {
+    if candidates.is_empty() {
+        return false;
+    }
+    let span = order.nr_pages();
+    let slots_per_pb = (PAGEBLOCK_PAGES / span).max(1);
+    let slot_start = |pb: u64, slot: u64| {
+        if span >= PAGEBLOCK_PAGES {
+            (pb * PAGEBLOCK_PAGES) & !(span - 1)
+        } else {
+            pb * PAGEBLOCK_PAGES + slot * span
+        }
+    };
+    for _ in 0..64 {
+        let pb = candidates[rng.random_range(0..candidates.len())] as u64;
+        let start = slot_start(pb, rng.random_range(0..slots_per_pb));
+        if can_free_at(mem, start, order) {
+            mem.free(Pfn::new(start), order);
+            return true;
+        }
+    }
+    for &pb in candidates {
+        for slot in 0..slots_per_pb {
+            let start = slot_start(pb as u64, slot);
+            if can_free_at(mem, start, order) {
+                mem.free(Pfn::new(start), order);
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn can_free_at(mem: &PhysMem, start: u64, order: Order) -> bool {
+    let span = order.nr_pages();
+    if start + span > mem.nr_frames() {
+        return false;
+    }
+    let mt = mem.pageblock_migratetype(Pfn::new(start));
+    let same_type = (0..span.div_ceil(PAGEBLOCK_PAGES)).all(|b| mem.pageblock_migratetype(Pfn::new(start + b * PAGEBLOCK_PAGES)) == mt);
+    // Blocks of the largest order never merge; smaller ones merge with a
+    // free buddy of their order, which would change the counts.
+    let buddy = Pfn::new(start ^ span);
+    let buddy_free = order.get() < mem.max_order() && mem.free_block_containing(buddy) == Some((buddy, order));
+    same_type && !buddy_free && (0..span).all(|i| !mem.is_free(Pfn::new(start + i)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "== /proc/buddyinfo
+Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3
+Node 0, zone   Normal    842   1511    705    184     97     22    623    448    148    227   1118
+== /proc/pagetypeinfo
+Page block order: 9
+Pages per block:  512
+
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
+Node    0, zone      DMA, type    Unmovable      0      0      0      0      0      0      0      0      1      0      0
+Node    0, zone      DMA, type      Movable      0      0      0      0      0      0      0      0      0      1      3
+Node    0, zone   Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0
+Node    0, zone   Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118
+Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0
+Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0      0      0      0      0      0
+
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
+Node 0, zone      DMA            1            7            0            0            0
+Node 0, zone   Normal           44         2992          100            0            0
+";
+
+    #[test]
+    fn zones_are_summed_by_type_and_order() {
+        let s = Snapshot::parse(SAMPLE, "snap.txt").unwrap();
+        assert_eq!(s.total_pageblocks, 1 + 7 + 44 + 2992 + 100);
+        assert_eq!(s.pageblocks, [45, 2999, 100]);
+        assert_eq!(s.free_by_type[1][10], 3 + 1118);
+        assert_eq!(s.free_by_type[0][8], 1 + 4);
+        assert_eq!(s.free[0], 472 + 370);
+        assert_eq!(s.free.len(), 11);
+    }
+
+    #[test]
+    fn a_file_without_pagetypeinfo_is_refused_naming_it() {
+        let err = Snapshot::parse("== /proc/buddyinfo\nNode 0, zone DMA 1 2 3\n", "b.txt").unwrap_err().to_string();
+        assert!(err.contains("b.txt") && err.contains("pagetypeinfo"), "{err}");
+        let bad = SAMPLE.replace("226   1118", "226   x1118");
+        assert!(Snapshot::parse(&bad, "c.txt").unwrap_err().to_string().contains("c.txt"));
+    }
+
+    #[test]
+    fn applying_reproduces_the_captured_shape_at_scale() {
+        let s = Snapshot::parse(SAMPLE, "snap.txt").unwrap();
+        // The sample machine is 3144 pageblocks; simulate a quarter of it.
+        let mut mem = PhysMem::new(786 * 512, 10).unwrap();
+        let unplaced = s.apply(&mut mem, 7).unwrap();
+        assert_eq!(unplaced, 0);
+        mem.check_invariants().unwrap();
+        let got = mem.free_blocks_per_order();
+        // Order 10 movable blocks: (3 + 1118) / 4 = 280.25 -> 280 or 281.
+        assert!((280..=281).contains(&got[10]), "{got:?}");
+        // Every order keeps about a quarter of its blocks (no merges).
+        for (o, (&have, &captured)) in got.iter().zip(&s.free).enumerate() {
+            let want = captured as f64 / 4.0;
+            assert!((have as f64 - want).abs() <= want.sqrt() * 3.0 + 2.0, "order {o}: {have} vs {want}");
+        }
+        // Reproducible from the seed.
+        let mut again = PhysMem::new(786 * 512, 10).unwrap();
+        s.apply(&mut again, 7).unwrap();
+        assert_eq!(again.free_blocks_per_order(), got);
+    }
+}

@@ -1,0 +1,191 @@
+//! Traces: recorded memory-access streams as workloads.
+//!
+//! Three readers feed one [`Sink`]: the native format ([`native`], written
+//! by [`convert`]), ChampSim instruction traces ([`champsim`]) and Valgrind
+//! lackey output ([`lackey`]). [`detect`] chooses the reader from the file's
+//! content, [`TraceWorkload`] streams a trace into the engine in batches,
+//! [`info`] summarises one. `docs/trace-format.md` documents the native
+//! format byte by byte and the detection rules.
+//!
+//! Every reader streams: host memory holds one block (native) or one chunk
+//! of records, never the file. A corrupt or truncated file is an
+//! [`Error::Trace`] naming the byte offset (line number for lackey), never
+//! a panic and never a silently shorter trace.
+
+mod champsim;
+mod detect;
+mod info;
+mod lackey;
+pub mod native;
+mod workload;
+
+pub use champsim::ChampSimLayout;
+pub use detect::{detect, open, Compression, Detected};
+pub use info::{info, ReuseSummary, TraceInfo, REUSE_SAMPLE};
+pub use native::{NativeReader, NativeTotals, NativeWriter};
+pub use workload::TraceWorkload;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::workload::{Access, AccessKind, Batch, MapEvent};
+
+/// A trace's format (`workload.format`; detected from the content when
+/// unset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormat {
+    Native,
+    /// ChampSim's 64-byte `input_instr` records.
+    Champsim,
+    /// ChampSim's 96-byte `cloudsuite_instr` records.
+    ChampsimCloudsuite,
+    Lackey,
+}
+
+impl TraceFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceFormat::Native => "native",
+            TraceFormat::Champsim => "champsim",
+            TraceFormat::ChampsimCloudsuite => "champsim-cloudsuite",
+            TraceFormat::Lackey => "lackey",
+        }
+    }
+}
+
+/// A reader of one format: appends the next chunk of records to a sink.
+pub trait Source: Send {
+    /// Appends the next chunk (a native block, a few thousand ChampSim
+    /// records or lackey lines). `Ok(false)`: the trace has ended (the
+    /// sink may still have received its last records).
+    fn fill(&mut self, sink: &mut Sink) -> Result<bool>;
+}
+
+/// Where readers put records: a [`Batch`] being built. Instructions that
+/// come without an access (ChampSim records without memory operands,
+/// dropped instruction fetches, native instruction records) are added to
+/// the next access's `instrs`, or become `trailing_instrs` at the end.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub batch: Batch,
+    /// Instructions not yet attributed to an access.
+    pending: u64,
+    /// Whether instruction fetches are kept (`workload.ifetch`); dropped
+    /// ones count only as instructions.
+    pub keep_ifetch: bool,
+    /// Set when more than 2^32-1 instructions separate two accesses (an
+    /// access's `instrs` is a u32): the trace workload reports it.
+    pub overflow: bool,
+}
+
+impl Sink {
+    pub fn new(keep_ifetch: bool) -> Self {
+        Sink { keep_ifetch, ..Sink::default() }
+    }
+
+    #[inline]
+    pub fn access(&mut self, mut a: Access) {
+        if a.kind == AccessKind::IFetch && !self.keep_ifetch {
+            self.pending += a.instrs as u64;
+            return;
+        }
+        if self.pending != 0 {
+            let total = self.pending + a.instrs as u64;
+            self.overflow |= total > u32::MAX as u64;
+            a.instrs = total.min(u32::MAX as u64) as u32;
+            self.pending = 0;
+        }
+        self.batch.accesses.push(a);
+    }
+
+    pub fn event(&mut self, e: MapEvent) {
+        let at = self.batch.accesses.len() as u32;
+        self.batch.events.push((at, e));
+    }
+
+    pub fn instructions(&mut self, n: u64) {
+        self.pending += n;
+    }
+
+    /// At the end of the trace: instructions after the last access.
+    pub fn finish(&mut self) {
+        self.batch.trailing_instrs += std::mem::take(&mut self.pending);
+    }
+
+    /// Empties the batch (pending instructions stay for the next access).
+    pub fn clear(&mut self) {
+        self.batch.clear();
+    }
+}
+
+/// The error of a bad trace at `offset` (bytes, or a line as `msg` says).
+pub(crate) fn bad(path: &Path, offset: u64, msg: impl Into<String>) -> Error {
+    Error::Trace { path: path.to_path_buf(), offset, msg: msg.into() }
+}
+
+/// What [`convert`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ConvertSummary {
+    pub records: u64,
+    pub accesses: u64,
+    pub instructions: u64,
+    /// Size of the native file written.
+    pub bytes: u64,
+}
+
+/// Converts the trace at `src` (any readable format; `format` overrides
+/// detection) to the native format at `dst`. Instruction fetches are kept.
+/// The output is written under a temporary name and renamed, so `dst` is
+/// whole or untouched.
+pub fn convert(src: &Path, dst: &Path, format: Option<TraceFormat>) -> Result<ConvertSummary> {
+    let mut source = open(src, format)?.source;
+    let tmp = temp_name(dst);
+    let result = write_native(source.as_mut(), &tmp);
+    match result {
+        Ok(summary) => {
+            std::fs::rename(&tmp, dst).map_err(|e| Error::io(dst, e))?;
+            Ok(summary)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn temp_name(dst: &Path) -> PathBuf {
+    let mut name = dst.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".tmp{}", std::process::id()));
+    dst.with_file_name(name)
+}
+
+fn write_native(source: &mut dyn Source, tmp: &Path) -> Result<ConvertSummary> {
+    let io = |e| Error::io(tmp, e);
+    let file = std::fs::File::create(tmp).map_err(io)?;
+    let mut writer = NativeWriter::new(std::io::BufWriter::new(file)).map_err(io)?;
+    let mut sink = Sink::new(true);
+    loop {
+        sink.clear();
+        let more = source.fill(&mut sink)?;
+        if !more {
+            sink.finish();
+        }
+        writer.write_batch(&sink.batch).map_err(io)?;
+        if !more {
+            break;
+        }
+    }
+    let (out, totals) = writer.finish().map_err(io)?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    Ok(ConvertSummary {
+        records: totals.records,
+        accesses: totals.accesses,
+        instructions: totals.instructions,
+        bytes: totals.bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,505 @@
+//! Scenario tests of the trace readers, the writer, detection, info and a
+//! trace run through the engine.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::units::VirtAddr;
+use crate::workload::testutil::{collect_batches, small_config};
+use crate::workload::{build, Workload, WorkloadConfig, WorkloadKind};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pagelab-trace-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Everything a workload emitted, events at global access indices, and
+/// its instruction total.
+#[derive(Debug, Default, PartialEq)]
+struct Flat {
+    accesses: Vec<Access>,
+    events: Vec<(usize, MapEvent)>,
+    instructions: u64,
+}
+
+impl Flat {
+    fn push(&mut self, b: &Batch) {
+        let base = self.accesses.len();
+        self.events.extend(b.events.iter().map(|(i, e)| (base + *i as usize, e.clone())));
+        self.accesses.extend_from_slice(&b.accesses);
+        self.instructions += b.accesses.iter().map(|a| a.instrs as u64).sum::<u64>() + b.trailing_instrs;
+    }
+}
+
+/// Runs a workload to its end with batches of varying size.
+fn drain(w: &mut dyn Workload) -> Flat {
+    let mut flat = Flat::default();
+    let mut batch = Batch::default();
+    let mut max = 1000;
+    loop {
+        batch.clear();
+        let more = w.next_batch(&mut batch, max);
+        assert!(batch.accesses.len() <= max);
+        flat.push(&batch);
+        if !more {
+            return flat;
+        }
+        max = max % 3001 + 7;
+    }
+}
+
+fn trace_config(path: &Path) -> WorkloadConfig {
+    WorkloadConfig { kind: WorkloadKind::Trace, path: Some(path.to_path_buf()), ..WorkloadConfig::default() }
+}
+
+fn read_trace(path: &Path, ifetch: bool) -> Result<Flat> {
+    let mut cfg = trace_config(path);
+    cfg.ifetch = ifetch;
+    let mut w = build(&cfg, "workload")?;
+    let flat = drain(w.as_mut());
+    match w.take_error() {
+        Some(e) => Err(e),
+        None => Ok(flat),
+    }
+}
+
+/// Records generator `cfg` into a native file; returns the file and what
+/// the generator emitted.
+fn record(cfg: &WorkloadConfig, name: &str) -> (PathBuf, Flat) {
+    let path = tmp(name);
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = NativeWriter::new(std::io::BufWriter::new(file)).unwrap();
+    let mut flat = Flat::default();
+    for b in collect_batches(cfg, 777) {
+        w.write_batch(&b).unwrap();
+        flat.push(&b);
+    }
+    let (out, totals) = w.finish().unwrap();
+    drop(out);
+    assert_eq!(totals.accesses, flat.accesses.len() as u64);
+    assert_eq!(totals.instructions, flat.instructions);
+    (path, flat)
+}
+
+fn trace_err(r: Result<impl std::fmt::Debug>) -> (u64, String) {
+    match r {
+        Err(Error::Trace { offset, msg, .. }) => (offset, msg),
+        other => panic!("expected a trace error, got {other:?}"),
+    }
+}
+
+#[test]
+fn native_round_trips_every_generator() {
+    for kind in [WorkloadKind::Gups, WorkloadKind::Stream, WorkloadKind::Kv, WorkloadKind::Graph, WorkloadKind::Stride, WorkloadKind::PointerChase, WorkloadKind::Sparse] {
+        let cfg = small_config(kind, 3);
+        let (path, generated) = record(&cfg, &format!("rt-{}.trace", kind.as_str()));
+        let read = read_trace(&path, false).unwrap();
+        assert_eq!(read.accesses, generated.accesses, "{kind:?}");
+        assert_eq!(read.events, generated.events, "{kind:?}");
+        assert_eq!(read.instructions, generated.instructions, "{kind:?}");
+    }
+}
+
+#[test]
+fn native_bytes_of_a_tiny_trace() {
+    let path = tmp("tiny.trace");
+    let mut w = NativeWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+    let mmap = MapEvent::Mmap { start: VirtAddr::new(0x1000), len: 8192, writable: true, name: "a".into() };
+    w.event(&mmap).unwrap();
+    w.access(&Access::load(VirtAddr::new(0x1000), 8, 1)).unwrap();
+    w.access(&Access::store(VirtAddr::new(0x1000), 8, 0)).unwrap();
+    w.access(&Access::load(VirtAddr::new(0x1008), 8, 1)).unwrap();
+    w.instructions(5).unwrap();
+    w.finish().unwrap();
+    let b = std::fs::read(&path).unwrap();
+    assert_eq!(&b[..16], b"PGLTRACE\x01\x00\x00\x00\x00\x00\x00\x00");
+    // mmap: type 0 (03), start 0x1000 = 80 20, len 8192 = 80 40, writable,
+    // name "a". load: tag op 0 | size 8 (code 3) << 2 | instrs one (2) << 6
+    // = 8c, delta +0x1000 zigzagged = 0x2000 = 80 40. store: op 1 | 0x0c |
+    // same address 0x20 | instrs zero (1) << 6 = 6d. load: 8c, delta +8 ->
+    // 16 = 10. instructions: op 3 | type 3 << 2 = 0f, 5.
+    let payload = [0x03, 0x80, 0x20, 0x80, 0x40, 0x01, 0x01, b'a', 0x8c, 0x80, 0x40, 0x6d, 0x8c, 0x10, 0x0f, 0x05];
+    let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    assert_eq!(word(16), payload.len() as u32);
+    assert_eq!(word(24), 5, "records");
+    let mut crc = flate2::Crc::new();
+    crc.update(&payload);
+    assert_eq!(word(28), crc.sum());
+    let clen = word(20) as usize;
+    assert_eq!(zstd::bulk::decompress(&b[32..32 + clen], 64).unwrap(), payload);
+    let end = &b[32 + clen..];
+    assert_eq!(end.len(), 40);
+    assert_eq!(&end[..16], &[0; 16]);
+    let total = |i: usize| u64::from_le_bytes(end[i..i + 8].try_into().unwrap());
+    assert_eq!((total(16), total(24), total(32)), (5, 3, 7));
+    let read = read_trace(&path, false).unwrap();
+    assert_eq!(read.events, vec![(0, mmap)]);
+    assert_eq!(read.accesses.len(), 3);
+    assert_eq!(read.instructions, 7);
+}
+
+#[test]
+fn sequential_stream_costs_at_most_two_bytes_per_access() {
+    let mut cfg = small_config(WorkloadKind::Stream, 1);
+    cfg.footprint = crate::units::ByteSize(64 << 20);
+    cfg.accesses = 2_000_000;
+    let (path, flat) = record(&cfg, "seq.trace");
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    let per = bytes as f64 / flat.accesses.len() as f64;
+    assert!(per <= 2.0, "{per} bytes per access");
+}
+
+// ---------------------------------------------------------------- errors
+
+fn generated_native(name: &str) -> (PathBuf, Vec<u8>) {
+    let mut cfg = small_config(WorkloadKind::Gups, 9);
+    cfg.accesses = 400_000;
+    let (path, _) = record(&cfg, name);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn native_truncation_anywhere_is_an_error_with_its_offset() {
+    let (_, b) = generated_native("trunc-src.trace");
+    let first_block = 16 + 16 + u32::from_le_bytes(b[20..24].try_into().unwrap()) as usize;
+    assert!(first_block + 40 < b.len(), "the test needs two blocks");
+    let cases = [
+        (10, 10, "header"),
+        (16, 16, "no end record: a cut at the first block header"),
+        (20, 16, "block header"),
+        (100, 32, "block"),
+        (first_block, first_block as u64, "cut at a block boundary"),
+        (b.len() - 30, b.len() as u64 - 40, "end record"),
+        (b.len() - 1, b.len() as u64 - 40, "end record"),
+    ];
+    for (cut, offset, what) in cases {
+        let p = write_file("trunc.trace", &b[..cut]);
+        let (got, msg) = trace_err(read_trace(&p, false));
+        assert!(msg.contains("truncated"), "{what}: {msg}");
+        // Offsets name the incomplete part's first missing byte or start.
+        assert!(got == offset || got == cut as u64, "{what}: offset {got}, expected {offset} or {cut}: {msg}");
+    }
+}
+
+#[test]
+fn native_corruption_is_an_error_at_its_block() {
+    let (_, b) = generated_native("corrupt-src.trace");
+    let clen = u32::from_le_bytes(b[20..24].try_into().unwrap()) as usize;
+    let second = 32 + clen;
+    for (at, block) in [(40, 16), (16 + 8, 16), (second + 30, second as u64)] {
+        let mut c = b.clone();
+        c[at] ^= 0x40;
+        let p = write_file("corrupt.trace", &c);
+        let (offset, msg) = trace_err(read_trace(&p, false));
+        assert_eq!(offset, block, "{msg}");
+        assert!(msg.contains("corrupt"), "{msg}");
+    }
+    let mut c = b.clone();
+    c.push(0);
+    let p = write_file("garbage.trace", &c);
+    let (offset, msg) = trace_err(read_trace(&p, false));
+    assert_eq!(offset, b.len() as u64, "{msg}");
+    let mut c = b.clone();
+    let n = c.len();
+    c[n - 10] ^= 1;
+    let p = write_file("totals.trace", &c);
+    let (_, msg) = trace_err(read_trace(&p, false));
+    assert!(msg.contains("end record"), "{msg}");
+}
+
+// -------------------------------------------------------------- champsim
+
+/// Four 64-byte records: a load and a store; no operand; two loads; a
+/// store in the second destination slot.
+fn champsim_records(layout: ChampSimLayout, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    #[allow(clippy::type_complexity)]
+    let ops: [(&[u64], &[(usize, u64)]); 4] =
+        [(&[0x1000], &[(0, 0x2000)]), (&[], &[]), (&[0x1008, 0x1010], &[]), (&[], &[(1, 0x3000)])];
+    for (k, (srcs, dsts)) in ops.iter().enumerate().take(n) {
+        let mut r = vec![0u8; layout.record];
+        r[0..8].copy_from_slice(&(0x40_0000u64 + 4 * k as u64).to_le_bytes());
+        for (i, a) in srcs.iter().enumerate() {
+            let at = layout.src_offset + 8 * i;
+            r[at..at + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        for (i, a) in dsts.iter() {
+            let at = layout.dst_offset + 8 * i;
+            r[at..at + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        out.extend_from_slice(&r);
+    }
+    out
+}
+
+fn compress(c: Compression, raw: &[u8]) -> Vec<u8> {
+    match c {
+        Compression::None => raw.to_vec(),
+        Compression::Xz => {
+            let mut e = xz2::write::XzEncoder::new(Vec::new(), 6);
+            e.write_all(raw).unwrap();
+            e.finish().unwrap()
+        }
+        Compression::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(raw).unwrap();
+            e.finish().unwrap()
+        }
+        Compression::Bzip2 => {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+            e.write_all(raw).unwrap();
+            e.finish().unwrap()
+        }
+        Compression::Zstd => {
+            // With a content checksum, as the zstd command line writes
+            // frames: without one, corrupt literals decode unnoticed.
+            let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+            e.include_checksum(true).unwrap();
+            e.write_all(raw).unwrap();
+            e.finish().unwrap()
+        }
+    }
+}
+
+const ALL_COMPRESSIONS: [Compression; 5] = [Compression::None, Compression::Xz, Compression::Gzip, Compression::Bzip2, Compression::Zstd];
+
+fn va(a: u64) -> VirtAddr {
+    VirtAddr::new(a)
+}
+
+#[test]
+fn champsim_records_become_loads_stores_and_instructions() {
+    for c in ALL_COMPRESSIONS {
+        let p = write_file(&format!("cs-{}.champsim", c.as_str()), &compress(c, &champsim_records(ChampSimLayout::STANDARD, 4)));
+        assert_eq!(detect(&p).unwrap(), (TraceFormat::Champsim, c));
+        let read = read_trace(&p, false).unwrap();
+        // Record 1 has no operand: its instruction goes to record 2's load.
+        assert_eq!(
+            read.accesses,
+            vec![
+                Access::load(va(0x1000), 8, 1),
+                Access::store(va(0x2000), 8, 0),
+                Access::load(va(0x1008), 8, 2),
+                Access::load(va(0x1010), 8, 0),
+                Access::store(va(0x3000), 8, 1),
+            ],
+            "{c:?}"
+        );
+        assert_eq!(read.instructions, 4);
+        assert!(read.events.is_empty());
+        let with_fetch = read_trace(&p, true).unwrap();
+        assert_eq!(with_fetch.accesses.len(), 9);
+        assert_eq!(with_fetch.accesses[3], Access { vaddr: va(0x40_0004), kind: AccessKind::IFetch, size: 4, instrs: 1 });
+        assert_eq!(with_fetch.instructions, 4);
+    }
+}
+
+#[test]
+fn champsim_cloudsuite_records_are_detected_by_size() {
+    let p = write_file("cloud.champsim", &compress(Compression::Xz, &champsim_records(ChampSimLayout::CLOUDSUITE, 4)));
+    assert_eq!(detect(&p).unwrap(), (TraceFormat::ChampsimCloudsuite, Compression::Xz));
+    let read = read_trace(&p, false).unwrap();
+    assert_eq!(read.accesses.len(), 5);
+    assert_eq!(read.accesses[4], Access::store(va(0x3000), 8, 1));
+}
+
+#[test]
+fn champsim_truncated_and_corrupt_files_are_errors() {
+    let raw = champsim_records(ChampSimLayout::STANDARD, 4);
+    let mut cfg = trace_config(&write_file("cs-trunc.champsim", &raw[..200]));
+    cfg.format = Some(TraceFormat::Champsim);
+    let mut w = build(&cfg, "workload").unwrap();
+    drain(w.as_mut());
+    let (offset, msg) = trace_err(w.take_error().map_or(Ok(()), Err));
+    assert_eq!(offset, 192, "{msg}");
+    assert!(msg.contains("truncated"), "{msg}");
+    // Detection alone refuses 200 bytes: neither layout divides them.
+    assert!(matches!(detect(&cfg.path.clone().unwrap()), Err(Error::Trace { .. })));
+    for c in [Compression::Xz, Compression::Gzip, Compression::Bzip2, Compression::Zstd] {
+        let z = compress(c, &raw);
+        let p = write_file("cs-ztrunc.champsim", &z[..z.len() - 8]);
+        let mut cfg = trace_config(&p);
+        cfg.format = Some(TraceFormat::Champsim);
+        match build(&cfg, "workload") {
+            Err(e) => assert!(matches!(e, Error::Trace { .. }), "{c:?}: {e}"),
+            Ok(mut w) => {
+                drain(w.as_mut());
+                assert!(matches!(w.take_error(), Some(Error::Trace { .. })), "{c:?}: truncation not reported");
+            }
+        }
+        let mut z = z.clone();
+        let mid = z.len() / 2;
+        z[mid] ^= 0xff;
+        let p = write_file("cs-zcorrupt.champsim", &z);
+        let mut cfg = trace_config(&p);
+        cfg.format = Some(TraceFormat::Champsim);
+        let outcome = build(&cfg, "workload").map(|mut w| {
+            let flat = drain(w.as_mut());
+            (flat, w.take_error())
+        });
+        match outcome {
+            Err(e) => assert!(matches!(e, Error::Trace { .. }), "{c:?}: {e}"),
+            Ok((_, Some(e))) => assert!(matches!(e, Error::Trace { .. }), "{c:?}: {e}"),
+            Ok((flat, None)) => panic!("{c:?}: corruption not reported ({} accesses)", flat.accesses.len()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- lackey
+
+const LACKEY: &str = "==123== Lackey, an example Valgrind tool\n\
+I  00400000,3\n L 00001000,8\nI  00400003,4\n M 00002000,4\n S 00003000,8\nI  00400007,2\n L 00001008,8\n==123== \n";
+
+#[test]
+fn lackey_lines_become_accesses() {
+    for c in [Compression::None, Compression::Gzip] {
+        let p = write_file("l.lackey", &compress(c, LACKEY.as_bytes()));
+        assert_eq!(detect(&p).unwrap(), (TraceFormat::Lackey, c));
+        let read = read_trace(&p, false).unwrap();
+        assert_eq!(
+            read.accesses,
+            vec![
+                Access::load(va(0x1000), 8, 1),
+                Access::load(va(0x2000), 4, 1),
+                Access::store(va(0x2000), 4, 0),
+                Access::store(va(0x3000), 8, 0),
+                Access::load(va(0x1008), 8, 1),
+            ]
+        );
+        assert_eq!(read.instructions, 3);
+    }
+}
+
+#[test]
+fn lackey_bad_lines_and_truncation_name_the_line() {
+    let p = write_file("bad.lackey", LACKEY.replace(" S 00003000", " X 00003000").as_bytes());
+    let (line, msg) = trace_err(read_trace(&p, false));
+    assert_eq!(line, 6, "{msg}");
+    let p = write_file("bad2.lackey", LACKEY.replace("00001008,8", "00001008,").as_bytes());
+    assert_eq!(trace_err(read_trace(&p, false)).0, 8);
+    let cut = &LACKEY[..LACKEY.len() - 5];
+    let p = write_file("cut.lackey", cut.as_bytes());
+    let (line, msg) = trace_err(read_trace(&p, false));
+    assert_eq!(line, 9, "{msg}");
+    assert!(msg.contains("truncated"), "{msg}");
+}
+
+// ---------------------------------------------------- detection and info
+
+#[test]
+fn detection_refuses_other_text_and_reads_compressed_native() {
+    let p = write_file("readme.txt", b"hello world\nthis is not a trace\n");
+    assert!(trace_err(detect(&p)).1.contains("not Valgrind"));
+    let p = write_file("empty.trace", b"");
+    assert!(trace_err(detect(&p)).1.contains("empty"));
+    let (_, b) = generated_native("for-gz.trace");
+    let p = write_file("native.trace.gz", &compress(Compression::Gzip, &b));
+    assert_eq!(detect(&p).unwrap(), (TraceFormat::Native, Compression::Gzip));
+    let p = write_file("random.bin", &(0..4096u32).map(|i| (crate::workload::mix64(i as u64) >> 7) as u8).collect::<Vec<_>>());
+    assert!(trace_err(detect(&p)).1.contains("workload.format"));
+}
+
+#[test]
+fn info_of_a_hand_made_lackey_trace() {
+    let p = write_file("info.lackey", LACKEY.as_bytes());
+    let i = info(&p, None).unwrap();
+    assert_eq!((i.instructions, i.loads, i.stores, i.modifies, i.accesses, i.ifetches), (3, 3, 2, 1, 4, 3));
+    // Data pages 1, 2, 3 (4 KiB), all in 2 MiB page 0; code in page 0x400.
+    assert_eq!((i.pages_4k, i.pages_2m, i.footprint, i.ifetch_pages_4k), (3, 1, 3 * 4096, 1));
+    // Lines 0x40, 0x80 (the modify once), 0xc0, then 0x40 again: two other
+    // lines since its last touch.
+    assert_eq!(i.reuse, ReuseSummary { sampled: 4, cold: 3, median: Some(2), p90: Some(2) });
+    // The same numbers from the native conversion.
+    let n = tmp("info.trace");
+    let s = convert(&p, &n, None).unwrap();
+    assert_eq!((s.accesses, s.instructions), (8, 3));
+    let j = info(&n, None).unwrap();
+    assert_eq!(j.format, "native");
+    assert_eq!(TraceInfo { format: i.format.clone(), ..j }, i);
+}
+
+// ---------------------------------------------------------------- engine
+
+fn run_stats(text: &str) -> String {
+    let cfg = crate::config::parse_config(text, "test.toml", &[]).unwrap();
+    let mut sim = crate::engine::Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    serde_json::to_string(&sim.stats()).unwrap()
+}
+
+#[test]
+fn engine_run_of_a_recorded_trace_equals_the_generator() {
+    let workload = "kind = \"kv\"\nfootprint = \"8MiB\"\nobjects = 4000\nobject_size = 300\naccesses = 60000\nseed = 4\n";
+    let machine = "[machine]\nphys_mem = \"256MiB\"\n[run]\nwarmup = 20000\n";
+    let cfg: WorkloadConfig = toml::from_str(workload).unwrap();
+    let (path, _) = record(&cfg, "engine.trace");
+    let direct = run_stats(&format!("{machine}[workload]\n{workload}"));
+    let traced = run_stats(&format!("{machine}[workload]\nkind = \"trace\"\npath = {:?}\n", path.display().to_string()));
+    assert_eq!(traced, direct);
+}
+
+#[test]
+fn instructions_limit_stops_the_trace() {
+    let p = write_file("limit.lackey", LACKEY.as_bytes());
+    let mut cfg = trace_config(&p);
+    cfg.instructions = 2;
+    let mut w = build(&cfg, "workload").unwrap();
+    let flat = drain(w.as_mut());
+    // Two instructions: the first load, then the modify and the store of
+    // the second; the third instruction's load is cut.
+    assert_eq!(flat.accesses.len(), 4);
+    assert_eq!(flat.instructions, 2);
+}
+
+// ------------------------------------------------------------ measurement
+
+#[test]
+#[ignore]
+fn print_sizes_and_decode_speed() {
+    for (label, kind, fp) in [("stream", WorkloadKind::Stream, 256u64 << 20), ("gups", WorkloadKind::Gups, 1 << 30), ("kv", WorkloadKind::Kv, 1 << 30)] {
+        let cfg = WorkloadConfig {
+            kind,
+            footprint: crate::units::ByteSize(fp),
+            accesses: 20_000_000,
+            init: crate::workload::InitMode::None,
+            ..WorkloadConfig::default()
+        };
+        let t = std::time::Instant::now();
+        let (path, flat) = record(&cfg, &format!("speed-{label}.trace"));
+        let wrote = t.elapsed().as_secs_f64();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let t = std::time::Instant::now();
+        let mut source = open(&path, None).unwrap().source;
+        let mut sink = Sink::new(false);
+        let mut n = 0;
+        loop {
+            sink.clear();
+            let more = source.fill(&mut sink).unwrap();
+            n += sink.batch.accesses.len();
+            if !more {
+                break;
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(n, flat.accesses.len());
+        println!(
+            "{label:>8}: {:.2} bytes/access, decode {:.1} M accesses/s, generate+encode {:.1} M/s",
+            bytes as f64 / n as f64,
+            n as f64 / secs / 1e6,
+            n as f64 / wrote / 1e6
+        );
+        let mut w = build(&trace_config(&path), "workload").unwrap();
+        let t = std::time::Instant::now();
+        let m = drain(w.as_mut()).accesses.len();
+        println!("{label:>8}: through TraceWorkload {:.1} M accesses/s", m as f64 / t.elapsed().as_secs_f64() / 1e6);
+    }
+}

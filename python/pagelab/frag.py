@@ -1,0 +1,89 @@
+"""`pagelab frag capture FILE` and `pagelab frag show FILE`: real machines'
+fragmentation, for `os.fragmentation.snapshot = FILE`.
+
+A capture is this machine's `/proc/buddyinfo` and `/proc/pagetypeinfo`,
+verbatim, each after a `== /proc/...` line (pagetypeinfo is readable by
+root only). On a VM the kernel's zones cover only part of the host's RAM:
+a capture is an example of the format, not of a big server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import socket
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pagelab import _pagelab
+from pagelab.output import write_atomic
+
+SOURCES = ["/proc/buddyinfo", "/proc/pagetypeinfo"]
+
+
+def capture(path: Path) -> None:
+    parts = [f"# pagelab fragmentation snapshot of {socket.gethostname()}, {datetime.datetime.now().isoformat(timespec='seconds')}\n"]
+    for source in SOURCES:
+        try:
+            text = Path(source).read_text()
+        except OSError as e:
+            raise _pagelab.PagelabError(f"cannot read {source}: {e.strerror} (pagetypeinfo needs root)") from None
+        parts.append(f"== {source}\n{text}")
+    write_atomic(path, "".join(parts))
+    _pagelab.frag_snapshot(str(path))  # refuse to leave a capture we cannot read
+
+
+def show(path: Path, out: Path | None, console: Console) -> None:
+    s = _pagelab.frag_snapshot(str(path))
+    gib = s["frames"] * 4096 / 2**30
+    table = Table(title=f"{path}: {gib:.1f} GiB, F_i = {s['fi']:.3f}")
+    for col in ("order", "block", "free blocks", "unmovable", "movable", "reclaimable", "frag. index", "unusable index"):
+        table.add_column(col, justify="right")
+    for o, n in enumerate(s["free"]):
+        cells = [s[k][o] if o < len(s[k]) else 0 for k in ("free_unmovable", "free_movable", "free_reclaimable")]
+        fidx = s["fragmentation_index"][o]
+        table.add_row(
+            str(o), f"{4 << o} KiB" if o < 8 else f"{(4 << o) // 1024} MiB", f"{n:,}", *[f"{c:,}" for c in cells],
+            "succeeds" if fidx < 0 else f"{fidx:.3f}", f"{s['unusable_index'][o]:.3f}",
+        )
+    console.print(table)
+    console.print("F_i: the fraction of memory that free 2 MiB blocks cannot back (Colored Huge Pages' definition).")
+    if out:
+        plot(s, path.name, out)
+        console.print(f"wrote {out}")
+
+
+def plot(s: dict, title: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    orders = list(range(len(s["free"])))
+    mib = [n * (4 << o) / 1024 for o, n in enumerate(s["free"])]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    a.bar(orders, mib, color="#4c72b0")
+    a.set_xlabel("order")
+    a.set_ylabel("free memory in blocks of this order (MiB)")
+    a.set_title(title)
+    b.plot(orders, s["unusable_index"], marker="o", label="unusable free space index")
+    b.plot(orders, [max(0.0, v) for v in s["fragmentation_index"]], marker="s", label="fragmentation index (>= 0)")
+    b.set_xlabel("order")
+    b.set_ylim(-0.05, 1.05)
+    b.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    tmp.replace(out)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.frag_command == "capture":
+        capture(Path(args.file))
+        console.print(f"wrote {args.file}")
+    else:
+        show(Path(args.file), Path(args.out) if args.out else None, console)
+    return 0

@@ -1,0 +1,258 @@
+"""The results store: one embedded DuckDB file (`results.duckdb` in a sweep's
+output directory), one row per run.
+
+A row is keyed by `config_hash`, the SHA-256 of the run's resolved
+configuration (the canonical TOML the core writes with every key spelled
+out), so the same configuration is never stored twice. Each run is inserted
+in its own transaction once it has finished: killing the writer at any
+moment loses only the runs still in flight.
+
+Columns of `runs`:
+
+| column | meaning |
+|---|---|
+| `config_hash` | SHA-256 (hex) of `config_toml`; primary key |
+| `experiment` | the experiment or sweep that first stored the run |
+| `params` | the point's parameters (grid labels, workload, seed) as JSON |
+| `workload`, `seed` | two of those parameters as columns |
+| `stats` | every statistic (docs/stats.md), one flat JSON object |
+| `config_toml` | the resolved configuration; runs again as is |
+| `seconds` | wall-clock seconds of the simulation |
+| `pagelab_version`, `python_version`, `host` | where it ran |
+| `finished_at` | UTC timestamp of the insert |
+
+`Store.frame()` expands `params` and `stats` into columns (a wide pandas
+DataFrame); `Store.to_parquet(path)` exports that table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import errno
+import hashlib
+import json
+import platform
+import socket
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+FILENAME = "results.duckdb"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    config_hash     VARCHAR PRIMARY KEY,
+    experiment      VARCHAR,
+    params          VARCHAR,
+    workload        VARCHAR,
+    seed            BIGINT,
+    stats           VARCHAR,
+    config_toml     VARCHAR,
+    seconds         DOUBLE,
+    pagelab_version VARCHAR,
+    python_version  VARCHAR,
+    host            VARCHAR,
+    finished_at     TIMESTAMP
+)
+"""
+
+_COLUMNS = [
+    "config_hash",
+    "experiment",
+    "params",
+    "workload",
+    "seed",
+    "stats",
+    "config_toml",
+    "seconds",
+    "pagelab_version",
+    "python_version",
+    "host",
+    "finished_at",
+]
+
+
+def config_hash(config_toml: str) -> str:
+    """The key of a run: SHA-256 of its resolved (canonical) TOML."""
+    return hashlib.sha256(config_toml.encode("utf-8")).hexdigest()
+
+
+class Store:
+    """A results store. `Store(DIR)` opens (or creates) DIR/results.duckdb;
+    a path ending in `.duckdb` is used as is. One process writes at a time."""
+
+    def __init__(self, path: str | Path, read_only: bool = False):
+        import duckdb
+
+        path = Path(path)
+        if path.suffix != ".duckdb":
+            path = path / FILENAME
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        try:
+            self.con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as e:
+            if "lock" in str(e).lower():
+                raise OSError(errno.EBUSY, "in use by another process (one sweep writes a store at a time)", str(path)) from None
+            raise OSError(errno.EIO, str(e), str(path)) from None
+        if not read_only:
+            self.con.execute(_SCHEMA)
+
+    # -- context manager -------------------------------------------------
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading ---------------------------------------------------------
+    def hashes(self) -> set[str]:
+        return {h for (h,) in self.con.execute("SELECT config_hash FROM runs").fetchall()}
+
+    def has(self, h: str) -> bool:
+        return self.con.execute("SELECT 1 FROM runs WHERE config_hash = ?", [h]).fetchone() is not None
+
+    def __len__(self) -> int:
+        return self.con.execute("SELECT count(*) FROM runs").fetchone()[0]
+
+    def stats(self, h: str) -> dict[str, Any] | None:
+        row = self.con.execute("SELECT stats FROM runs WHERE config_hash = ?", [h]).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def raw(self, hashes: Iterable[str] | None = None):
+        """The `runs` table (or the rows of `hashes`) as a pandas DataFrame,
+        `params` and `stats` still JSON text."""
+        if hashes is None:
+            return self.con.execute("SELECT * FROM runs ORDER BY finished_at, config_hash").df()
+        hs = list(hashes)
+        return self.con.execute(
+            "SELECT * FROM runs WHERE list_contains(?, config_hash) ORDER BY finished_at, config_hash",
+            [hs],
+        ).df()
+
+    def frame(self, hashes: Iterable[str] | None = None, experiment: str | None = None):
+        """The wide table: one row per run, one column per parameter
+        (`p.NAME`) and per statistic (its own name)."""
+        import pandas as pd
+
+        df = self.raw(hashes)
+        if experiment is not None:
+            df = df[df.experiment == experiment]
+        df = df.reset_index(drop=True)
+        params = pd.DataFrame([json.loads(p) for p in df.params], index=df.index).add_prefix("p.")
+        stats = pd.DataFrame([json.loads(s) for s in df.stats], index=df.index)
+        meta = df.drop(columns=["params", "stats"])
+        return pd.concat([meta, params, stats], axis=1)
+
+    # -- writing ---------------------------------------------------------
+    def insert(
+        self,
+        *,
+        config_toml: str,
+        stats: Mapping[str, Any],
+        seconds: float,
+        experiment: str = "",
+        params: Mapping[str, Any] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Stores one finished run in one transaction. False (and nothing
+        written) when its configuration is already stored."""
+        h = config_hash(config_toml)
+        params = dict(params or {})
+        v = dict(versions or local_versions())
+        seed = params.get("seed")
+        row = [
+            h,
+            experiment,
+            json.dumps(params, sort_keys=True, default=str),
+            None if params.get("workload") is None else str(params["workload"]),
+            seed if isinstance(seed, int) else None,
+            json.dumps(dict(stats), sort_keys=True),
+            config_toml,
+            float(seconds),
+            v.get("pagelab"),
+            v.get("python"),
+            v.get("host"),
+            _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None),
+        ]
+        # Ctrl-C would interrupt DuckDB mid-transaction; hold it until the
+        # row is committed (it is delivered right after).
+        with _signals_held():
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                cur = self.con.execute(
+                    f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+                    "ON CONFLICT (config_hash) DO NOTHING RETURNING config_hash",
+                    row,
+                )
+                inserted = cur.fetchone() is not None
+                self.con.execute("COMMIT")
+            except BaseException:
+                try:
+                    self.con.execute("ROLLBACK")
+                except Exception:
+                    pass
+                raise
+        return inserted
+
+    def to_parquet(self, path: str | Path, hashes: Iterable[str] | None = None) -> Path:
+        """Writes the wide table (see `frame`) to a Parquet file, atomically."""
+        import os
+        import tempfile
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df = self.frame(hashes)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            df.to_parquet(tmp, index=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Defers Ctrl-C (SIGINT) and SIGTERM until the block is done: a handler
+    that only records them (so DuckDB, which polls for signals, is not
+    interrupted), then KeyboardInterrupt / the old handler after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for sig in caught:
+            handler = old[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                if sig == signal.SIGINT:
+                    raise KeyboardInterrupt
+                signal.raise_signal(sig)
+
+
+def local_versions() -> dict[str, str]:
+    import pagelab
+
+    return {
+        "pagelab": pagelab.__version__,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+    }

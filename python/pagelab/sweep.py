@@ -1,0 +1,263 @@
+"""Sweeps: a grid over configuration keys, a list of workloads and seeds,
+run once per distinct configuration and stored in a results store.
+
+See docs/sweeps.md for the SWEEP.toml format. In Python:
+
+    >>> spec = Sweep(id="demo", base={"machine": {"phys_mem": "1GiB"}},
+    ...              grid={"os.policy": ["base", "thp"]},
+    ...              workloads=[{"kind": "gups", "footprint": "256MiB"}], seeds=[1, 2])
+    >>> df = run_sweep(spec, "out/demo", jobs=2)
+
+Every point is resolved (`pagelab._pagelab.resolve_config`, the canonical
+TOML with every key) and hashed before anything runs; points whose hash is
+in the store are not run again, so a sweep interrupted by Ctrl-C or kill -9
+and started again redoes no finished run and loses none.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import tomli_w
+
+from pagelab import _pagelab
+from pagelab.api import overrides_list
+from pagelab.store import Store, config_hash, local_versions
+
+
+@dataclasses.dataclass
+class Sweep:
+    """A declared sweep."""
+
+    id: str
+    #: The configuration every point starts from (a config dict).
+    base: dict
+    #: Dimension -> values. A dimension named by a dotted key takes scalar
+    #: values (`{"os.policy": ["base", "thp"]}`); a value that is a table
+    #: is a bundle of overrides, labelled by its `name` key.
+    grid: dict[str, list] = dataclasses.field(default_factory=dict)
+    #: Workload tables, one per point (each replaces `base["workload"]`),
+    #: labelled by `name` (default: kind). Empty: the base's workload.
+    workloads: list[dict] = dataclasses.field(default_factory=list)
+    #: Each sets `workload.seed` and `run.seed`. Empty: the base's seeds.
+    seeds: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Point:
+    #: Labels: one per grid dimension, plus `workload` and `seed`.
+    params: dict[str, Any]
+    config: dict
+    overrides: dict[str, Any]
+    config_toml: str = ""
+    hash: str = ""
+
+    def task(self):
+        return (self.hash, self.config, overrides_list(self.overrides))
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables -> dotted keys (`{"os": {"policy": x}}` -> `{"os.policy": x}`)."""
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _label(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if "name" in value:
+            return value["name"]
+        return json.dumps(flatten(value), sort_keys=True)
+    return value
+
+
+def expand(spec: Sweep) -> list[Point]:
+    """The cartesian product, in a fixed order: workloads, then the grid's
+    dimensions in declaration order, then seeds."""
+    dims = list(spec.grid.items())
+    workloads: list[dict | None] = list(spec.workloads) or [None]
+    seeds: list[int | None] = list(spec.seeds) or [None]
+    points = []
+    for w in workloads:
+        for combo in itertools.product(*[values for _, values in dims]):
+            for seed in seeds:
+                config = copy.deepcopy(spec.base)
+                params: dict[str, Any] = {}
+                if w is not None:
+                    w = dict(w)
+                    config.pop("workloads", None)
+                    config["workload"] = {k: v for k, v in w.items() if k != "name"}
+                    params["workload"] = w.get("name", w.get("kind"))
+                else:
+                    wl = config.get("workload", {})
+                    params["workload"] = wl.get("name", wl.get("kind"))
+                overrides: dict[str, Any] = {}
+                for (dim, _), value in zip(dims, combo):
+                    params[dim] = _label(value)
+                    if isinstance(value, Mapping):
+                        overrides.update({k: v for k, v in flatten(value).items() if k != "name"})
+                    else:
+                        overrides[dim] = value
+                if seed is not None:
+                    params["seed"] = seed
+                    overrides["workload.seed"] = seed
+                    overrides["run.seed"] = seed
+                points.append(Point(params, config, overrides))
+    return points
+
+
+def resolve(points: list[Point], source: str = "<sweep>") -> None:
+    """Fills each point's canonical TOML and hash (raises ConfigError)."""
+    for p in points:
+        p.config_toml = _pagelab.resolve_config(tomli_w.dumps(p.config), source, overrides_list(p.overrides))
+        p.hash = config_hash(p.config_toml)
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Reads a SWEEP.toml (docs/sweeps.md)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise _pagelab.ConfigError(f"cannot read sweep {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise _pagelab.ConfigError(f"{path}: {e}") from None
+    known = {"id", "base", "grid", "workloads", "seeds"}
+    unknown = set(data) - known
+    if unknown:
+        raise _pagelab.ConfigError(f"{path}: unknown key(s) {sorted(unknown)} (known: {sorted(known)})")
+    grid = {}
+    for key, values in flatten(data.get("grid", {})).items():
+        if not isinstance(values, list) or not values:
+            raise _pagelab.ConfigError(f"{path}: grid.{key}: expected a non-empty list of values")
+        grid[key] = values
+    seeds = data.get("seeds", [])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise _pagelab.ConfigError(f"{path}: seeds: expected a list of integers")
+    workloads = data.get("workloads", [])
+    if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
+        raise _pagelab.ConfigError(f"{path}: workloads: expected [[workloads]] tables")
+    return Sweep(id=data.get("id", path.stem), base=data.get("base", {}), grid=grid, workloads=workloads, seeds=seeds)
+
+
+def _progress(total: int):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        disable=not sys.stderr.isatty(),
+        transient=True,
+    )
+
+
+@dataclasses.dataclass
+class SweepOutcome:
+    points: list[Point]
+    #: Runs done now, runs found in the store, runs that failed (hash -> error).
+    ran: int
+    reused: int
+    errors: dict[str, str]
+    store_path: Path
+
+    def frame(self):
+        """One row per point: its parameters, `config_hash`, `seconds` and
+        every statistic (points that failed are left out)."""
+        import pandas as pd
+
+        with Store(self.store_path, read_only=True) as store:
+            runs = store.raw(p.hash for p in self.points)
+        by_hash = {r.config_hash: r for r in runs.itertuples()}
+        rows = []
+        for p in self.points:
+            r = by_hash.get(p.hash)
+            if r is None:
+                continue
+            row = dict(json.loads(r.stats))
+            row.update(p.params)
+            row["config_hash"] = p.hash
+            row["seconds"] = r.seconds
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if len(df):
+            front = list(self.points[0].params) + ["config_hash", "seconds"]
+            df = df[[c for c in front if c in df] + [c for c in df.columns if c not in front]]
+        return df
+
+
+def run_sweep(
+    spec: Sweep,
+    out: str | Path,
+    *,
+    jobs: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    experiment: str | None = None,
+    log=None,
+) -> SweepOutcome:
+    """Runs every point not yet in DIR/results.duckdb and stores it."""
+    from pagelab.executors import make_executor
+
+    out = Path(out)
+    points = expand(spec)
+    resolve(points, f"<sweep {spec.id}>")
+    store = Store(out)
+    try:
+        stored = store.hashes()
+        todo: dict[str, Point] = {}
+        for p in points:
+            if p.hash not in stored and p.hash not in todo:
+                todo[p.hash] = p
+        reused = len({p.hash for p in points} & stored)
+        ex = make_executor(executor, jobs, address)
+        versions = local_versions()
+        errors: dict[str, str] = {}
+        name = experiment or spec.id
+        if log:
+            log(f"{spec.id}: {len(points)} points, {reused} already stored, {len(todo)} to run ({ex.name}, {getattr(ex, 'jobs', None) or 'all'} jobs)")
+        with _progress(len(todo)) as bar:
+            task = bar.add_task("runs", total=len(todo))
+
+            def on_result(res: dict) -> None:
+                p = todo[res["hash"]]
+                if "error" in res:
+                    errors[p.hash] = res["error"]
+                    if log:
+                        log(f"failed {p.params}: {res['error']}")
+                else:
+                    if config_hash(res["config_toml"]) != p.hash:
+                        raise RuntimeError(f"run {p.params}: resolved configuration differs from the one hashed")
+                    store.insert(
+                        config_toml=res["config_toml"],
+                        stats=res["stats"],
+                        seconds=res["seconds"],
+                        experiment=name,
+                        params=p.params,
+                        versions=versions,
+                    )
+                bar.advance(task)
+
+            ex.run([p.task() for p in todo.values()], on_result)
+    finally:
+        store.close()
+    return SweepOutcome(points, len(todo) - len(errors), reused, errors, store.path)

@@ -1,0 +1,92 @@
+"""`pagelab trace convert|info|capture`: traces in and out.
+
+`capture` runs a program under Valgrind's lackey and converts its output as
+it streams (through a named pipe, so no multi-gigabyte text lands on disk)
+into pagelab's native format. The program's mmap/munmap/brk events are not
+recorded yet: a captured trace runs with automatic VMAs (the OS creates
+2 MiB-aligned VMAs around the addresses it touches). See docs/trace-format.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pagelab import _pagelab
+
+
+def convert(src: str, dst: str) -> dict:
+    return _pagelab.trace_convert(src, dst)
+
+
+def capture(out: str, program: list[str]) -> dict:
+    """Runs `program` under lackey, converting its trace on the fly."""
+    if not program:
+        raise _pagelab.PagelabError("trace capture: give the program after --")
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise _pagelab.PagelabError("trace capture needs valgrind (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory(prefix="pagelab-capture-") as tmp:
+        fifo = Path(tmp) / "lackey.fifo"
+        os.mkfifo(fifo)
+        result: dict = {}
+
+        def consume() -> None:
+            try:
+                result["summary"] = _pagelab.trace_convert(str(fifo), out)
+            except BaseException as e:  # re-raised in the caller's thread
+                result["error"] = e
+
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
+        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-file={fifo}", *program]
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL)
+        reader.join()
+    if "error" in result:
+        raise result["error"]
+    if proc.returncode != 0:
+        Path(out).unlink(missing_ok=True)
+        raise _pagelab.PagelabError(f"trace capture: {program[0]} exited with {proc.returncode}")
+    return result["summary"]
+
+
+def print_info(info: dict, console: Console) -> None:
+    table = Table(title=str(info.get("path", "trace")))
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for k, v in info.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                table.add_row(f"{k}.{kk}", f"{vv:,}" if isinstance(vv, int) else str(vv))
+        else:
+            table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+    console.print(table)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.trace_command == "convert":
+        s = convert(args.src, args.dst)
+        console.print(f"wrote {args.dst}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+    elif args.trace_command == "info":
+        info = dict(_pagelab.trace_info(args.file), path=args.file)
+        if args.json:
+            print(json.dumps(info, indent=1))
+        else:
+            print_info(info, console)
+    else:
+        program = list(args.program)
+        if program and program[0] == "--":
+            program = program[1:]
+        s = capture(args.out, program)
+        console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+    return 0

@@ -1,0 +1,78 @@
+"""`pagelab frag capture/show` and `os.fragmentation.snapshot`."""
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+import pagelab
+from pagelab import _pagelab
+
+SAMPLE = """== /proc/buddyinfo
+Node 0, zone   Normal    842   1511    705    184     97     22    623    448    148    227   1118
+== /proc/pagetypeinfo
+Page block order: 9
+Pages per block:  512
+
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
+Node    0, zone   Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0
+Node    0, zone   Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118
+Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0
+
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
+Node 0, zone   Normal           44         2992          100            0            0
+"""
+
+
+@pytest.fixture
+def sample(tmp_path):
+    p = tmp_path / "snap.txt"
+    p.write_text(SAMPLE)
+    return p
+
+
+def test_snapshot_indices_follow_linux(sample):
+    s = _pagelab.frag_snapshot(str(sample))
+    assert s["frames"] == 3136 * 512
+    assert s["free"][10] == 1118
+    # Free frames in blocks of order >= 9: (227 * 512 + 1118 * 1024).
+    assert s["fi"] == pytest.approx(1 - (227 * 512 + 1118 * 1024) / (3136 * 512))
+    assert s["fragmentation_index"][9] == -1.0  # an order-9 request succeeds
+    assert 0.0 < s["unusable_index"][9] < 1.0
+
+
+def test_a_run_starts_in_the_snapshot_state_scaled(sample):
+    cfg = {
+        "machine": {"phys_mem": "1GiB"},
+        "os": {"fragmentation": {"snapshot": str(sample)}},
+        "workload": {"kind": "gups", "footprint": "4MiB", "accesses": 1000, "init": "none"},
+    }
+    s = pagelab.run(cfg).stats
+    expected = _pagelab.frag_snapshot(str(sample))["fi"]
+    assert s["phys.fi"] == pytest.approx(expected, abs=0.03)
+
+
+def test_snapshot_and_target_together_are_refused(sample):
+    cfg = {"os": {"fragmentation": {"snapshot": str(sample), "target": 0.5}}, "workload": {"kind": "gups"}}
+    with pytest.raises(pagelab.ConfigError, match="snapshot"):
+        pagelab.run(cfg)
+
+
+def test_a_missing_or_corrupt_snapshot_is_a_clear_error(tmp_path):
+    cfg = {"os": {"fragmentation": {"snapshot": str(tmp_path / "none.txt")}}, "workload": {"kind": "gups"}}
+    with pytest.raises(pagelab.PagelabError, match="none.txt"):
+        pagelab.run(cfg)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("== /proc/buddyinfo\nNode 0, zone DMA 1 2\n")
+    proc = run_cli("frag", "show", bad)
+    assert proc.returncode == 2 and "bad.txt" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not os.access("/proc/pagetypeinfo", os.R_OK), reason="/proc/pagetypeinfo needs root")
+def test_capture_and_show_this_machine(tmp_path):
+    snap, png = tmp_path / "here.txt", tmp_path / "here.png"
+    assert run_cli("frag", "capture", snap).returncode == 0
+    proc = run_cli("frag", "show", snap, "--out", png)
+    assert proc.returncode == 0, proc.stderr
+    assert "F_i" in proc.stdout and png.read_bytes()[:4] == b"\x89PNG"
