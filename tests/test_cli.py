@@ -240,3 +240,24 @@ def test_usage_errors_exit_2():
     assert "Traceback" not in proc.stderr
     proc = run_cli("frobnicate")
     assert proc.returncode == 2
+
+
+def test_export_in_dram_simulator_formats(tmp_path):
+    """Ramulator 2 (LoadStoreTrace) and DRAMsim3 lines; --export-memory-only
+    keeps exactly the references memory served."""
+    import re as _re
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[machine]\nphys_mem = "256MiB"\n[workload]\nkind = "gups"\nfootprint = "16MiB"\naccesses = 20000\n')
+    ram, dram, out = tmp_path / "r.txt", tmp_path / "d.txt", tmp_path / "out"
+    assert run_cli("run", cfg, "--export-phys", ram, "--export-format", "ramulator2").returncode == 0
+    lines = ram.read_text().splitlines()
+    assert lines and all(_re.fullmatch(r"(LD|ST) 0x[0-9a-f]+", l) for l in lines)
+    proc = run_cli("run", cfg, "--out", out, "--export-phys", dram, "--export-format", "dramsim3", "--export-memory-only")
+    assert proc.returncode == 0, proc.stderr
+    lines = dram.read_text().splitlines()
+    assert all(_re.fullmatch(r"0x[0-9a-f]+ (READ|WRITE) \d+", l) for l in lines)
+    cycles = [int(l.split()[2]) for l in lines]
+    assert cycles == sorted(cycles)  # one core: its clock never goes back
+    stats = json.loads((out / "stats.json").read_text())
+    assert len(lines) == stats["mem.accesses"] == stats["cache.llc.misses"]

@@ -68,6 +68,8 @@ def run(
     config: str | os.PathLike | Mapping[str, Any],
     *,
     export_phys: str | os.PathLike | None = None,
+    export_format: str = "pagelab",
+    export_memory_only: bool = False,
     progress: Callable[[int, int], None] | None = None,
     set: list[str] | None = None,  # noqa: A002 - mirrors the CLI's --set
     **overrides: Any,
@@ -76,6 +78,9 @@ def run(
 
     `set` takes CLI-style `KEY=VALUE` strings; keyword overrides take Python
     values. `progress(done, expected)` is called between steps.
+    `export_phys` writes every physical reference, in `export_format`
+    ("pagelab", "ramulator2", "dramsim3"), or only those served by memory
+    with `export_memory_only`.
     """
     import time
 
@@ -86,7 +91,7 @@ def run(
     partial = None
     if export_phys is not None:
         partial = Path(str(export_phys) + ".partial")
-        sim.export_phys(str(export_phys))
+        sim.export_phys(str(export_phys), export_format, export_memory_only)
     try:
         while not sim.step(STEP):
             if progress:

@@ -35,7 +35,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         def update(done: int, expected: int) -> None:
             bar.update(task, completed=done, total=max(done, expected))
 
-        result = run(args.config, set=args.set, export_phys=args.export_phys, progress=update)
+        result = run(
+            args.config,
+            set=args.set,
+            export_phys=args.export_phys,
+            export_format=args.export_format,
+            export_memory_only=args.export_memory_only,
+            progress=update,
+        )
     if args.out:
         write_run(Path(args.out), result)
     print_summary(result.stats, result.seconds)
@@ -148,6 +155,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (repeatable)")
     r.add_argument("--out", metavar="DIR", help="write stats.json and config.resolved.toml here")
     r.add_argument("--export-phys", metavar="FILE", help="write every physical reference (R/W/P lines; .zst compresses)")
+    r.add_argument("--export-format", choices=["pagelab", "ramulator2", "dramsim3"], default="pagelab",
+                   help="line format of --export-phys: pagelab's R/W/P/I, Ramulator 2's LD/ST, DRAMsim3's ADDR READ|WRITE CYCLE")
+    r.add_argument("--export-memory-only", action="store_true", help="export only references served by memory (LLC misses)")
     r.set_defaults(func=cmd_run)
 
     pr = sub.add_parser("presets", help="list the machine presets")

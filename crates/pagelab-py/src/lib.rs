@@ -86,11 +86,17 @@ impl Simulation {
         Ok(Simulation { inner: Mutex::new(inner) })
     }
 
-    /// Writes every physical reference to `path` (see docs/stats.md).
-    fn export_phys(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    /// Writes every physical reference to `path`: `format` is "pagelab",
+    /// "ramulator2" or "dramsim3"; `memory_only` keeps the references
+    /// served by memory (see ARCHITECTURE.md and docs/stats.md).
+    #[pyo3(signature = (path, format = "pagelab", memory_only = false))]
+    fn export_phys(&self, py: Python<'_>, path: PathBuf, format: &str, memory_only: bool) -> PyResult<()> {
+        let Some(format) = pagelab_core::engine::ExportFormat::parse(format) else {
+            return Err(ConfigError::new_err(format!("unknown export format `{format}`: pagelab, ramulator2 or dramsim3")));
+        };
         let mut sim = self.sim();
         let sim = &mut *sim;
-        call(py, move || sim.export_phys(&path))
+        call(py, move || sim.export_phys_as(&path, format, memory_only))
     }
 
     /// Runs at least `budget` more accesses (or to the end); returns

@@ -24,6 +24,7 @@ pub mod timing;
 mod tests;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
+pub use self::export::ExportFormat;
 pub use stats::{Stat, Stats};
 
 use std::path::Path;
@@ -141,7 +142,13 @@ impl Simulation {
     /// Writes every physical reference the caches see to `path`
     /// (`R`/`W`/`P` lines; zstd-compressed when the name ends in `.zst`).
     pub fn export_phys(&mut self, path: &Path) -> Result<()> {
-        self.export = Some(PhysExport::create(path)?);
+        self.export_phys_as(path, ExportFormat::Pagelab, false)
+    }
+
+    /// The same in another format, or only the references served by
+    /// memory (see `engine::export`).
+    pub fn export_phys_as(&mut self, path: &Path, format: ExportFormat, memory_only: bool) -> Result<()> {
+        self.export = Some(PhysExport::create(path, format, memory_only)?);
         Ok(())
     }
 
@@ -341,7 +348,10 @@ impl Simulation {
                 core.stats.cycles_data += t.data_cycles(level);
             }
             if let Some(e) = &mut self.export {
-                e.write(addr, kind);
+                if !e.memory_only || level == MEMORY {
+                    let clock = t.base_cpi * core.retired as f64 + core.stall_offset + core.stats.stall_cycles();
+                    e.write(addr, kind, clock);
+                }
             }
         }
         core.prefetch_caches = l1_misses * PREFETCH_MISS_SHARE >= refs.len() as u64;
