@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pagelab.api import run
-from pagelab.output import write_atomic
+from pagelab.output import pyplot, save_figure, write_atomic
 
 POLICIES = ["base", "thp", "coloring"]
 #: F_i before the run. 0.95 leaves free 2 MiB blocks for 5% of memory,
@@ -79,11 +79,7 @@ def collect(quick: bool, console: Console) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, (wname, sub) in zip(axes, df.groupby("workload", sort=False)):
         labels = [f"{m}\n{p}" for m, p in zip(sub.machine, sub.policy)]
@@ -102,9 +98,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     axes[0].set_ylabel("runtime (normalized to base, fresh)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    tmp.replace(path)
+    save_figure(fig, path)
 
 
 def main(args: argparse.Namespace) -> int:

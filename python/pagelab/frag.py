@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pagelab import _pagelab
-from pagelab.output import write_atomic
+from pagelab.output import pyplot, save_figure, write_atomic
 
 SOURCES = ["/proc/buddyinfo", "/proc/pagetypeinfo"]
 
@@ -56,11 +56,7 @@ def show(path: Path, out: Path | None, console: Console) -> None:
 
 
 def plot(s: dict, title: str, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     orders = list(range(len(s["free"])))
     mib = [n * (4 << o) / 1024 for o, n in enumerate(s["free"])]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -74,9 +70,7 @@ def plot(s: dict, title: str, out: Path) -> None:
     b.set_ylim(-0.05, 1.05)
     b.legend(fontsize=8)
     fig.tight_layout()
-    tmp = out.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    tmp.replace(out)
+    save_figure(fig, out)
 
 
 def main(args: argparse.Namespace) -> int:

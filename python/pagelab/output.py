@@ -35,3 +35,22 @@ def write_run(out: Path, result: Result) -> None:
     write_atomic(out / "config.resolved.toml", result.config_toml)
     if result.timeseries:
         write_atomic(out / "timeseries.json", json.dumps(result.timeseries) + "\n")
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Saves a matplotlib figure whole or not at all (temporary name, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    tmp.replace(path)
+    return path
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt

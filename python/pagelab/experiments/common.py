@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.output import write_atomic
+from pagelab.output import pyplot, save_figure, write_atomic
 
 
 def fmt(v) -> str:
@@ -27,23 +27,6 @@ def markdown_table(df: pd.DataFrame) -> str:
     for row in df.itertuples(index=False):
         lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
-
-
-def save_figure(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    tmp.replace(path)
-    return path
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:
