@@ -40,7 +40,7 @@ pub struct OsConfig {
     pub policy: PolicyKind,
     /// Create VMAs around touched addresses when the workload emits no
     /// mapping events: "auto" (on only then), "on", "off".
-    pub auto_vma: String,
+    pub auto_vma: AutoVma,
     pub fragmentation: FragmentationConfig,
     pub thp: ThpConfig,
     pub hugetlb: HugetlbConfig,
@@ -52,7 +52,7 @@ impl Default for OsConfig {
     fn default() -> Self {
         OsConfig {
             policy: PolicyKind::Base,
-            auto_vma: "auto".into(),
+            auto_vma: AutoVma::Auto,
             fragmentation: FragmentationConfig::default(),
             thp: ThpConfig::default(),
             hugetlb: HugetlbConfig::default(),
@@ -60,6 +60,18 @@ impl Default for OsConfig {
             fault_cost: FaultCosts::default(),
         }
     }
+}
+
+/// When the OS creates VMAs around touched addresses (for traces without
+/// mapping events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoVma {
+    /// Only while the workload has emitted no mapping event.
+    Auto,
+    /// Always, also beside mapping events.
+    On,
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -196,9 +208,6 @@ impl OsConfig {
         }
         if f.holes == 0 || f.holes > 512 {
             return Err(Error::config(format!("{prefix}.fragmentation.holes"), "must be between 1 and 512"));
-        }
-        if !["auto", "on", "off"].contains(&self.auto_vma.as_str()) {
-            return Err(Error::config(format!("{prefix}.auto_vma"), "must be \"auto\", \"on\" or \"off\""));
         }
         let t = &self.thp;
         if t.max_ptes_none > 511 {

@@ -168,7 +168,7 @@ impl Mmu {
 }
 
 /// The check mode: a TLB hit must equal what the page table says now.
-fn check_translation(kernel: &mut Kernel, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
+fn check_translation(kernel: &Kernel, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
     let pt = &kernel.proc(asid).aspace.pt;
     let expected = pt.lookup(vaddr).map(|m| Pfn::new(m.frame.raw() + (vaddr.raw() & (m.size.bytes() - 1)) / 4096));
     if expected != Some(frame) {

@@ -32,9 +32,10 @@ use std::path::Path;
 use self::export::PhysExport;
 use self::mmu::Mmu;
 use self::timing::{Timing, MEMORY};
+use crate::config::os::AutoVma;
 use crate::config::SimConfig;
 use crate::error::Result;
-use crate::hw::cache::{CacheHierarchy, HitLevel};
+use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::policy::Kernel;
@@ -95,7 +96,7 @@ impl Simulation {
         }
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
             expected_accesses += expected_accesses_of(w, workload.footprint());
-            let auto_vma = cfg.os.auto_vma != "off";
+            let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
             let mmu = Mmu {
                 tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
@@ -266,7 +267,7 @@ impl Simulation {
             }
             let (asid, ev) = (core.asid, ev.clone());
             core.next_event += 1;
-            if self.cfg.os.auto_vma == "auto" {
+            if self.cfg.os.auto_vma == AutoVma::Auto {
                 // A workload that describes its mappings gets no invented ones.
                 self.kernel.procs[asid as usize - 1].auto_vma = false;
             }
@@ -331,7 +332,7 @@ impl Simulation {
                     if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
-                    served_level(c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8))
+                    c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8).index()
                 }
                 _ => MEMORY,
             };
@@ -423,12 +424,3 @@ fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> 
     w.accesses + init
 }
 
-#[inline]
-fn served_level(h: HitLevel) -> usize {
-    match h {
-        HitLevel::L1 => 0,
-        HitLevel::L2 => 1,
-        HitLevel::Llc => 2,
-        HitLevel::Memory => MEMORY,
-    }
-}

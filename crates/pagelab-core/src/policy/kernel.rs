@@ -126,6 +126,10 @@ impl Kernel {
 
     /// The queued shootdowns of one address space (the others stay queued).
     pub fn drain_shootdowns_for(&mut self, asid: Asid) -> Vec<Shootdown> {
+        if self.shootdowns.is_empty() {
+            // Called after every fault; most queue nothing.
+            return Vec::new();
+        }
         let (mine, rest) = self.shootdowns.drain(..).partition(|s| s.asid == asid);
         self.shootdowns = rest;
         mine
@@ -166,8 +170,8 @@ impl Kernel {
         let end = page_end(start, len)?;
         let (leaves, splits) = self.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut self.mem)?;
         self.stats.splits += splits as u64;
-        for (va, m) in leaves {
-            self.free_user_frames(va, m.frame, m.size);
+        for (_, m) in leaves {
+            self.free_user_frames(m.frame, m.size);
         }
         self.shoot(asid, start, end);
         Ok(())
@@ -183,7 +187,7 @@ impl Kernel {
     }
 
     /// Returns a user page's frames to where they came from.
-    fn free_user_frames(&mut self, _va: VirtAddr, frame: Pfn, size: crate::units::PageSize) {
+    fn free_user_frames(&mut self, frame: Pfn, size: crate::units::PageSize) {
         if let Policy::Hugetlb(pool) = &mut self.policy {
             if pool.owns(frame, size) {
                 pool.give_back(frame, &mut self.mem);
@@ -193,13 +197,12 @@ impl Kernel {
         self.mem.free(frame, size.order());
     }
 
-    /// Runs the daemons due by simulated time `now` (cycles). Returns the
-    /// cycles their side effects cost the workloads (shootdown IPIs).
-    pub fn tick(&mut self, now: f64) -> f64 {
-        let Some(mut k) = self.khugepaged.take() else { return 0.0 };
-        let cost = k.run_due(self, now);
+    /// Runs the daemons due by simulated time `now` (cycles). What they
+    /// cost the workloads are their shootdowns, queued like any other.
+    pub fn tick(&mut self, now: f64) {
+        let Some(mut k) = self.khugepaged.take() else { return };
+        k.run_due(self, now);
         self.khugepaged = Some(k);
-        cost
     }
 
     /// Explicit compaction towards a free block of `order` (Linux's

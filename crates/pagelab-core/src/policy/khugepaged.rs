@@ -64,23 +64,20 @@ impl Khugepaged {
         }
     }
 
-    /// Runs every wake-up due by `now`; returns the cycles its shootdowns
-    /// cost the workloads.
-    pub fn run_due(&mut self, k: &mut Kernel, now: f64) -> f64 {
-        let mut cost = 0.0;
+    /// Runs every wake-up due by `now`. Its shootdowns are queued in the
+    /// kernel; the engine charges each to the core it interrupts.
+    pub fn run_due(&mut self, k: &mut Kernel, now: f64) {
         while now >= self.next_wake {
             k.stats.khugepaged_wakeups += 1;
-            cost += self.scan(k);
+            self.scan(k);
             // A zero period would wake forever: once per call is enough.
             self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
-        cost
     }
 
     /// One wake-up: scan up to pages_to_scan PTEs' worth of ranges.
-    fn scan(&mut self, k: &mut Kernel) -> f64 {
+    fn scan(&mut self, k: &mut Kernel) {
         let mut budget = self.pages_to_scan as i64;
-        let mut cost = 0.0;
         let mut idle_wraps = 0;
         while budget > 0 && idle_wraps <= k.procs.len() {
             let Some(base) = self.next_range(k) else {
@@ -91,11 +88,10 @@ impl Khugepaged {
             };
             idle_wraps = 0;
             self.cursor.1 = base.add(HPAGE);
-            let result = self.collapse(k, base, &mut cost);
+            let result = self.collapse(k, base);
             *k.stats.khugepaged.entry(result.name()).or_insert(0) += 1;
             budget -= 512;
         }
-        cost
     }
 
     /// The next 2 MiB-aligned range wholly inside a VMA of the current
@@ -108,7 +104,7 @@ impl Khugepaged {
         })
     }
 
-    fn collapse(&self, k: &mut Kernel, base: VirtAddr, cost: &mut f64) -> ScanResult {
+    fn collapse(&self, k: &mut Kernel, base: VirtAddr) -> ScanResult {
         let asid = (self.cursor.0 + 1) as crate::units::Asid;
         let aspace = &k.proc(asid).aspace;
         let slot = match aspace.pt.leaf_slot(base) {
@@ -141,7 +137,6 @@ impl Khugepaged {
         k.stats.pages_copied += old.len() as u64;
         k.stats.khugepaged_cycles += old.len() as f64 * k.costs.copy_4k;
         k.shoot(asid, base, base.add(HPAGE));
-        *cost += k.costs.shootdown;
         ScanResult::Succeed
     }
 }

@@ -422,11 +422,7 @@ mod tests {
         let all = collect(&cfg, usize::MAX);
         // A natural run is `objects` operations, each with one LRU store
         // (GET) or one value store (SET): 1000 stores in all.
-        let stores = all
-            .accesses
-            .iter()
-            .filter(|a| a.kind == AccessKind::Store)
-            .count();
+        let stores = all.count(AccessKind::Store);
         assert_eq!(stores, 1000);
         let buckets = all
             .accesses

@@ -101,11 +101,7 @@ mod tests {
         cfg.write_fraction = Some(0.3);
         cfg.accesses = 20_000;
         let all = collect(&cfg, usize::MAX);
-        let stores = all
-            .accesses
-            .iter()
-            .filter(|a| a.kind == AccessKind::Store)
-            .count();
+        let stores = all.count(AccessKind::Store);
         assert!((5_500..6_500).contains(&stores), "{stores}");
     }
 }

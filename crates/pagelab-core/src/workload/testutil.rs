@@ -46,6 +46,13 @@ pub struct Collected {
     pub events: Vec<(usize, MapEvent)>,
 }
 
+impl Collected {
+    /// Accesses of one kind.
+    pub fn count(&self, kind: AccessKind) -> usize {
+        self.accesses.iter().filter(|a| a.kind == kind).count()
+    }
+}
+
 /// Runs `cfg` until exhausted or at least `limit` accesses were emitted.
 pub fn collect(cfg: &WorkloadConfig, limit: usize) -> Collected {
     let mut all = Collected::default();
