@@ -12,7 +12,7 @@ pub mod os;
 mod presets;
 
 pub use load::{apply_override, parse_config};
-pub use os::{FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
+pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
 pub use presets::{preset_names, preset_table};
 
 use serde::{Deserialize, Serialize};

@@ -20,6 +20,9 @@ pub enum PolicyKind {
     Coloring,
     /// Consecutive faults get consecutive colors (Kessler and Hill).
     BinHopping,
+    /// Colored Huge Pages: 2 MiB regions backed by strided colored
+    /// sub-mappings (and the Scattered Superpages and SWAP baselines).
+    Chp,
 }
 
 impl PolicyKind {
@@ -30,6 +33,7 @@ impl PolicyKind {
             PolicyKind::Hugetlb => "hugetlb",
             PolicyKind::Coloring => "coloring",
             PolicyKind::BinHopping => "bin-hopping",
+            PolicyKind::Chp => "chp",
         }
     }
 }
@@ -45,6 +49,7 @@ pub struct OsConfig {
     pub thp: ThpConfig,
     pub hugetlb: HugetlbConfig,
     pub coloring: ColoringConfig,
+    pub chp: ChpConfig,
     pub fault_cost: FaultCosts,
 }
 
@@ -57,6 +62,7 @@ impl Default for OsConfig {
             thp: ThpConfig::default(),
             hugetlb: HugetlbConfig::default(),
             coloring: ColoringConfig::default(),
+            chp: ChpConfig::default(),
             fault_cost: FaultCosts::default(),
         }
     }
@@ -157,6 +163,64 @@ pub struct ColoringConfig {
     pub bits: Vec<u32>,
 }
 
+/// How a colored huge page is laid out (`os.chp.scheme`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChpScheme {
+    /// The paper's design: independent sub-mappings, colors round-robin
+    /// per sub-mapping.
+    Chp,
+    /// Scattered Superpages (Chen et al.): one sub-mapping over a strictly
+    /// contiguous run of huge pages (the CHP paper's 1-sub-mapping case).
+    Scattered,
+    /// SWAP (Cui et al.), as the CHP paper emulates it: every sub-mapping of
+    /// a 2 MiB page has the same color; colors round-robin per 2 MiB page.
+    Swap,
+}
+
+/// Colored Huge Pages (`os.policy = "chp"`). Sizes follow from the number
+/// of system colors n (`os.coloring.bits`, else `machine.color_bits`): a
+/// sub-mapping of p pages is carved from a block of p x n pages.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChpConfig {
+    pub scheme: ChpScheme,
+    /// Sub-mappings per 2 MiB page: 1, 2, 4 or 8. Unset = 8, or 1 for
+    /// `scattered` (which accepts no other value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submappings: Option<u32>,
+    /// Only VMAs at least this long get colored huge pages ("large
+    /// anonymous VMAs"); smaller ones get 4 KiB coloring.
+    pub min_vma: ByteSize,
+}
+
+impl Default for ChpConfig {
+    fn default() -> Self {
+        ChpConfig { scheme: ChpScheme::Chp, submappings: None, min_vma: ByteSize(2 << 20) }
+    }
+}
+
+impl ChpConfig {
+    /// The number of sub-mappings this configuration means.
+    pub fn nr_submappings(&self) -> u32 {
+        match (self.scheme, self.submappings) {
+            (ChpScheme::Scattered, _) => 1,
+            (_, Some(n)) => n,
+            (_, None) => 8,
+        }
+    }
+
+    fn validate(&self, prefix: &str) -> Result<()> {
+        let key = format!("{prefix}.chp.submappings");
+        match (self.scheme, self.submappings) {
+            (ChpScheme::Scattered, Some(n)) if n != 1 => {
+                Err(Error::config(key, "scheme \"scattered\" is one sub-mapping per huge page; leave it unset or 1"))
+            }
+            (_, Some(n)) if ![1, 2, 4, 8].contains(&n) => Err(Error::config(key, format!("{n} is not 1, 2, 4 or 8"))),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// Cycles charged for OS work. Defaults are the Colored Huge Pages paper's
 /// Table IV (bpftrace on an i7-10700 at 2.9 GHz): 4 KiB fault 0.53 us,
@@ -180,6 +244,9 @@ pub struct FaultCosts {
     pub copy_4k: f64,
     /// Splitting a huge PMD into a page table.
     pub split: f64,
+    /// A colored-huge-page fault: the paper's Table IV, 160.7 us, for a
+    /// prototype that installs all 512 PTEs one by one.
+    pub chp: f64,
 }
 
 impl Default for FaultCosts {
@@ -193,6 +260,7 @@ impl Default for FaultCosts {
             shootdown: 6000.0,
             copy_4k: 1000.0,
             split: 20_000.0,
+            chp: 466_030.0,
         }
     }
 }
@@ -228,10 +296,12 @@ impl OsConfig {
         if !h.pool.bytes().is_multiple_of(h.size.bytes()) || h.pool.bytes() > machine.phys_mem.bytes() {
             return Err(Error::config(format!("{prefix}.hugetlb.pool"), "must be a multiple of hugetlb.size within phys_mem"));
         }
+        self.chp.validate(prefix)?;
         let c = &self.fault_cost;
         for (k, v) in [
             ("base", c.base), ("colored", c.colored), ("thp", c.thp), ("hugetlb_2m", c.hugetlb_2m),
             ("hugetlb_1g", c.hugetlb_1g), ("shootdown", c.shootdown), ("copy_4k", c.copy_4k), ("split", c.split),
+            ("chp", c.chp),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(Error::config(format!("{prefix}.fault_cost.{k}"), "must be a non-negative number of cycles"));

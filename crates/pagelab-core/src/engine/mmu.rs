@@ -5,6 +5,12 @@
 //! no translation raises a page fault; the OS handles it and the walk is
 //! retried, as hardware re-executes the faulting instruction.
 //!
+//! A PMD entry with the colored-huge-page bit (Colored Huge Pages, III-B-3)
+//! makes the walker read the 8 sub-mapping entries of its page table with
+//! one cache-line reference and return one 2 MiB L2 TLB entry carrying the
+//! 8 base frames. The page-walk cache's PDE entries carry the bit too, so a
+//! walk that skips the PMD still knows.
+//!
 //! The walker lives here, in the engine, because it is where hardware (the
 //! page-walk caches) meets the page tables of layer 4; the hardware models
 //! themselves know nothing of page tables.
@@ -27,6 +33,9 @@ pub struct Mmu {
     pub pwc_latency: f64,
     /// Verify every TLB hit against the page table (slow; for tests).
     pub check: bool,
+    /// log2 of the number of system colors: the stride of colored huge
+    /// pages' sub-mappings, a constant of the hardware.
+    pub chp_stride_shift: u8,
 }
 
 /// One access, as the MMU sees it.
@@ -42,6 +51,8 @@ pub struct Request {
 /// Outcome of one page walk.
 enum Walk {
     Leaf { pte_frame: Pfn, size: PageSize, writable: bool, dirty: bool },
+    /// A colored huge page: the first frame of each of its 8 64-page slots.
+    ColoredHuge { sub: [Pfn; 8], writable: bool, dirty: bool },
     NotPresent,
 }
 
@@ -87,6 +98,12 @@ impl Mmu {
                     self.tlb.fill_after_walk(entry, vaddr, instr);
                     return Ok(entry.frame_of(vaddr));
                 }
+                Walk::ColoredHuge { sub, writable, dirty } => {
+                    let vbase = vaddr.align_down(PageSize::Size2M.bytes()).vpn();
+                    let entry = TlbEntry::colored_huge(asid, vbase, sub, self.chp_stride_shift, writable, dirty);
+                    self.tlb.fill_after_walk(entry, vaddr, instr);
+                    return Ok(entry.frame_of(vaddr));
+                }
                 Walk::NotPresent => {
                     let outcome = kernel.handle_fault(asid, vaddr, write)?;
                     stats.record_fault(outcome.size, outcome.cycles);
@@ -105,9 +122,11 @@ impl Mmu {
         let levels = pt.levels();
         let mut node = pt.root();
         // Descend in software to the table the PWC pointed at: the hardware
-        // reads none of these entries.
+        // reads none of these entries (a PDE-cache entry carries the CHP bit).
+        let mut colored_huge = false;
         for _ in hit.skip_to_level..levels {
-            let (_, _, child) = pt.read(node, vaddr);
+            let (pte, _, child) = pt.read(node, vaddr);
+            colored_huge = pte.is_colored_huge();
             node = child.expect("a page-walk-cache hit points at a live table");
         }
         if hit.skip_to_level < levels {
@@ -116,6 +135,11 @@ impl Mmu {
         }
         loop {
             let level = pt.node_level(node);
+            if level == 1 && colored_huge {
+                if let Some(w) = walk_colored_huge(pt, node, vaddr, write, refs, stats) {
+                    return w;
+                }
+            }
             let (pte, addr, child) = pt.read(node, vaddr);
             refs.push(addr, RefKind::Walk);
             stats.walk_mem_refs += 1;
@@ -134,6 +158,7 @@ impl Mmu {
                 };
             }
             self.pwc.fill(asid, vaddr, level, pte.pfn());
+            colored_huge = level == 2 && pte.is_colored_huge();
             node = child.expect("a present non-leaf entry has a child table");
         }
     }
@@ -165,6 +190,29 @@ impl Mmu {
             self.shoot_down(&s);
         }
     }
+}
+
+/// The last step of a walk through a colored-huge-page PMD: one reference
+/// to the first cache line of the page table (where the design keeps the 8
+/// sub-mapping entries), the base frame of each 64-page slot, and A/D set
+/// on the accessed page's entry. pagelab's table holds all 512 PTEs, as
+/// the paper's prototype does, so slot s's base is the PTE of page 64 s.
+/// `None` if the accessed page has no PTE (then the walk faults as usual).
+fn walk_colored_huge(pt: &mut PageTable, node: crate::paging::NodeId, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Option<Walk> {
+    use crate::paging::pagetable::table_index;
+    let index = table_index(vaddr, 1);
+    let (pte, _) = pt.entry_at(node, index);
+    if !pte.present() {
+        return None;
+    }
+    let (_, line) = pt.entry_at(node, 0);
+    refs.push(line, RefKind::Walk);
+    stats.walk_mem_refs += 1;
+    stats.chp_walks += 1;
+    let sub = std::array::from_fn(|s| pt.entry_at(node, s * 64).0.pfn());
+    let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
+    pt.set_bits(crate::paging::LeafSlot { node, index, level: 1 }, bits);
+    Some(Walk::ColoredHuge { sub, writable: pte.writable(), dirty: write || pte.dirty() })
 }
 
 /// The check mode: a TLB hit must equal what the page table says now.

@@ -22,6 +22,8 @@ mod stats;
 pub mod timing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod chp_tests;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
@@ -98,12 +100,14 @@ impl Simulation {
             expected_accesses += expected_accesses_of(w, workload.footprint());
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
+            kernel.set_chp(asid, w.chp);
             let mmu = Mmu {
                 tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
                 pwc_latency: m.pwc.latency as f64,
                 check: cfg.run.check_translations,
+                chp_stride_shift: kernel.chp_stride_shift(),
             };
             cores.push(Core {
                 id,

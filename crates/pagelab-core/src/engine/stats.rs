@@ -96,6 +96,7 @@ fn core_stats(s: &CoreStats, base_cpi: f64) -> Vec<(String, Stat)> {
     int("itlb.l2.misses", s.itlb_l2_misses);
     int("walks", s.walks);
     int("walk.mem_refs", s.walk_mem_refs);
+    int("walk.chp", s.chp_walks);
     int("walk.dirty_assists", s.dirty_assists);
     int("pwc.hits", s.pwc_hits);
     int("faults", s.faults);
@@ -171,6 +172,14 @@ fn kernel_stats(out: &mut Stats, sim: &Simulation) {
         ("os.faults.thp", s.faults_by_kind[2]),
         ("os.faults.hugetlb_2m", s.faults_by_kind[3]),
         ("os.faults.hugetlb_1g", s.faults_by_kind[4]),
+        ("os.faults.chp", s.faults_by_kind[5]),
+        ("os.chp.attempts", s.chp_attempts),
+        ("os.chp.success", s.chp_success),
+        ("os.chp.fallback", s.chp_fallback),
+        ("os.chp.cache_hits", s.chp_cache_hits),
+        ("os.chp.blocks", s.chp_blocks),
+        ("os.chp.returned", s.chp_returned),
+        ("os.chp.demoted", s.chp_demoted),
         ("os.thp.fault_fallback", s.thp_fault_fallback),
         ("os.hugetlb.fallback", s.hugetlb_fallback),
         ("os.coloring.refills", s.coloring_refills),
@@ -186,6 +195,11 @@ fn kernel_stats(out: &mut Stats, sim: &Simulation) {
     for (name, v) in ints {
         out.insert(name.into(), Stat::Int(v));
     }
+    if let crate::policy::Policy::Chp(state) = &k.policy {
+        out.insert("os.chp.cached".into(), Stat::Int(state.cached()));
+    }
+    let attempts = s.chp_attempts.max(1) as f64;
+    out.insert("os.chp.success_ratio".into(), Stat::Float(s.chp_success as f64 / attempts));
     for result in ["succeed", "pmd_mapped", "pmd_null", "exceed_none_pte", "alloc_huge_page_fail"] {
         out.insert(format!("khugepaged.{result}"), Stat::Int(s.khugepaged.get(result).copied().unwrap_or(0)));
     }

@@ -8,8 +8,8 @@ use crate::units::{PageSize, Pfn, VirtAddr};
 use crate::workload::{Access, Workload};
 
 /// A workload that replays a fixed list of batches.
-struct Script {
-    batches: Vec<Batch>,
+pub(super) struct Script {
+    pub(super) batches: Vec<Batch>,
 }
 
 impl Workload for Script {
@@ -28,33 +28,33 @@ impl Workload for Script {
     }
 }
 
-const BASE: VirtAddr = VirtAddr::new(0x7f00_0000_0000);
+pub(super) const BASE: VirtAddr = VirtAddr::new(0x7f00_0000_0000);
 
-fn config(extra: &[&str]) -> SimConfig {
+pub(super) fn config(extra: &[&str]) -> SimConfig {
     let text = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\ninit = \"none\"\n";
     let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     parse_config(text, "test.toml", &overrides).unwrap()
 }
 
-fn mmap(start: VirtAddr, len: u64) -> (u32, MapEvent) {
+pub(super) fn mmap(start: VirtAddr, len: u64) -> (u32, MapEvent) {
     (0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() })
 }
 
-fn stores(start: VirtAddr, pages: u64) -> Vec<Access> {
+pub(super) fn stores(start: VirtAddr, pages: u64) -> Vec<Access> {
     (0..pages).map(|i| Access::store(start.add(i * 4096), 8, 1)).collect()
 }
 
-fn batch(events: Vec<(u32, MapEvent)>, accesses: Vec<Access>) -> Batch {
+pub(super) fn batch(events: Vec<(u32, MapEvent)>, accesses: Vec<Access>) -> Batch {
     Batch { accesses, events, trailing_instrs: 0 }
 }
 
-fn simulate(cfg: SimConfig, batches: Vec<Batch>) -> Result<Simulation> {
+pub(super) fn simulate(cfg: SimConfig, batches: Vec<Batch>) -> Result<Simulation> {
     let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })])?;
     sim.run()?;
     Ok(sim)
 }
 
-fn stat(sim: &Simulation, name: &str) -> f64 {
+pub(super) fn stat(sim: &Simulation, name: &str) -> f64 {
     sim.stats().get(name).unwrap_or_else(|| panic!("no statistic {name}")).as_f64()
 }
 
@@ -68,17 +68,18 @@ fn cold_walk_refs(sim: &mut Simulation, mmu: &mut Mmu, vaddr: VirtAddr) -> usize
     refs.len()
 }
 
-fn req(vaddr: VirtAddr) -> mmu::Request {
+pub(super) fn req(vaddr: VirtAddr) -> mmu::Request {
     mmu::Request { asid: 1, vaddr, write: false, instr: false }
 }
 
-fn fresh_mmu(cfg: &SimConfig) -> Mmu {
+pub(super) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
     Mmu {
         tlb: Tlb::new(&cfg.machine.tlb, 1),
         pwc: Pwc::new(&cfg.machine.pwc, 4, 1),
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,
         check: true,
+        chp_stride_shift: 0,
     }
 }
 

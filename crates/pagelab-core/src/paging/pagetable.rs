@@ -18,7 +18,7 @@
 //! Levels are numbered as Intel does: 1 = PTE (page table), 2 = PMD (page
 //! directory), 3 = PUD (PDPT), 4 = PGD (PML4), 5 = PML5.
 
-use super::pte::{Pte, ACCESSED, DIRTY};
+use super::pte::{Pte, ACCESSED, COLORED_HUGE, DIRTY};
 use crate::error::{Error, Result};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::units::{Asid, Order, PageSize, PhysAddr, Pfn, VirtAddr, PTRS_PER_TABLE};
@@ -246,6 +246,39 @@ impl PageTable {
                 return Some(LeafSlot { node, index, level: node.level });
             }
             node = self.child(node, index)?;
+        }
+    }
+
+    /// Entry `idx` of a table and its physical address (the walker reads
+    /// a colored huge page's sub-mapping entries by index).
+    #[inline]
+    pub fn entry_at(&self, node: NodeId, idx: usize) -> (Pte, PhysAddr) {
+        let addr = self.node_frame(node).addr().add((idx * 8) as u64);
+        (Pte::from_raw(self.raw_entry(node, idx)), addr)
+    }
+
+    /// The PMD entry on `vaddr`'s path, if the path reaches level 2.
+    fn pmd_of(&self, vaddr: VirtAddr) -> Option<(NodeId, usize)> {
+        Some((self.table_for_existing(vaddr, 2)?, table_index(vaddr, 2)))
+    }
+
+    /// Whether the 2 MiB region of `vaddr` is a colored huge page: its PMD
+    /// entry points at a page table and carries the colored-huge-page bit.
+    pub fn is_colored_huge(&self, vaddr: VirtAddr) -> bool {
+        self.pmd_of(vaddr).is_some_and(|(node, idx)| Pte::from_raw(self.raw_entry(node, idx)).is_colored_huge())
+    }
+
+    /// Sets or clears the colored-huge-page bit of `vaddr`'s PMD entry,
+    /// which must point at a page table (the OS sets it once all 512 PTEs
+    /// of the strided sub-mappings are installed).
+    pub fn set_colored_huge(&mut self, vaddr: VirtAddr, on: bool) {
+        let (node, idx) = self.pmd_of(vaddr).expect("a colored huge page needs a PMD");
+        let e = self.raw_entry_mut(node, idx);
+        debug_assert!(Pte::from_raw(*e).present() && !Pte::from_raw(*e).is_huge(), "CHP bit on a PMD without a table");
+        if on {
+            *e |= COLORED_HUGE;
+        } else {
+            *e &= !COLORED_HUGE;
         }
     }
 

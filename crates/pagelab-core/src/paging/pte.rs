@@ -2,7 +2,7 @@
 //! would read: present, writable, user, accessed, dirty, page-size bits and a
 //! frame number in bits 12..51. Bits 9..11 are ignored by hardware and free
 //! for software; pagelab uses bit 9 at the PMD level for the Colored Huge
-//! Pages paper's colored-huge-page bit (a later issue).
+//! Pages paper's colored-huge-page bit, which its modified walker reads.
 
 use crate::units::Pfn;
 
@@ -58,6 +58,12 @@ impl Pte {
     pub const fn is_huge(self) -> bool {
         self.0 & HUGE != 0
     }
+    /// A PMD entry pointing at a page table whose 512 pages form a colored
+    /// huge page (the bit is meaningless at other levels).
+    #[inline]
+    pub const fn is_colored_huge(self) -> bool {
+        self.0 & (COLORED_HUGE | HUGE | PRESENT) == COLORED_HUGE | PRESENT
+    }
     #[inline]
     pub const fn writable(self) -> bool {
         self.0 & WRITABLE != 0
@@ -94,12 +100,13 @@ impl std::fmt::Debug for Pte {
         }
         write!(
             f,
-            "Pte(pfn={:#x}{}{}{}{})",
+            "Pte(pfn={:#x}{}{}{}{}{})",
             self.pfn().raw(),
             if self.writable() { " rw" } else { " ro" },
             if self.is_huge() { " huge" } else { "" },
             if self.accessed() { " A" } else { "" },
-            if self.dirty() { " D" } else { "" }
+            if self.dirty() { " D" } else { "" },
+            if self.is_colored_huge() { " chp" } else { "" }
         )
     }
 }

@@ -90,8 +90,10 @@ impl Kernel {
         let allowed = self.proc(asid).colors.clone();
         let mut cursor = self.proc(asid).color_cursor;
         let nr_colors = self.colors.nr_colors();
-        let (Policy::Coloring(pool) | Policy::BinHopping(pool)) = &mut self.policy else {
-            unreachable!("fault_colored is only called under a coloring policy")
+        let pool = match &mut self.policy {
+            Policy::Coloring(pool) | Policy::BinHopping(pool) => pool,
+            Policy::Chp(state) => &mut state.pool,
+            _ => unreachable!("fault_colored is only called under a coloring policy"),
         };
         let mut refills = 0;
         let frame = pool.alloc(

@@ -3,7 +3,8 @@
 //! do themselves (layer rule): move a mapping. A movable frame is a process's
 //! 4 KiB page; its PTE is repointed to the new frame and the page shot down.
 //! Pages inside a huge mapping are left alone (Linux would split or migrate
-//! the whole folio; counted as failed).
+//! the whole folio; counted as failed), and so are the pages of a colored
+//! huge page, whose frames must keep their stride.
 
 use super::{Kernel, Shootdown};
 use crate::phys::{compaction, FrameOwner};
@@ -16,6 +17,9 @@ pub(super) fn compact(k: &mut Kernel, order: Order) -> f64 {
         let FrameOwner::User { asid, vpn } = owner else { return false };
         let Some(p) = procs.get_mut(asid as usize - 1) else { return false };
         let pt = &mut p.aspace.pt;
+        if pt.is_colored_huge(vpn.addr()) {
+            return false;
+        }
         match pt.leaf_slot(vpn.addr()) {
             Some(slot) if slot.level == 1 && pt.entry(slot).present() && pt.entry(slot).pfn() == old => {
                 let pte = pt.entry(slot).with_pfn(new);

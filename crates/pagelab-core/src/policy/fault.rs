@@ -38,6 +38,10 @@ impl Kernel {
             },
             Policy::Coloring(_) => self.fault_colored(asid, vaddr, &vma, false)?,
             Policy::BinHopping(_) => self.fault_colored(asid, vaddr, &vma, true)?,
+            Policy::Chp(_) => match self.fault_chp(asid, vaddr, &vma)? {
+                Some(o) => o,
+                None => self.fault_colored(asid, vaddr, &vma, false)?,
+            },
         };
         self.stats.faults_by_kind[outcome.kind as usize] += 1;
         Ok(outcome)

@@ -1,6 +1,6 @@
 //! The simulated kernel: physical memory, processes, the policy, daemons.
 
-use super::{hugetlb::HugetlbPool, khugepaged::Khugepaged, ColorPool, OsStats, Policy};
+use super::{hugetlb::HugetlbPool, khugepaged::Khugepaged, ChpState, ColorPool, OsStats, Policy};
 use crate::config::{FaultCosts, OsConfig, PolicyKind, SimConfig};
 use crate::error::{Error, Result};
 use crate::hw::cache::ColorMap;
@@ -27,6 +27,8 @@ pub struct Process {
     pub color_cursor: usize,
     /// Whether VMAs are created around touched addresses.
     pub auto_vma: bool,
+    /// Under the `chp` policy: whether faults try colored huge pages.
+    pub chp: bool,
 }
 
 #[derive(Debug)]
@@ -56,6 +58,7 @@ impl Kernel {
             PolicyKind::Hugetlb => Policy::Hugetlb(HugetlbPool::boot(&cfg.os.hugetlb, &mut mem)?),
             PolicyKind::Coloring => Policy::Coloring(ColorPool::new(&colors)),
             PolicyKind::BinHopping => Policy::BinHopping(ColorPool::new(&colors)),
+            PolicyKind::Chp => Policy::Chp(ChpState::new(&cfg.os.chp, &colors)?),
         };
         let f = &cfg.os.fragmentation;
         if let Some(path) = &f.snapshot {
@@ -98,8 +101,13 @@ impl Kernel {
             }
         }
         let aspace = AddressSpace::new(asid, self.levels, &mut self.mem)?;
-        self.procs.push(Process { aspace, colors, color_cursor: 0, auto_vma });
+        self.procs.push(Process { aspace, colors, color_cursor: 0, auto_vma, chp: true });
         Ok(asid)
+    }
+
+    /// Whether a process's faults may take colored huge pages (`workload.chp`).
+    pub fn set_chp(&mut self, asid: Asid, on: bool) {
+        self.proc_mut(asid).chp = on;
     }
 
     pub fn proc(&self, asid: Asid) -> &Process {
@@ -113,6 +121,15 @@ impl Kernel {
     /// from `mem`; borrowing the two fields apart).
     pub(super) fn map_user(&mut self, asid: Asid, vaddr: VirtAddr, frame: Pfn, size: crate::units::PageSize, writable: bool) -> Result<()> {
         self.procs[asid as usize - 1].aspace.map_leaf(vaddr, frame, size, writable, &mut self.mem)
+    }
+
+    /// The stride of colored huge pages (log2 of the system colors); 0
+    /// when the policy is not `chp`.
+    pub fn chp_stride_shift(&self) -> u8 {
+        match &self.policy {
+            Policy::Chp(state) => state.geometry.stride_shift,
+            _ => 0,
+        }
     }
 
     pub fn color_map(&self) -> &ColorMap {
@@ -168,11 +185,15 @@ impl Kernel {
     /// munmap: unmaps, frees the frames, shoots down the range.
     pub fn munmap(&mut self, asid: Asid, start: VirtAddr, len: u64) -> Result<()> {
         let end = page_end(start, len)?;
+        let chp = self.chp_regions_in(asid, start, end);
         let (leaves, splits) = self.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut self.mem)?;
         self.stats.splits += splits as u64;
-        for (_, m) in leaves {
-            self.free_user_frames(m.frame, m.size);
+        for (va, m) in leaves {
+            if !Self::chp_frame_reclaimed(&chp, va) {
+                self.free_user_frames(m.frame, m.size);
+            }
         }
+        self.chp_reclaim(chp);
         self.shoot(asid, start, end);
         Ok(())
     }
@@ -180,6 +201,7 @@ impl Kernel {
     /// mprotect: changes permissions (splitting huge pages at the edges).
     pub fn mprotect(&mut self, asid: Asid, start: VirtAddr, len: u64, writable: bool) -> Result<()> {
         let end = page_end(start, len)?;
+        self.chp_regions_in(asid, start, end);
         let splits = self.procs[asid as usize - 1].aspace.protect_range(start, end, writable, &mut self.mem)?;
         self.stats.splits += splits as u64;
         self.shoot(asid, start, end);

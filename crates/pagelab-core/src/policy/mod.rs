@@ -6,6 +6,7 @@
 
 mod base;
 mod bin_hopping;
+mod chp;
 mod coloring;
 mod compaction;
 mod fault;
@@ -15,6 +16,7 @@ mod khugepaged;
 mod stats;
 mod thp;
 
+pub use chp::{ChpGeometry, ChpState};
 pub use coloring::ColorPool;
 pub use kernel::{Kernel, Process, Shootdown};
 pub use khugepaged::ScanResult;
@@ -29,6 +31,7 @@ pub enum Policy {
     Hugetlb(hugetlb::HugetlbPool),
     Coloring(ColorPool),
     BinHopping(ColorPool),
+    Chp(ChpState),
 }
 
 /// What a fault installed.
@@ -43,4 +46,6 @@ pub enum FaultKind {
     /// A hugetlb page of 2 MiB or 1 GiB.
     Hugetlb2M,
     Hugetlb1G,
+    /// A colored huge page (all 512 pages of a 2 MiB region).
+    Chp,
 }

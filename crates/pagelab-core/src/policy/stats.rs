@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default, Clone)]
 pub struct OsStats {
     /// Faults by what they installed (index: `FaultKind as usize`).
-    pub faults_by_kind: [u64; 5],
+    pub faults_by_kind: [u64; 6],
     /// THP fault-time allocations that fell back to 4 KiB.
     pub thp_fault_fallback: u64,
     pub hugetlb_fallback: u64,
@@ -25,6 +25,17 @@ pub struct OsStats {
     pub compaction_migrated: u64,
     pub compaction_failed: u64,
     pub auto_vmas: u64,
+    /// Colored huge pages: 2 MiB regions tried, backed, fallen back to 4
+    /// KiB coloring; sub-mappings served by the allocator cache; blocks
+    /// taken from the buddy allocator; sub-mappings returned by munmap;
+    /// colored huge pages demoted to 4 KiB by a partial munmap/mprotect.
+    pub chp_attempts: u64,
+    pub chp_success: u64,
+    pub chp_fallback: u64,
+    pub chp_cache_hits: u64,
+    pub chp_blocks: u64,
+    pub chp_returned: u64,
+    pub chp_demoted: u64,
 }
 
 impl OsStats {

@@ -92,6 +92,10 @@ pub struct WorkloadConfig {
     /// Page colors the OS may give this workload (empty = all). Carried for
     /// the OS; generators do not read it.
     pub colors: Vec<u32>,
+    /// Under `os.policy = "chp"`: whether this process's faults try colored
+    /// huge pages (the paper enables CHP per process); false = 4 KiB
+    /// PALLOC coloring, as the paper's cache stressors get.
+    pub chp: bool,
     pub init: InitMode,
     /// stride: distance between consecutive accesses.
     pub stride: ByteSize,
@@ -145,6 +149,7 @@ impl Default for WorkloadConfig {
             seed: 1,
             write_fraction: None,
             colors: Vec::new(),
+            chp: true,
             init: InitMode::Pages,
             stride: ByteSize(64),
             node_size: ByteSize(64),
