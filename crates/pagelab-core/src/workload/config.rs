@@ -114,6 +114,10 @@ pub struct WorkloadConfig {
     pub hot_fraction: f64,
     /// kv hotspot: share of operations that go to the hot keys.
     pub hot_ops: f64,
+    /// pointer-chase: bytes at the start of the nodes that form a hot set
+    /// with its own cycle, taking `hot_ops` of the loads (a working set
+    /// that caches can hold, as mcf's node array); 0 = one cycle.
+    pub hot_set: ByteSize,
     /// kv: share of operations that are GETs (the rest are SETs).
     pub get_ratio: f64,
     /// graph: log2 of the vertex count; derived from `footprint` when unset.
@@ -160,6 +164,7 @@ impl Default for WorkloadConfig {
             zipf_theta: 0.99,
             hot_fraction: 0.2,
             hot_ops: 0.8,
+            hot_set: ByteSize(0),
             get_ratio: 0.95,
             scale: None,
             degree: 16,
@@ -296,6 +301,12 @@ impl WorkloadConfig {
                 format!("{prefix}.node_size"),
                 "more than 2^32 nodes",
             ));
+        }
+        if self.hot_set.bytes() > 0 && self.hot_set.bytes() + s > self.footprint.bytes() {
+            return Err(Error::config(format!("{prefix}.hot_set"), "must leave at least one cold node"));
+        }
+        if !(0.0..=1.0).contains(&self.hot_ops) {
+            return Err(Error::config(format!("{prefix}.hot_ops"), format!("{} is outside [0, 1]", self.hot_ops)));
         }
         Ok(())
     }
