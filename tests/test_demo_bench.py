@@ -13,12 +13,14 @@ from pagelab import _pagelab
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def test_bench_quick_runs_the_three_cases():
+def test_bench_quick_runs_the_target_and_comparison_cases():
     proc = run_cli("bench", "--quick", "--repeat", "1", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     cases = _pagelab.bench_cases()
-    assert [name for name, _ in cases] == ["gups-4k-translation", "gups-4k-caches", "stream-thp-caches"]
+    assert [name for name, _ in cases] == [
+        "gups-4k-translation", "gups-4k-caches", "stream-thp-caches", "gups-thp-translation", "gups-chp-translation",
+    ]
     for name, _target in cases:
         assert name in proc.stdout, proc.stdout
     # --quick runs 1 GiB instead of 16 GiB and says so.

@@ -10,11 +10,16 @@ use super::Simulation;
 use crate::config::parse_config;
 use crate::error::Result;
 
-/// (name, target accesses per second, overrides).
+/// (name, target accesses per second (0 = none), overrides). The last two
+/// measure what colored huge pages cost the inner loop against THP: the
+/// same gups over 2 MiB pages, translated by a colored L2 TLB entry (an L1
+/// miss builds a 4 KiB entry) or a plain 2 MiB one.
 pub const CASES: &[(&str, f64, &[&str])] = &[
     ("gups-4k-translation", 15e6, &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
     ("gups-4k-caches", 5e6, &["workload.kind=\"gups\"", "os.policy=\"base\""]),
     ("stream-thp-caches", 40e6, &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
+    ("gups-thp-translation", 0.0, &["workload.kind=\"gups\"", "os.policy=\"thp\"", "machine.cache.enabled=false", "machine.color_bits=[12,13,14]"]),
+    ("gups-chp-translation", 0.0, &["workload.kind=\"gups\"", "os.policy=\"chp\"", "machine.cache.enabled=false", "machine.color_bits=[12,13,14]"]),
 ];
 
 /// Measured accesses per second of one case over `footprint` bytes.
