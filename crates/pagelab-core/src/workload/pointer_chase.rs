@@ -57,7 +57,7 @@ impl PointerChase {
         let base = layout.place("chase-nodes", nodes * node_size);
         let hot_nodes = cfg.hot_set.bytes() / node_size;
         let hot = (hot_nodes > 0).then(|| HotSet {
-            order: Permutation::new(hot_nodes, cfg.seed ^ 0x686f_74),
+            order: Permutation::new(hot_nodes, cfg.seed ^ 0x0068_6f74),
             position: 0,
             ops: cfg.hot_ops,
             rng: rng_for(cfg.seed, 0x6368_6173),
