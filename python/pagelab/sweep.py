@@ -47,6 +47,10 @@ class Sweep:
     workloads: list[dict] = dataclasses.field(default_factory=list)
     #: Each sets `workload.seed` and `run.seed`. Empty: the base's seeds.
     seeds: list[int] = dataclasses.field(default_factory=list)
+    #: Called as `shape(config, params)` on every point's configuration
+    #: before it is resolved, for points that differ by more than keys:
+    #: the cores a scenario runs (experiments only; not in SWEEP.toml).
+    shape: Any = None
 
 
 @dataclasses.dataclass
@@ -111,10 +115,24 @@ def expand(spec: Sweep) -> list[Point]:
                         overrides[dim] = value
                 if seed is not None:
                     params["seed"] = seed
-                    overrides["workload.seed"] = seed
                     overrides["run.seed"] = seed
+                    if spec.shape is None:
+                        overrides["workload.seed"] = seed
+                if spec.shape is not None:
+                    spec.shape(config, params)
+                    _seed_workloads(config, seed)
                 points.append(Point(params, config, overrides))
     return points
+
+
+def _seed_workloads(config: dict, seed: int | None) -> None:
+    """Seeds every workload of a shaped point (a `workload.seed` override
+    would not reach the `[[workloads]]` of several cores)."""
+    if seed is None:
+        return
+    tables = config["workloads"] if "workloads" in config else [config.setdefault("workload", {})]
+    for i, w in enumerate(tables):
+        w["seed"] = seed * 1000 + i
 
 
 def resolve(points: list[Point], source: str = "<sweep>") -> None:

@@ -57,7 +57,7 @@ def all_experiments() -> list[Experiment]:
 
 
 def _load() -> None:
-    from pagelab.experiments import baseline_thp, frag_sweep  # noqa: F401  (they register)
+    from pagelab.experiments import baseline_thp, chp_frag, chp_perf, frag_sweep  # noqa: F401  (they register)
 
 
 def reproduce(

@@ -1,0 +1,131 @@
+"""What the Colored Huge Pages experiments share: the machine, the
+workload analogues, the contention set-up and the scenarios.
+
+The machine is the paper's i7-10700 (preset `i7-10700`: 16 MiB 16-way LLC,
+8 slices, colors from physical-address bits 12-15, so 16 hardware colors).
+The paper uses 8 colors (Table II: "used / supported colors 8 / 16"): the
+OS colors with bits 12-14 (`os.coloring.bits`), so each of its 8 colors is
+two hardware colors, 2 MiB of the LLC, and the workload's k colors plus the
+stressors' 8 - k cover the whole LLC. CHP's "number of system colors" is
+then 8 and a sub-mapping comes from a 2 MiB block (256 KiB x 8).
+`SYSTEM_COLORS` switches to all 16 bits (4 MiB blocks); docs/systems/chp.md
+says why 8 is the default.
+
+Workload analogues (footprints as fractions of the paper's 16 GB, kept
+when the machine is scaled; colors from Table III):
+
+| paper | analogue | why |
+|---|---|---|
+| mcf (1.7 GB, 5 colors) | `pointer-chase`, 128-byte nodes, 90% of loads on an 8 MiB hot cycle (`hot_set`) | network simplex follows tree and arc pointers; its node array is a hot set near the LLC's size (mcf slows 1.94x under contention in the paper, so its reuse must be LLC-sized) |
+| astar (339 MB, 5) | `pointer-chase`, 64-byte nodes, 80% of loads on a 6 MiB hot cycle | a grid search works around a frontier (its open list is a heap of pointers) and jumps across the map |
+| omnetpp (167 MB, 6) | `pointer-chase`, 128-byte nodes, 80% of loads on a 6 MiB hot cycle | discrete events follow pointers between many small heap objects, a few of them often |
+
+The hot sets (at most half the footprint) were chosen, by trying a few
+sizes, so that the analogues are LLC-sensitive in the paper's range (Fig. 1:
+contention costs 1.41x on average, mcf 1.94x); they are not measured from
+the programs. Without them a workload has no reuse for contention to take
+away: a plain pointer chase over mcf's footprint measured 1.000x. `kv`
+was tried for astar and omnetpp first, but its ~290 instructions per access
+(a Redis-like store) hide memory stalls that SPEC's programs do not.
+| bfs, cc (4.5 GB, 5) | `graph` bfs / cc, scale from the footprint | GAPBS's own kernels |
+| tc (2.5 GB, 4) | `graph` tc | GAPBS's own kernel |
+
+Contention: 4 cores of "cache stressors" like stress-ng's `--cache 4`:
+each runs random read-modify-writes (`gups`) over a buffer the size of the
+LLC. When the scenario partitions the cache they are confined by 4 KiB
+coloring (PALLOC, `workload.chp = false`) to the colors the workload does
+not get; otherwise they, like the workload, use the whole LLC.
+"""
+
+from __future__ import annotations
+
+GIB = 1 << 30
+#: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
+PAPER_MEM = 16e9
+USED_COLORS = 8
+#: OS color bits per number of system colors.
+SYSTEM_COLORS = {8: [12, 13, 14], 16: [12, 13, 14, 15]}
+
+#: name -> (workload table without footprint, paper footprint in bytes, colors).
+#: `hot_bytes` is a hot working set sized against the LLC (16 MiB), not
+#: scaled with memory (`hot_set`, at most half the footprint).
+APPS: dict[str, tuple[dict, float, int]] = {
+    "mcf": ({"kind": "pointer-chase", "node_size": "128B", "hot_bytes": 8 << 20, "hot_ops": 0.9}, 1.7e9, 5),
+    "astar": ({"kind": "pointer-chase", "node_size": "64B", "hot_bytes": 6 << 20, "hot_ops": 0.8}, 339e6, 5),
+    "omnetpp": ({"kind": "pointer-chase", "node_size": "128B", "hot_bytes": 6 << 20, "hot_ops": 0.8}, 167e6, 6),
+    "bfs": ({"kind": "graph", "kernel": "bfs"}, 4.5e9, 5),
+    "cc": ({"kind": "graph", "kernel": "cc"}, 4.5e9, 5),
+    "tc": ({"kind": "graph", "kernel": "tc"}, 2.5e9, 4),
+}
+LLC_BYTES = 16 << 20
+STRESSORS = 4
+
+
+def footprint(app: str, phys_mem: int) -> int:
+    """The analogue's footprint on a machine of `phys_mem` bytes: the paper's
+    share of 16 GB, rounded down to whole 4 KiB pages."""
+    share = APPS[app][1] / PAPER_MEM
+    return int(share * phys_mem) // 4096 * 4096
+
+
+def app_workload(app: str, phys_mem: int, accesses: int, **extra) -> dict:
+    table, _, _ = APPS[app]
+    w = {"name": app, **table, "footprint": footprint(app, phys_mem), "accesses": accesses, "init": "pages"}
+    hot = w.pop("hot_bytes", 0)
+    if hot:
+        w["hot_set"] = min(hot, w["footprint"] // 2)
+    w.update(extra)
+    return w
+
+
+def app_colors(app: str) -> list[int]:
+    """The workload's colors: the first k of the 8 in use."""
+    return list(range(APPS[app][2]))
+
+
+def stressor(i: int, colors: list[int] | None, accesses: int) -> dict:
+    w = {"name": f"stress{i}", "kind": "gups", "footprint": LLC_BYTES, "accesses": accesses, "chp": False}
+    if colors is not None:
+        w["colors"] = colors
+    return w
+
+
+#: scenario -> (os.policy, partitioned cache, contention).
+SCENARIOS = {
+    "alone": ("base", False, False),
+    "4k": ("base", False, True),
+    "thp": ("thp", False, True),
+    "coloring": ("coloring", True, True),
+    "chp": ("chp", True, True),
+}
+
+
+def shape_contention(config: dict, params: dict) -> None:
+    """Turns a point's single workload into the scenario's cores: the
+    workload on core 0 (colored when the scenario partitions), plus the
+    stressors on the colors it does not get."""
+    policy, partitioned, contention = SCENARIOS[params["scenario"]]
+    app = dict(config.pop("workload"))
+    name = params["workload"]
+    config.setdefault("os", {})["policy"] = policy
+    mine = app_colors(name)
+    if partitioned:
+        app["colors"] = mine
+    cores = [app]
+    if contention:
+        theirs = [c for c in range(USED_COLORS) if c not in mine] if partitioned else None
+        cores += [stressor(i, theirs, app["accesses"]) for i in range(STRESSORS)]
+    config["workloads"] = cores
+
+
+def labels(values: list) -> list[dict]:
+    """Grid values that only label a point (`shape` acts on them)."""
+    return [{"name": v} for v in values]
+
+
+def base_config(phys_mem: int, system_colors: int = 8) -> dict:
+    return {
+        "machine": {"preset": "i7-10700", "phys_mem": phys_mem},
+        "os": {"coloring": {"bits": SYSTEM_COLORS[system_colors]}, "thp": {"khugepaged": False}},
+        "run": {"skip_init": True},
+    }
