@@ -267,8 +267,9 @@ impl Simulation {
             }
             let (asid, ev) = (core.asid, ev.clone());
             core.next_event += 1;
-            if self.cfg.os.auto_vma == AutoVma::Auto {
-                // A workload that describes its mappings gets no invented ones.
+            if self.cfg.os.auto_vma == AutoVma::Auto && !core.workload.partial_mappings() {
+                // A workload that describes its mappings gets no invented
+                // ones; one whose events are partial keeps them.
                 self.kernel.procs[asid as usize - 1].auto_vma = false;
             }
             match ev {

@@ -16,6 +16,7 @@ mod stats;
 mod thp;
 
 pub use coloring::ColorPool;
+pub use fault::AUTO_VMA_NAME;
 pub use kernel::{Kernel, Process, Shootdown};
 pub use khugepaged::ScanResult;
 pub use stats::OsStats;

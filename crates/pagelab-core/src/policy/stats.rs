@@ -25,6 +25,8 @@ pub struct OsStats {
     pub compaction_migrated: u64,
     pub compaction_failed: u64,
     pub auto_vmas: u64,
+    /// Automatic VMAs created where a munmap had unmapped.
+    pub auto_vmas_after_munmap: u64,
 }
 
 impl OsStats {
