@@ -3,6 +3,7 @@
 //! ```text
 //! file   = header block* end
 //! header = "PGLTRACE" version:u16 flags:u16 reserved:u32      (16 bytes)
+//!          flags bit 0: the mapping events are partial (FLAG_PARTIAL_MAPS)
 //! block  = payload_len:u32 compressed_len:u32 records:u32 crc32:u32
 //!          zstd(payload)                                      (16 + n)
 //! end    = 16 zero bytes, then records:u64 accesses:u64 instructions:u64
@@ -26,6 +27,12 @@ use crate::workload::{Access, AccessKind, Batch, MapEvent};
 
 pub const MAGIC: &[u8; 8] = b"PGLTRACE";
 pub const VERSION: u16 = 1;
+/// Header flag: the trace's mapping events do not cover every mapping it
+/// touches (a captured program: exec's mappings are never seen), so
+/// automatic VMAs stay on beside them (`Workload::partial_mappings`).
+pub const FLAG_PARTIAL_MAPS: u16 = 1;
+/// The flags this version knows; a reader refuses others.
+const KNOWN_FLAGS: u16 = FLAG_PARTIAL_MAPS;
 const HEADER_LEN: u64 = 16;
 const BLOCK_HEADER_LEN: u64 = 16;
 /// A block is flushed once its payload reaches this size; bigger blocks
@@ -115,12 +122,21 @@ fn size_code(size: u8) -> u8 {
 }
 
 impl<W: Write> NativeWriter<W> {
-    /// Writes the header.
-    pub fn new(mut out: W) -> std::io::Result<Self> {
+    /// Writes the header (no flags).
+    pub fn new(out: W) -> std::io::Result<Self> {
+        Self::with_flags(out, 0)
+    }
+
+    /// Writes the header with `flags` (e.g. [`FLAG_PARTIAL_MAPS`]).
+    pub fn with_flags(mut out: W, flags: u16) -> std::io::Result<Self> {
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("unknown native trace flags {flags:#x}")));
+        }
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&[0; 6]);
+        header.extend_from_slice(&flags.to_le_bytes());
+        header.extend_from_slice(&[0; 4]);
         out.write_all(&header)?;
         Ok(NativeWriter {
             out,
@@ -272,6 +288,7 @@ pub struct NativeReader<R: Read> {
     payload: Vec<u8>,
     decompressor: zstd::bulk::Decompressor<'static>,
     totals: NativeTotals,
+    flags: u16,
 }
 
 impl<R: Read> std::fmt::Debug for NativeReader<R> {
@@ -309,8 +326,12 @@ impl<R: Read> NativeReader<R> {
         if version != VERSION {
             return Err(bad(path, 8, format!("unsupported version {version} (this pagelab reads {VERSION})")));
         }
-        if header[10..16] != [0; 6] {
-            return Err(bad(path, 10, "unknown flags in the header"));
+        let flags = u16::from_le_bytes([header[10], header[11]]);
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(bad(path, 10, format!("unknown flags {flags:#x} in the header (this pagelab knows {KNOWN_FLAGS:#x})")));
+        }
+        if header[12..16] != [0; 4] {
+            return Err(bad(path, 12, "reserved header bytes are not zero"));
         }
         Ok(NativeReader {
             r,
@@ -320,7 +341,13 @@ impl<R: Read> NativeReader<R> {
             payload: Vec::new(),
             decompressor: zstd::bulk::Decompressor::new().map_err(|e| bad(path, 0, e.to_string()))?,
             totals: NativeTotals::default(),
+            flags,
         })
+    }
+
+    /// The header's flags.
+    pub fn flags(&self) -> u16 {
+        self.flags
     }
 
     fn read_exact_at(&mut self, len: usize, what: &str) -> Result<()> {
@@ -387,6 +414,10 @@ impl<R: Read> NativeReader<R> {
 impl<R: Read + Send> Source for NativeReader<R> {
     fn fill(&mut self, sink: &mut Sink) -> Result<bool> {
         self.next_block(sink)
+    }
+
+    fn partial_maps(&self) -> bool {
+        self.flags & FLAG_PARTIAL_MAPS != 0
     }
 }
 

@@ -393,6 +393,96 @@ fn lackey_bad_lines_and_truncation_name_the_line() {
     assert!(msg.contains("truncated"), "{msg}");
 }
 
+/// Lackey output with `--trace-syscalls=yes` lines (formats as valgrind
+/// 3.19 prints them): the stack at 0x7ff000 shares its 2 MiB region with
+/// the heap at 0x600000, an 8 MiB anonymous mapping is touched, unmapped,
+/// and touched again.
+const LACKEY_SYSCALLS: &str = "==1== Lackey, an example Valgrind tool\n\
+SYSCALL[1,1](12) sys_brk ( 0x0 ) --> [pre-success] Success(0x600000) \n\
+I  00400000,3\n S 007ff000,8\n\
+SYSCALL[1,1](9) sys_mmap ( 0x0, 8388608, 3, 34, 4294967295, 0 ) --> [pre-success] Success(0x10000000) \n\
+I  00400003,4\n S 10000000,8\n S 10001000,8\n\
+SYSCALL[1,1](11) sys_munmap ( 0x10000000, 8388608 )[sync] --> Success(0x0) \n\
+SYSCALL[1,1](12) sys_brk ( 0x602000 ) --> [pre-success] Success(0x602000) \n\
+SYSCALL[1,1](334) unimplemented (by the kernel) syscall: 334! (ni_syscall)\n \
+--> [pre-fail] Failure(0x26) \n\
+I  00400007,2\n S 00601000,8\n L 10000000,8\n";
+
+#[test]
+fn lackey_system_calls_become_partial_mapping_events() {
+    let p = write_file("sys.lackey", LACKEY_SYSCALLS.as_bytes());
+    let n = tmp("sys.trace");
+    convert(&p, &n, None).unwrap();
+    let mb8 = 8 << 20;
+    for path in [&p, &n] {
+        let flat = read_trace(path, false).unwrap();
+        assert_eq!(
+            flat.events,
+            vec![
+                (1, MapEvent::Mmap { start: va(0x1000_0000), len: mb8, writable: true, name: "anon".into() }),
+                (3, MapEvent::Munmap { start: va(0x1000_0000), len: mb8 }),
+                (3, MapEvent::Mmap { start: va(0x60_0000), len: 0x2000, writable: true, name: "brk".into() }),
+            ],
+            "{}",
+            path.display()
+        );
+        assert_eq!(flat.accesses.len(), 5);
+        let i = info(path, None).unwrap();
+        assert_eq!((i.map_events, i.partial_maps), (3, true));
+        assert!(build(&trace_config(path), "workload").unwrap().partial_mappings());
+    }
+    // A generator's recording has complete events.
+    let (g, _) = generated_native("complete.trace");
+    assert!(!info(&g, None).unwrap().partial_maps);
+    assert!(!build(&trace_config(&g), "workload").unwrap().partial_mappings());
+    // Only flag bit 0 is known.
+    let mut bytes = std::fs::read(&n).unwrap();
+    assert_eq!(bytes[10..12], [1, 0]);
+    bytes[10] = 3;
+    let (at, msg) = trace_err(read_trace(&write_file("flag.trace", &bytes), false));
+    assert_eq!(at, 10, "{msg}");
+    assert!(msg.contains("unknown flags"), "{msg}");
+    // A mapping call that cannot be parsed is an error at its line.
+    let bad = LACKEY_SYSCALLS.replace("sys_munmap ( 0x10000000, 8388608 )", "sys_munmap ( 0x10000000 )");
+    let (line, msg) = trace_err(read_trace(&write_file("badsys.lackey", bad.as_bytes()), false));
+    assert_eq!(line, 9, "{msg}");
+    assert!(msg.contains("sys_munmap"), "{msg}");
+}
+
+#[test]
+fn a_captured_trace_replays_its_mappings_beside_automatic_vmas() {
+    let p = write_file("replay.lackey", LACKEY_SYSCALLS.as_bytes());
+    let machine = "[machine]\nphys_mem = \"256MiB\"\n[run]\ncheck_translations = true\n";
+    let text = format!("{machine}[workload]\nkind = \"trace\"\npath = {:?}\n", p.display().to_string());
+    let cfg = crate::config::parse_config(&text, "test.toml", &[]).unwrap();
+    let mut sim = crate::engine::Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    let s = sim.stats();
+    let stat = |k: &str| s.get(k).unwrap_or_else(|| panic!("{k}")).as_f64();
+    // Five stores and loads, each a first touch of its page: the stack
+    // (automatic VMA), two pages of the mapping, the heap page, and the
+    // unmapped page again (a second automatic VMA, counted as such).
+    assert_eq!(stat("faults"), 5.0);
+    assert_eq!(stat("os.auto_vmas"), 2.0);
+    assert_eq!(stat("os.auto_vmas_after_munmap"), 1.0);
+    // The munmap of the touched mapping shoots down; the heap replacing
+    // the untouched part of the stack's automatic VMA does not.
+    assert_eq!(stat("os.shootdowns"), 1.0);
+    let vmas: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.clone())).collect();
+    assert_eq!(
+        vmas,
+        [
+            (0x60_0000, 0x60_2000, "brk".to_string()),
+            (0x60_2000, 0x80_0000, "auto".to_string()),
+            (0x1000_0000, 0x1020_0000, "auto".to_string()),
+        ]
+    );
+    // With automatic VMAs off, the stack is a segmentation fault.
+    let cfg = crate::config::parse_config(&text, "test.toml", &["os.auto_vma=\"off\"".into()]).unwrap();
+    let err = crate::engine::Simulation::new(cfg).unwrap().run().unwrap_err();
+    assert!(err.to_string().contains("outside every mapping"), "{err}");
+}
+
 // ---------------------------------------------------- detection and info
 
 #[test]

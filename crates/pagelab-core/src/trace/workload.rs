@@ -27,6 +27,7 @@ pub struct TraceWorkload {
     finished: bool,
     error: Option<Error>,
     format: TraceFormat,
+    partial_maps: bool,
 }
 
 impl std::fmt::Debug for TraceWorkload {
@@ -40,6 +41,7 @@ impl TraceWorkload {
     pub fn new(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Self> {
         let path = cfg.path.clone().ok_or_else(|| Error::config(format!("{key_prefix}.path"), "a trace workload needs a path"))?;
         let d = open(&path, cfg.format)?;
+        let partial_maps = d.source.partial_maps();
         let name = cfg.name.clone().unwrap_or_else(|| {
             path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into())
         });
@@ -56,6 +58,7 @@ impl TraceWorkload {
             finished: false,
             error: None,
             format: d.format,
+            partial_maps,
         })
     }
 
@@ -160,6 +163,10 @@ impl Workload for TraceWorkload {
 
     fn take_error(&mut self) -> Option<Error> {
         self.error.take()
+    }
+
+    fn partial_mappings(&self) -> bool {
+        self.partial_maps
     }
 }
 
