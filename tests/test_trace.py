@@ -141,6 +141,35 @@ def test_convert_info_and_run_a_lackey_trace(tmp_path):
     assert (s["instructions"], s["loads"], s["stores"]) == (3, 3, 2)
 
 
+def test_progress_knows_a_native_traces_total(tmp_path, monkeypatch):
+    import pagelab.api
+
+    monkeypatch.setattr(pagelab.api, "STEP", 1000)  # a progress call every ~1000 accesses
+    text, native = tmp_path / "t.lackey", tmp_path / "t.pgl"
+    text.write_text(LACKEY * 2000)  # 10,000 data accesses, 6,000 fetches
+    assert run_cli("trace", "convert", text, native).returncode == 0
+
+    def calls(path, **workload):
+        seen = []
+        cfg = {"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "trace", "path": str(path), **workload}}
+        pagelab.run(cfg, progress=lambda done, expected: seen.append((done, expected)))
+        assert len(seen) > 5
+        return seen
+
+    # The native end record: the exact total from the first call.
+    for ifetch, total in ((False, 10_000), (True, 16_000)):
+        seen = calls(native, ifetch=ifetch)
+        assert {e for _, e in seen} == {total} and seen[-1] == (total, total)
+    # Lackey text cannot tell before it is read: unknown until the end.
+    seen = calls(text)
+    assert {e for _, e in seen[:-1]} == {None} and seen[-1] == (10_000, 10_000)
+    # A generator with workload.accesses: exact too.
+    seen = []
+    pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "gups", "footprint": "1MiB", "accesses": 20_000, "init": "none"}},
+                progress=lambda d, e: seen.append((d, e)))
+    assert {e for _, e in seen} == {20_000}
+
+
 def test_a_truncated_trace_fails_the_run_naming_the_file(tmp_path):
     text, native, cut = tmp_path / "t.lackey", tmp_path / "t.pgl", tmp_path / "cut.pgl"
     text.write_text(LACKEY * 2000)

@@ -14,26 +14,40 @@ from pagelab.table import print_summary
 
 def progress_bar():
     """A rich progress bar on stderr when it is a terminal; else nothing."""
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(
         TextColumn("simulating"),
         BarColumn(),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f} accesses"),
+        TextColumn("{task.fields[count]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         disable=not sys.stderr.isatty(),
         transient=True,
     )
     return bar
 
 
+def progress_update(bar, task):
+    """A `progress(done, expected)` callback for `run`: a bar with its total
+    and ETA when the total is known, else an indeterminate (pulsing) one."""
+
+    def update(done: int, expected: int | None) -> None:
+        if expected is None:
+            bar.update(task, completed=done, total=None, count=f"{done:,} accesses")
+        else:
+            total = max(done, expected)
+            bar.update(task, completed=done, total=total, count=f"{done:,}/{total:,} accesses")
+
+    return update
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     with progress_bar() as bar:
-        task = bar.add_task("run", total=None)
-
-        def update(done: int, expected: int) -> None:
-            bar.update(task, completed=done, total=max(done, expected))
+        task = bar.add_task("run", total=None, count="")
+        update = progress_update(bar, task)
 
         result = run(
             args.config,

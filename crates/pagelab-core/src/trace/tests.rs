@@ -120,7 +120,7 @@ fn native_bytes_of_a_tiny_trace() {
     w.instructions(5).unwrap();
     w.finish().unwrap();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(&b[..16], b"PGLTRACE\x01\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(&b[..16], b"PGLTRACE\x02\x00\x00\x00\x00\x00\x00\x00");
     // mmap: type 0 (03), start 0x1000 = 80 20, len 8192 = 80 40, writable,
     // name "a". load: tag op 0 | size 8 (code 3) << 2 | instrs one (2) << 6
     // = 8c, delta +0x1000 zigzagged = 0x2000 = 80 40. store: op 1 | 0x0c |
@@ -136,14 +136,61 @@ fn native_bytes_of_a_tiny_trace() {
     let clen = word(20) as usize;
     assert_eq!(zstd::bulk::decompress(&b[32..32 + clen], 64).unwrap(), payload);
     let end = &b[32 + clen..];
-    assert_eq!(end.len(), 40);
+    assert_eq!(end.len(), 48);
     assert_eq!(&end[..16], &[0; 16]);
     let total = |i: usize| u64::from_le_bytes(end[i..i + 8].try_into().unwrap());
-    assert_eq!((total(16), total(24), total(32)), (5, 3, 7));
+    assert_eq!((total(16), total(24), total(32), total(40)), (5, 3, 7, 0));
     let read = read_trace(&path, false).unwrap();
-    assert_eq!(read.events, vec![(0, mmap)]);
+    assert_eq!(read.events, vec![(0, mmap.clone())]);
     assert_eq!(read.accesses.len(), 3);
     assert_eq!(read.instructions, 7);
+    // The same trace in version 1: no fetch count at the end, still read.
+    let mut v1 = b.clone();
+    v1[8] = 1;
+    v1.truncate(v1.len() - 8);
+    let p1 = write_file("tiny-v1.trace", &v1);
+    let read1 = read_trace(&p1, false).unwrap();
+    assert_eq!((read1.events, read1.accesses, read1.instructions), (vec![(0, mmap)], read.accesses, 7));
+    // A version 1 header has no flags; a version 3 is refused.
+    v1[10] = 1;
+    assert!(trace_err(read_trace(&write_file("tiny-v1-flag.trace", &v1), false)).1.contains("version 1"));
+    let mut v3 = b.clone();
+    v3[8] = 3;
+    let (at, msg) = trace_err(read_trace(&write_file("tiny-v3.trace", &v3), false));
+    assert_eq!(at, 8);
+    assert!(msg.contains("unsupported version 3"), "{msg}");
+}
+
+#[test]
+fn the_end_record_gives_the_total_before_reading() {
+    // A lackey trace with fetches, in native form: 5 data accesses and 3
+    // fetches (one per instruction).
+    let n = tmp("total.trace");
+    convert(&write_file("total.lackey", LACKEY.as_bytes()), &n, None).unwrap();
+    let t = native::end_totals(&n).unwrap();
+    assert_eq!((t.accesses, t.ifetches, t.instructions), (8, 3, 3));
+    let total = |ifetch: bool, instructions: u64| {
+        let mut cfg = trace_config(&n);
+        cfg.ifetch = ifetch;
+        cfg.instructions = instructions;
+        let mut w = build(&cfg, "workload").unwrap();
+        let expected = w.total_accesses();
+        let handed = drain(w.as_mut()).accesses.len() as u64;
+        (expected, handed)
+    };
+    assert_eq!(total(false, 0), (Some(5), 5));
+    assert_eq!(total(true, 0), (Some(8), 8));
+    // Cut at 2 of 3 instructions: two thirds of the accesses, estimated.
+    assert_eq!(total(false, 2).0, Some(3));
+    // Compressed, lackey, truncated or version 1: unknown.
+    let gz = write_file("total.trace.gz", &compress(Compression::Gzip, &std::fs::read(&n).unwrap()));
+    let lackey = write_file("total2.lackey", LACKEY.as_bytes());
+    let bytes = std::fs::read(&n).unwrap();
+    let cut = write_file("total-cut.trace", &bytes[..bytes.len() - 1]);
+    for p in [&gz, &lackey, &cut] {
+        assert_eq!(build(&trace_config(p), "workload").unwrap().total_accesses(), None, "{}", p.display());
+    }
+    assert!(native::end_totals(&cut).is_none());
 }
 
 #[test]

@@ -185,6 +185,13 @@ pub trait Workload: Send {
     fn partial_mappings(&self) -> bool {
         false
     }
+    /// The accesses the workload will hand out in all, when it knows
+    /// before running: an uncompressed native trace reads its end record.
+    /// None: unknown (other traces; the engine estimates a generator's
+    /// from its configuration). Only progress reports use it.
+    fn total_accesses(&self) -> Option<u64> {
+        None
+    }
     /// Why the workload ended early, if it did: a trace reader that met a
     /// corrupt or truncated file returns false from `next_batch`, then the
     /// `Error::Trace` here. Generators never fail.
