@@ -63,6 +63,10 @@ def capture(out: str, program: list[str]) -> dict:
     return result["summary"]
 
 
+def _cell(v) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
 def print_info(info: dict, console: Console) -> None:
     table = Table(title=str(info.get("path", "trace")))
     table.add_column("")
@@ -70,9 +74,9 @@ def print_info(info: dict, console: Console) -> None:
     for k, v in info.items():
         if isinstance(v, dict):
             for kk, vv in v.items():
-                table.add_row(f"{k}.{kk}", f"{vv:,}" if isinstance(vv, int) else str(vv))
+                table.add_row(f"{k}.{kk}", _cell(vv))
         else:
-            table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+            table.add_row(k, _cell(v))
     console.print(table)
 
 
