@@ -172,6 +172,10 @@ impl Syscalls {
     /// The events of a call that returned `r`.
     fn complete(&mut self, call: Call, r: u64, out: &mut Vec<MapEvent>) {
         let mut emit = |maps: &mut VmaTree, e: MapEvent| {
+            let (MapEvent::Mmap { start, len, .. } | MapEvent::Munmap { start, len } | MapEvent::Mprotect { start, len, .. }) = &e;
+            if start.raw().checked_add(*len).is_none() {
+                return; // No kernel returns success for a range that wraps.
+            }
             match &e {
                 MapEvent::Mmap { start, len, writable, name } => {
                     let end = start.add(*len);
@@ -221,6 +225,9 @@ impl Syscalls {
             Call::Mremap { old, old_len, new_len, flags } => {
                 let (old_len, new_len) = (page_up(old_len), page_up(new_len));
                 let (writable, name) = maps.find(va(old)).map_or((true, "anon".to_string()), |v| (v.writable, v.name.clone()));
+                if old.checked_add(old_len.max(new_len)).is_none() {
+                    return;
+                }
                 if r == old {
                     if new_len > old_len {
                         emit(maps, MapEvent::Mmap { start: va(old + old_len), len: new_len - old_len, writable, name });
@@ -329,6 +336,16 @@ mod tests {
             "SYSCALL[1,2](25) sys_mremap ( 0x10000, 8192, 4096, 0x3, 0x40000 ) --> [pre-success] Success(0x40000) ",
         ]);
         assert_eq!(ev, [mmap(0x10000, 8192, false, "anon"), munmap(0x10000, 8192), mmap(0x40000, 4096, false, "anon")]);
+    }
+
+    #[test]
+    fn ranges_that_wrap_are_dropped_not_a_panic() {
+        let ev = run(&[
+            "SYSCALL[1,1](11) sys_munmap ( 0xfffffffffffff000, 8192 )[sync] --> Success(0x0) ",
+            "SYSCALL[1,1](25) sys_mremap ( 0xfffffffffffff000, 4096, 8192, 0x0 ) --> [pre-success] Success(0xfffffffffffff000) ",
+            "SYSCALL[1,1](9) sys_mmap ( 0x0, 18446744073709551615, 3, 34, -1, 0 ) --> [pre-success] Success(0x1000) ",
+        ]);
+        assert!(ev.is_empty(), "{ev:?}");
     }
 
     #[test]
