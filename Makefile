@@ -9,10 +9,12 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 setup: $(VENV)/.deps
 
+# Ray (the optional `ray` extra) too, so the local/Ray equality test runs.
 $(VENV)/.deps: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim
+	$(PIP) install --quiet "ray>=2.9"
 	touch $@
 
 # Builds the Rust extension (release) into the venv, with the Python package

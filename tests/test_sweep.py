@@ -181,12 +181,16 @@ def test_local_jobs_give_identical_rows(tmp_path):
     assert a[cols].equals(b[cols])
 
 
+@pytest.mark.ray
 def test_local_and_ray_give_identical_rows(tmp_path):
     ray = pytest.importorskip("ray")
     a = run_sweep(small_sweep(2), tmp_path / "a", jobs=2).frame()
     try:
+        # A local Ray instance with 2 CPUs, started and stopped by the executor.
         b = run_sweep(small_sweep(2), tmp_path / "b", jobs=2, executor="ray").frame()
+        assert not ray.is_initialized(), "the executor leaves the Ray instance it started running"
     finally:
         ray.shutdown()
     cols = [c for c in a.columns if c != "seconds"]
+    assert len(b) == len(a) > 0
     assert a[cols].equals(b[cols])

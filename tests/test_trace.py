@@ -22,6 +22,26 @@ int main(void) {
 }
 """
 
+# Maps 16 MiB, touches every page, unmaps it, maps 8 MiB (which lands at
+# the same address: the kernel reuses the hole) and touches every page.
+MAPPER = r"""
+#include <stdio.h>
+#include <sys/mman.h>
+#define MB (1L << 20)
+int main(void) {
+    long n = 16 * MB, m = 8 * MB;
+    char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    for (long i = 0; i < n; i += 4096) p[i] = 1;
+    if (munmap(p, n)) return 2;
+    char *q = mmap(0, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) return 3;
+    for (long i = 0; i < m; i += 4096) q[i] = 2;
+    printf("pagelab-test p=%p q=%p\n", (void *)p, (void *)q);
+    return 0;
+}
+"""
+
 LACKEY = """==123== Lackey, an example Valgrind tool
 I  04001000,3
  L 1ffefff000,8
@@ -34,7 +54,10 @@ I  04001007,2
 """
 
 
-@pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("gcc")), reason="needs valgrind and gcc")
+needs_valgrind = pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("gcc")), reason="needs valgrind and gcc")
+
+
+@needs_valgrind
 def test_capture_agrees_with_valgrinds_own_counts(tmp_path):
     src, exe, out = tmp_path / "t.c", tmp_path / "t", tmp_path / "t.pgl"
     src.write_text(PROGRAM)
@@ -62,6 +85,50 @@ def test_capture_agrees_with_valgrinds_own_counts(tmp_path):
     assert s["os.auto_vmas"] > 0
 
 
+@needs_valgrind
+def test_capture_records_the_programs_mappings_and_replays_them(tmp_path):
+    src, exe, out = tmp_path / "m.c", tmp_path / "m", tmp_path / "m.pgl"
+    src.write_text(MAPPER)
+    subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
+    proc = run_cli("trace", "capture", "--out", out, "--", exe, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    p, q = (int(x, 16) for x in re.search(r"pagelab-test p=(0x[0-9a-f]+) q=(0x[0-9a-f]+)", proc.stdout).groups())
+    events = json.loads(run_cli("trace", "events", out, "--json").stdout)
+    mib = 1 << 20
+    # The program's own three calls, in order, with their lengths.
+    mine = [e for e in events if e["start"] in (p, q) and e["len"] in (16 * mib, 8 * mib)]
+    assert [(e["kind"], e["start"], e["len"]) for e in mine] == [
+        ("mmap", p, 16 * mib), ("munmap", p, 16 * mib), ("mmap", q, 8 * mib)
+    ], events
+    assert all(e["writable"] and e["name"] == "anon" for e in mine if e["kind"] == "mmap")
+    # Every access to the 16 MiB lies between its mmap and its munmap.
+    assert mine[1]["at"] - mine[0]["at"] >= 4096
+    # The runtime's own mappings are there too (ld.so mapping libc).
+    assert any(e["name"] == "file" for e in events)
+    info = json.loads(run_cli("trace", "info", out, "--json").stdout)
+    assert info["partial_maps"] and info["map_events"] == len(events)
+
+    # Replayed with 4 KiB pages: each page faults at its first touch after
+    # being mapped. q reuses p's addresses, so its 2048 pages fault a second
+    # time: only a replayed munmap (which frees them) makes them fault again.
+    assert q == p, "the kernel reused the hole (what this test relies on)"
+    cfg = {"machine": {"phys_mem": "256MiB"}, "run": {"check_translations": True},
+           "workload": {"kind": "trace", "path": str(out)}}
+    s = pagelab.run(cfg).stats
+    assert s["faults"] == info["pages_4k"] + (8 * mib) // 4096
+    # One shootdown per munmap and mprotect (MAP_FIXED's implicit munmaps
+    # included), nothing else on this policy.
+    assert s["os.shootdowns"] == sum(e["kind"] in ("munmap", "mprotect") for e in events)
+    # What exec mapped (binary, ld.so, stack) got automatic VMAs; nothing
+    # was touched after its munmap.
+    assert s["os.auto_vmas"] > 0
+    assert s["os.auto_vmas_after_munmap"] == 0
+    # With THP the 16 MiB and the 8 MiB are backed by huge pages.
+    t = pagelab.run({**cfg, "os": {"policy": "thp", "thp": {"khugepaged": False}}}).stats
+    assert t["faults.huge"] >= (16 + 8) // 2 - 2
+    assert t["faults"] < s["faults"] // 4
+
+
 def test_convert_info_and_run_a_lackey_trace(tmp_path):
     text, native = tmp_path / "t.lackey", tmp_path / "t.pgl"
     text.write_text(LACKEY)
@@ -72,6 +139,35 @@ def test_convert_info_and_run_a_lackey_trace(tmp_path):
         assert info["accesses"] == 4
     s = pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "trace", "path": str(native)}}).stats
     assert (s["instructions"], s["loads"], s["stores"]) == (3, 3, 2)
+
+
+def test_progress_knows_a_native_traces_total(tmp_path, monkeypatch):
+    import pagelab.api
+
+    monkeypatch.setattr(pagelab.api, "STEP", 1000)  # a progress call every ~1000 accesses
+    text, native = tmp_path / "t.lackey", tmp_path / "t.pgl"
+    text.write_text(LACKEY * 2000)  # 10,000 data accesses, 6,000 fetches
+    assert run_cli("trace", "convert", text, native).returncode == 0
+
+    def calls(path, **workload):
+        seen = []
+        cfg = {"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "trace", "path": str(path), **workload}}
+        pagelab.run(cfg, progress=lambda done, expected: seen.append((done, expected)))
+        assert len(seen) > 5
+        return seen
+
+    # The native end record: the exact total from the first call.
+    for ifetch, total in ((False, 10_000), (True, 16_000)):
+        seen = calls(native, ifetch=ifetch)
+        assert {e for _, e in seen} == {total} and seen[-1] == (total, total)
+    # Lackey text cannot tell before it is read: unknown until the end.
+    seen = calls(text)
+    assert {e for _, e in seen[:-1]} == {None} and seen[-1] == (10_000, 10_000)
+    # A generator with workload.accesses: exact too.
+    seen = []
+    pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "gups", "footprint": "1MiB", "accesses": 20_000, "init": "none"}},
+                progress=lambda d, e: seen.append((d, e)))
+    assert {e for _, e in seen} == {20_000}
 
 
 def test_a_truncated_trace_fails_the_run_naming_the_file(tmp_path):

@@ -70,14 +70,18 @@ def run(
     export_phys: str | os.PathLike | None = None,
     export_format: str = "pagelab",
     export_memory_only: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
     set: list[str] | None = None,  # noqa: A002 - mirrors the CLI's --set
     **overrides: Any,
 ) -> Result:
     """Runs one simulation to the end and returns its statistics.
 
     `set` takes CLI-style `KEY=VALUE` strings; keyword overrides take Python
-    values. `progress(done, expected)` is called between steps.
+    values. `progress(done, expected)` is called between steps with the
+    accesses run and the total expected: exact for an uncompressed native
+    trace (its end record) and for generators with `workload.accesses` set;
+    None when unknown (other traces; a generator's own run length); at the
+    end, `progress(done, done)`.
     `export_phys` writes every physical reference, in `export_format`
     ("pagelab", "ramulator2", "dramsim3"), or only those served by memory
     with `export_memory_only`.

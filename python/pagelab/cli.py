@@ -14,26 +14,40 @@ from pagelab.table import print_summary
 
 def progress_bar():
     """A rich progress bar on stderr when it is a terminal; else nothing."""
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(
         TextColumn("simulating"),
         BarColumn(),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f} accesses"),
+        TextColumn("{task.fields[count]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         disable=not sys.stderr.isatty(),
         transient=True,
     )
     return bar
 
 
+def progress_update(bar, task):
+    """A `progress(done, expected)` callback for `run`: a bar with its total
+    and ETA when the total is known, else an indeterminate (pulsing) one."""
+
+    def update(done: int, expected: int | None) -> None:
+        if expected is None:
+            bar.update(task, completed=done, total=None, count=f"{done:,} accesses")
+        else:
+            total = max(done, expected)
+            bar.update(task, completed=done, total=total, count=f"{done:,}/{total:,} accesses")
+
+    return update
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     with progress_bar() as bar:
-        task = bar.add_task("run", total=None)
-
-        def update(done: int, expected: int) -> None:
-            bar.update(task, completed=done, total=max(done, expected))
+        task = bar.add_task("run", total=None, count="")
+        update = progress_update(bar, task)
 
         result = run(
             args.config,
@@ -168,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
     b.set_defaults(func=cmd_bench)
 
-    tr = sub.add_parser("trace", help="traces: convert, info, capture")
+    tr = sub.add_parser("trace", help="traces: convert, info, events, capture")
     trs = tr.add_subparsers(dest="trace_command", required=True)
     tc = trs.add_parser("convert", help="any readable trace (ChampSim, lackey, native) to pagelab's native format")
     tc.add_argument("src")
@@ -176,7 +190,10 @@ def parser() -> argparse.ArgumentParser:
     ti = trs.add_parser("info", help="instructions, accesses, footprint, pages touched, reuse distances")
     ti.add_argument("file")
     ti.add_argument("--json", action="store_true")
-    tp = trs.add_parser("capture", help="run a program under Valgrind lackey into a native trace")
+    te = trs.add_parser("events", help="the mapping events (mmap, munmap, mprotect) of a trace, in order")
+    te.add_argument("file")
+    te.add_argument("--json", action="store_true")
+    tp = trs.add_parser("capture", help="run a program under Valgrind lackey (and its mmap/munmap/brk calls) into a native trace")
     tp.add_argument("--out", required=True, metavar="FILE")
     tp.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     tr.set_defaults(func=cmd_trace)

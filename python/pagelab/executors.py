@@ -5,8 +5,10 @@ back to the parent, which alone writes the results store.
   processes (default: every core). Workers are spawned, not forked, so none
   of them inherits the parent's open DuckDB file.
 - `RayExecutor(jobs, address)`: the same on a Ray cluster
-  (`ray.init(address=...)`) or a local Ray instance; `ray` is imported only
-  here, when it is asked for (`pip install pagelab[ray]`).
+  (`ray.init(address=...)`) or a local Ray instance (`num_cpus=jobs`, no
+  dashboard), shut down again when the sweep ends if the executor started
+  it; `ray` is imported only here, when it is asked for (`pip install
+  pagelab[ray]`).
 
 Both call `run_task` on a task `(config_hash, config_dict, overrides)` and
 get back a plain dict, so both give identical rows.
@@ -105,24 +107,35 @@ class RayExecutor:
             import ray
         except ImportError:
             raise RuntimeError("the ray executor needs Ray: pip install 'pagelab[ray]'") from None
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        started = not ray.is_initialized()
+        if started:
+            import logging
+
+            # No dashboard, no workers' logs, no "Started a local Ray instance".
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
             if self.address:
                 kwargs["address"] = self.address
             elif self.jobs:
                 kwargs["num_cpus"] = self.jobs
             ray.init(**kwargs)
-        remote = ray.remote(num_cpus=1)(run_task)
-        pending = [remote.remote(t) for t in tasks]
         try:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    on_result(ray.get(ref))
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
+            remote = ray.remote(num_cpus=1)(run_task)
+            pending = [remote.remote(t) for t in tasks]
+            try:
+                while pending:
+                    ready, pending = ray.wait(pending, num_returns=1)
+                    for ref in ready:
+                        on_result(ray.get(ref))
+            except BaseException:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
+        finally:
+            if started:
+                # A local instance we started stops with the sweep (its
+                # raylet and workers would otherwise outlive it until the
+                # interpreter exits); a caller's own ray.init is left alone.
+                ray.shutdown()
 
 
 def make_executor(kind: str = "local", jobs: int | None = None, address: str | None = None):

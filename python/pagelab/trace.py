@@ -2,9 +2,13 @@
 
 `capture` runs a program under Valgrind's lackey and converts its output as
 it streams (through a named pipe, so no multi-gigabyte text lands on disk)
-into pagelab's native format. The program's mmap/munmap/brk events are not
-recorded yet: a captured trace runs with automatic VMAs (the OS creates
-2 MiB-aligned VMAs around the addresses it touches). See docs/trace-format.md.
+into pagelab's native format. With `--trace-syscalls=yes`, the program's
+mmap, munmap, mprotect, mremap and brk calls become the trace's mapping
+events, replayed through the simulated kernel. What exec mapped before the
+program ran (the binary, the dynamic loader, the stack) is never a system
+call, so the trace is flagged "partial mapping events": touches outside
+every recorded mapping get automatic VMAs (2 MiB-aligned, around the
+address). See docs/trace-format.md, "Captured programs".
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def capture(out: str, program: list[str]) -> dict:
 
         reader = threading.Thread(target=consume, daemon=True)
         reader.start()
-        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-file={fifo}", *program]
+        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", "--trace-syscalls=yes", f"--log-file={fifo}", *program]
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL)
         reader.join()
     if "error" in result:
@@ -59,6 +63,10 @@ def capture(out: str, program: list[str]) -> dict:
     return result["summary"]
 
 
+def _cell(v) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
 def print_info(info: dict, console: Console) -> None:
     table = Table(title=str(info.get("path", "trace")))
     table.add_column("")
@@ -66,9 +74,19 @@ def print_info(info: dict, console: Console) -> None:
     for k, v in info.items():
         if isinstance(v, dict):
             for kk, vv in v.items():
-                table.add_row(f"{k}.{kk}", f"{vv:,}" if isinstance(vv, int) else str(vv))
+                table.add_row(f"{k}.{kk}", _cell(vv))
         else:
-            table.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+            table.add_row(k, _cell(v))
+    console.print(table)
+
+
+def print_events(events: list[dict], console: Console) -> None:
+    table = Table(title=f"{len(events):,} mapping events")
+    for col in ("at access", "event", "start", "end", "length", "writable", "name"):
+        table.add_column(col, justify="right" if col in ("at access", "length") else "left")
+    for e in events:
+        w = "" if e["writable"] is None else ("rw" if e["writable"] else "r")
+        table.add_row(f"{e['at']:,}", e["kind"], f"{e['start']:#x}", f"{e['start'] + e['len']:#x}", f"{e['len']:,}", w, e["name"] or "")
     console.print(table)
 
 
@@ -83,6 +101,12 @@ def main(args: argparse.Namespace) -> int:
             print(json.dumps(info, indent=1))
         else:
             print_info(info, console)
+    elif args.trace_command == "events":
+        events = _pagelab.trace_events(args.file)
+        if args.json:
+            print(json.dumps(events, indent=1))
+        else:
+            print_events(events, console)
     else:
         program = list(args.program)
         if program and program[0] == "--":

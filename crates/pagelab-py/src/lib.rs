@@ -107,8 +107,8 @@ impl Simulation {
         call(py, move || sim.step(budget))
     }
 
-    /// (accesses run, accesses expected).
-    fn progress(&self) -> (u64, u64) {
+    /// (accesses run, accesses expected or None when unknown).
+    fn progress(&self) -> (u64, Option<u64>) {
         self.sim().progress()
     }
 

@@ -1,9 +1,12 @@
-//! Python bindings of the trace tools: `trace_convert` and `trace_info`
-//! (the `pagelab trace convert|info` commands call them).
+//! Python bindings of the trace tools: `trace_convert`, `trace_info` and
+//! `trace_events` (the `pagelab trace convert|info|events` commands call
+//! them).
 
 use std::path::PathBuf;
 
 use pagelab_core::trace;
+use pagelab_core::workload::MapEvent;
+use pyo3::types::PyList;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -45,6 +48,7 @@ fn trace_info<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict
     ] {
         d.set_item(k, v)?;
     }
+    d.set_item("partial_maps", i.partial_maps)?;
     let r = PyDict::new(py);
     r.set_item("sampled", i.reuse.sampled)?;
     r.set_item("cold", i.reuse.cold)?;
@@ -54,8 +58,35 @@ fn trace_info<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
+/// `trace_events(path) -> list[dict]`: the mapping events, in order: `at`
+/// (accesses before it, fetches included), `kind` ("mmap", "munmap",
+/// "mprotect"), `start`, `len`, `writable` (None for munmap), `name`
+/// (mmap only, else None).
+#[pyfunction]
+fn trace_events<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyList>> {
+    let events = call(py, || trace::map_events(&path, None))?;
+    let out = PyList::empty(py);
+    for (at, e) in events {
+        let d = PyDict::new(py);
+        d.set_item("at", at)?;
+        let (kind, start, len, writable, name) = match e {
+            MapEvent::Mmap { start, len, writable, name } => ("mmap", start, len, Some(writable), Some(name)),
+            MapEvent::Munmap { start, len } => ("munmap", start, len, None, None),
+            MapEvent::Mprotect { start, len, writable } => ("mprotect", start, len, Some(writable), None),
+        };
+        d.set_item("kind", kind)?;
+        d.set_item("start", start.raw())?;
+        d.set_item("len", len)?;
+        d.set_item("writable", writable)?;
+        d.set_item("name", name)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_events, m)?)?;
     Ok(())
 }

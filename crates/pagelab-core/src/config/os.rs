@@ -43,7 +43,8 @@ impl PolicyKind {
 pub struct OsConfig {
     pub policy: PolicyKind,
     /// Create VMAs around touched addresses when the workload emits no
-    /// mapping events: "auto" (on only then), "on", "off".
+    /// mapping events: "auto" (on only then, or when its events are
+    /// partial: `Workload::partial_mappings`), "on", "off".
     pub auto_vma: AutoVma,
     pub fragmentation: FragmentationConfig,
     pub thp: ThpConfig,
@@ -73,7 +74,8 @@ impl Default for OsConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AutoVma {
-    /// Only while the workload has emitted no mapping event.
+    /// Only while the workload has emitted no mapping event, unless its
+    /// events are partial (a captured program): then always.
     Auto,
     /// Always, also beside mapping events.
     On,

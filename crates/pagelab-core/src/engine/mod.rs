@@ -62,7 +62,8 @@ pub struct Simulation {
     timeseries: Vec<Stats>,
     next_epoch: u64,
     warm: bool,
-    expected_accesses: u64,
+    /// The accesses every workload will make, when known (progress only).
+    expected_accesses: Option<u64>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -91,13 +92,18 @@ impl Simulation {
         let mut kernel = Kernel::new(&cfg)?;
         let caches = m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         let mut cores = Vec::new();
-        let mut expected_accesses = 0;
+        let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
         if configs.len() != workloads.len() {
             return Err(crate::Error::config("workloads", "one workload table per workload"));
         }
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
-            expected_accesses += expected_accesses_of(w, workload.footprint());
+            let expected = if w.kind == crate::workload::WorkloadKind::Trace {
+                workload.total_accesses()
+            } else {
+                expected_accesses_of(w, workload.footprint())
+            };
+            expected_accesses = expected_accesses.zip(expected).map(|(a, b)| a + b);
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
             kernel.set_chp(asid, w.chp);
@@ -161,10 +167,13 @@ impl Simulation {
         &self.cfg
     }
 
-    /// Accesses run so far and the workloads' own estimate of the total.
-    pub fn progress(&self) -> (u64, u64) {
+    /// Accesses run so far and the total expected: exact for an
+    /// uncompressed native trace and a generator with `workload.accesses`
+    /// set, None when some workload cannot tell (other traces, a
+    /// generator's own run length: `workload.accesses = 0`).
+    pub fn progress(&self) -> (u64, Option<u64>) {
         let done = self.cores.iter().map(|c| c.ran).sum();
-        (done, self.expected_accesses.max(1))
+        (done, self.expected_accesses)
     }
 
     pub fn done(&self) -> bool {
@@ -271,8 +280,9 @@ impl Simulation {
             }
             let (asid, ev) = (core.asid, ev.clone());
             core.next_event += 1;
-            if self.cfg.os.auto_vma == AutoVma::Auto {
-                // A workload that describes its mappings gets no invented ones.
+            if self.cfg.os.auto_vma == AutoVma::Auto && !core.workload.partial_mappings() {
+                // A workload that describes its mappings gets no invented
+                // ones; one whose events are partial keeps them.
                 self.kernel.procs[asid as usize - 1].auto_vma = false;
             }
             match ev {
@@ -417,14 +427,15 @@ impl Simulation {
     }
 }
 
-/// Accesses a workload will make: the measured ones plus its
-/// initialisation pass (one store per page or line of its footprint).
-fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> u64 {
+/// Accesses a generator will make: the measured ones plus its
+/// initialisation pass (one store per page or line of its footprint);
+/// unknown when it runs its benchmark's own length (`accesses = 0`).
+fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> Option<u64> {
     let init = match w.init {
         InitMode::Pages => footprint / 4096,
         InitMode::Lines => footprint / 64,
         InitMode::None => 0,
     };
-    w.accesses + init
+    (w.accesses != 0).then_some(w.accesses + init)
 }
 

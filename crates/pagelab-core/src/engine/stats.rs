@@ -190,6 +190,7 @@ fn kernel_stats(out: &mut Stats, sim: &Simulation) {
         ("os.compaction.migrated", s.compaction_migrated),
         ("os.compaction.failed", s.compaction_failed),
         ("os.auto_vmas", s.auto_vmas),
+        ("os.auto_vmas_after_munmap", s.auto_vmas_after_munmap),
         ("khugepaged.wakeups", s.khugepaged_wakeups),
     ];
     for (name, v) in ints {

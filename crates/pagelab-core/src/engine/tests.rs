@@ -387,6 +387,54 @@ fn automatic_vmas_cover_raw_addresses_only_without_mapping_events() {
     assert!(off.to_string().contains("outside every mapping"), "{off}");
 }
 
+/// A scripted workload whose mapping events are partial (a captured
+/// program's).
+struct Partial(Script);
+
+impl Workload for Partial {
+    fn name(&self) -> &str {
+        "partial"
+    }
+    fn next_batch(&mut self, batch: &mut Batch, max: usize) -> bool {
+        self.0.next_batch(batch, max)
+    }
+    fn footprint(&self) -> u64 {
+        0
+    }
+    fn partial_mappings(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn partial_mapping_events_keep_automatic_vmas_and_replace_them() {
+    let cfg = config(&["os.policy=\"thp\"", "run.check_translations=true"]);
+    let munmap = |start: VirtAddr, len| (0, MapEvent::Munmap { start, len });
+    let batches = vec![
+        // A first touch outside every mapping: a 2 MiB automatic VMA, THP-backed.
+        batch(vec![], stores(BASE.add(0x1000), 1)),
+        // A recorded mmap over it: the touched huge page is split and the
+        // overlap unmapped (a shootdown), then faulted again in the new VMA.
+        batch(vec![mmap(BASE, 4 * 4096)], stores(BASE.add(0x1000), 1)),
+        // The automatic VMA's rest still holds its pages.
+        batch(vec![], stores(BASE.add(0x10_0000), 1)),
+        // Touching what a munmap unmapped: a new automatic VMA, counted.
+        batch(vec![munmap(BASE, 4 * 4096)], stores(BASE, 1)),
+    ];
+    let sim = Simulation::with_workloads(cfg.clone(), vec![Box::new(Partial(Script { batches: batches.clone() }))]).and_then(|mut s| s.run().map(|_| s)).unwrap();
+    assert_eq!(stat(&sim, "os.auto_vmas"), 2.0);
+    assert_eq!(stat(&sim, "os.auto_vmas_after_munmap"), 1.0);
+    assert_eq!(stat(&sim, "os.splits"), 1.0);
+    assert_eq!(stat(&sim, "os.shootdowns"), 2.0);
+    assert_eq!(stat(&sim, "faults"), 3.0);
+    let names: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| v.name.clone()).collect();
+    assert_eq!(names, ["auto"]);
+    // The same script with complete events: no automatic VMA after the
+    // first event, so the last store is a segmentation fault.
+    let err = simulate(cfg, batches).unwrap_err();
+    assert!(err.to_string().contains("outside every mapping"), "{err}");
+}
+
 #[test]
 fn hugetlb_maps_1g_pages_when_the_buddy_has_1g_blocks() {
     let text = "[machine]\nphys_mem = \"2GiB\"\nmax_order = 18\n[os]\npolicy = \"hugetlb\"\n[os.hugetlb]\nsize = \"1GiB\"\npool = \"1GiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n";

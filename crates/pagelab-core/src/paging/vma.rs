@@ -61,6 +61,12 @@ impl VmaTree {
         self.map.range(..end.raw()).next_back().is_some_and(|(_, v)| v.end > start)
     }
 
+    /// The VMAs overlapping [start, end), in address order.
+    pub fn overlapping(&self, start: VirtAddr, end: VirtAddr) -> impl Iterator<Item = &Vma> {
+        let before = self.map.range(..start.raw()).next_back().map(|(_, v)| v).filter(|v| v.end > start);
+        before.into_iter().chain(self.map.range(start.raw()..end.raw()).map(|(_, v)| v))
+    }
+
     /// Adds a VMA, merging with an adjacent compatible one (vma_merge: this
     /// is also how a heap or stack grows). Overlap is the caller's error.
     pub fn insert(&mut self, vma: Vma) {
@@ -152,5 +158,18 @@ mod tests {
         assert!(t.find(VirtAddr::new(0x3000)).unwrap().writable);
         assert!(t.overlaps(VirtAddr::new(0xf000), VirtAddr::new(0x20000)));
         assert!(!t.overlaps(VirtAddr::new(0x10000), VirtAddr::new(0x20000)));
+    }
+
+    #[test]
+    fn overlapping_lists_the_vmas_a_range_touches() {
+        let mut t = VmaTree::default();
+        t.insert(vma(0x0, 0x2000));
+        t.insert(Vma { name: "b".into(), ..vma(0x3000, 0x5000) });
+        t.insert(Vma { name: "c".into(), ..vma(0x6000, 0x7000) });
+        let starts = |s: u64, e: u64| t.overlapping(VirtAddr::new(s), VirtAddr::new(e)).map(|v| v.start.raw()).collect::<Vec<_>>();
+        assert_eq!(starts(0x1000, 0x3001), [0x0, 0x3000]);
+        assert_eq!(starts(0x2000, 0x3000), Vec::<u64>::new());
+        assert_eq!(starts(0x4000, 0x8000), [0x3000, 0x6000]);
+        assert_eq!(starts(0x7000, 0x9000), Vec::<u64>::new());
     }
 }

@@ -6,6 +6,9 @@ use crate::error::{Error, Result};
 use crate::paging::Vma;
 use crate::units::{Asid, PageSize, VirtAddr};
 
+/// The name of automatic VMAs (`os.auto_vma`): an mmap may replace them.
+pub const AUTO_VMA_NAME: &str = "auto";
+
 /// What one fault did and what it cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FaultOutcome {
@@ -70,7 +73,15 @@ impl Kernel {
         let vmas = &self.proc(asid).aspace.vmas;
         let lo = vmas.iter().filter(|v| v.end <= vaddr && v.end > start).map(|v| v.end).max().unwrap_or(start);
         let hi = vmas.iter().filter(|v| v.start > vaddr && v.start < end).map(|v| v.start).min().unwrap_or(end);
-        self.proc_mut(asid).aspace.vmas.insert(Vma { start: lo, end: hi, writable: true, name: "auto".into() });
+        let p = self.proc_mut(asid);
+        if p.unmapped.find(vaddr).is_some() {
+            // The program touched what a munmap had unmapped (a trace
+            // missing a mapping event, or a fault the program handled).
+            p.unmapped.remove(lo, hi);
+            self.stats.auto_vmas_after_munmap += 1;
+        }
+        let p = self.proc_mut(asid);
+        p.aspace.vmas.insert(Vma { start: lo, end: hi, writable: true, name: AUTO_VMA_NAME.into() });
         self.stats.auto_vmas += 1;
         Ok(self.proc(asid).aspace.find_vma(vaddr).expect("just inserted").clone())
     }

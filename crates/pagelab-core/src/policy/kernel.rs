@@ -1,10 +1,10 @@
 //! The simulated kernel: physical memory, processes, the policy, daemons.
 
-use super::{hugetlb::HugetlbPool, khugepaged::Khugepaged, ChpState, ColorPool, OsStats, Policy};
+use super::{fault::AUTO_VMA_NAME, hugetlb::HugetlbPool, khugepaged::Khugepaged, ChpState, ColorPool, OsStats, Policy};
 use crate::config::{FaultCosts, OsConfig, PolicyKind, SimConfig};
 use crate::error::{Error, Result};
 use crate::hw::cache::ColorMap;
-use crate::paging::{AddressSpace, Vma};
+use crate::paging::{AddressSpace, Vma, VmaTree};
 use crate::phys::{fragmentation, PhysMem};
 use crate::units::{Asid, Order, Pfn, VirtAddr, Vpn};
 
@@ -29,6 +29,11 @@ pub struct Process {
     pub auto_vma: bool,
     /// Under the `chp` policy: whether faults try colored huge pages.
     pub chp: bool,
+    /// Ranges a munmap emptied and nothing mapped since, kept while
+    /// `auto_vma` is on: an automatic VMA there is counted
+    /// (`os.auto_vmas_after_munmap`), since the program touched memory it
+    /// had unmapped, or a mapping the trace did not record.
+    pub unmapped: VmaTree,
 }
 
 #[derive(Debug)]
@@ -101,7 +106,7 @@ impl Kernel {
             }
         }
         let aspace = AddressSpace::new(asid, self.levels, &mut self.mem)?;
-        self.procs.push(Process { aspace, colors, color_cursor: 0, auto_vma, chp: true });
+        self.procs.push(Process { aspace, colors, color_cursor: 0, auto_vma, chp: true, unmapped: VmaTree::default() });
         Ok(asid)
     }
 
@@ -169,12 +174,28 @@ impl Kernel {
     }
 
     /// mmap: a new anonymous VMA (merging with an adjacent one: growth).
+    /// Automatic VMAs in the way are guesses, not mappings: their overlap
+    /// is unmapped first (as MAP_FIXED would), so a trace whose mapping
+    /// events are partial (a captured program) can map where first touches
+    /// already made automatic VMAs. Overlapping a VMA the workload mapped
+    /// is the workload's error.
     pub fn mmap(&mut self, asid: Asid, start: VirtAddr, len: u64, writable: bool, name: &str) -> Result<()> {
         let end = page_end(start, len)?;
         let p = self.proc_mut(asid);
         if p.aspace.vmas.overlaps(start, end) {
-            return Err(Error::Workload(format!("mmap [{start}, {end}) overlaps an existing mapping")));
+            let in_the_way: Vec<Vma> = p.aspace.vmas.overlapping(start, end).cloned().collect();
+            if let Some(v) = in_the_way.iter().find(|v| v.name != AUTO_VMA_NAME) {
+                return Err(Error::Workload(format!(
+                    "mmap [{start}, {end}) overlaps the mapping `{}` [{}, {})",
+                    v.name, v.start, v.end
+                )));
+            }
+            for v in in_the_way {
+                self.unmap(asid, v.start.max(start), v.end.min(end), false)?;
+            }
         }
+        let p = self.proc_mut(asid);
+        p.unmapped.remove(start, end);
         p.aspace.vmas.insert(Vma { start, end, writable, name: name.to_string() });
         if let Policy::Hugetlb(pool) = &mut self.policy {
             pool.reserve_for(start, end, name, &mut self.mem);
@@ -185,16 +206,32 @@ impl Kernel {
     /// munmap: unmaps, frees the frames, shoots down the range.
     pub fn munmap(&mut self, asid: Asid, start: VirtAddr, len: u64) -> Result<()> {
         let end = page_end(start, len)?;
+        self.unmap(asid, start, end, true)?;
+        let p = self.proc_mut(asid);
+        if p.auto_vma {
+            p.unmapped.remove(start, end);
+            p.unmapped.insert(Vma { start, end, writable: false, name: String::new() });
+        }
+        Ok(())
+    }
+
+    /// Removes [start, end) from the VMAs and the page table, freeing the
+    /// frames; shoots the range down always (`always`: munmap) or only
+    /// when a page was mapped in it (an automatic VMA's unused overlap).
+    fn unmap(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr, always: bool) -> Result<()> {
         let chp = self.chp_regions_in(asid, start, end);
         let (leaves, splits) = self.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut self.mem)?;
         self.stats.splits += splits as u64;
+        let shoot = always || !leaves.is_empty() || splits > 0;
         for (va, m) in leaves {
             if !Self::chp_frame_reclaimed(&chp, va) {
                 self.free_user_frames(m.frame, m.size);
             }
         }
         self.chp_reclaim(chp);
-        self.shoot(asid, start, end);
+        if shoot {
+            self.shoot(asid, start, end);
+        }
         Ok(())
     }
 

@@ -18,6 +18,7 @@ mod thp;
 
 pub use chp::{ChpGeometry, ChpState};
 pub use coloring::ColorPool;
+pub use fault::AUTO_VMA_NAME;
 pub use kernel::{Kernel, Process, Shootdown};
 pub use khugepaged::ScanResult;
 pub use stats::OsStats;

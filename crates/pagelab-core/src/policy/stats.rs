@@ -36,6 +36,8 @@ pub struct OsStats {
     pub chp_blocks: u64,
     pub chp_returned: u64,
     pub chp_demoted: u64,
+    /// Automatic VMAs created where a munmap had unmapped.
+    pub auto_vmas_after_munmap: u64,
 }
 
 impl OsStats {

@@ -4,7 +4,8 @@
 //! 1. magic bytes: xz `FD 37 7A 58 5A 00`, gzip `1F 8B`, bzip2 `BZh`, zstd
 //!    `28 B5 2F FD`; anything else is read as is;
 //! 2. the payload: the native magic `PGLTRACE` -> native; a first line that
-//!    is a Valgrind banner (`==`, `--`) or a lackey line -> lackey; other
+//!    is a Valgrind banner (`==`), a system-call line (`SYSCALL[`) or a
+//!    lackey line -> lackey; other
 //!    text -> an error; binary -> ChampSim, the record size (64 or 96)
 //!    chosen by how plausible the first records of the peeked 64 KiB look
 //!    under each layout (branch flags 0 or 1, a non-zero user-space ip,
@@ -129,7 +130,7 @@ fn classify(path: &Path, peek: &[u8], ended: bool) -> Result<TraceFormat> {
     }
     let first_line = peek.split(|&b| b == b'\n').next().unwrap_or(peek);
     let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
-    if peek.contains(&b'\n') && matches!(super::lackey::parse_line(first_line), Ok(Some(_))) || first_line.starts_with(b"==") {
+    if peek.contains(&b'\n') && matches!(super::lackey::parse_line(first_line), Ok(Some(_))) || first_line.starts_with(b"==") || first_line.starts_with(b"SYSCALL[") {
         return Ok(TraceFormat::Lackey);
     }
     if peek.iter().all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b)) {

@@ -11,6 +11,8 @@
 //! - `footprint`: distinct 4 KiB pages touched by data accesses x 4096;
 //!   `pages_4k`, `pages_2m` count them (instruction pages apart:
 //!   `ifetch_pages_4k`);
+//! - `map_events`, and `partial_maps`: whether they leave out mappings the
+//!   trace touches (lackey output; native traces flagged so);
 //! - `reuse`: LRU stack distances in 64-byte lines (distinct other lines
 //!   touched since the previous access to the same line) of the first
 //!   [`REUSE_SAMPLE`] data accesses (a modify once), exact (a Fenwick tree
@@ -40,6 +42,9 @@ pub struct TraceInfo {
     pub modifies: u64,
     pub ifetches: u64,
     pub map_events: u64,
+    /// The mapping events leave out mappings the trace touches (a captured
+    /// program: exec's mappings); automatic VMAs stay on beside them.
+    pub partial_maps: bool,
     pub footprint: u64,
     pub pages_4k: u64,
     pub pages_2m: u64,
@@ -206,6 +211,7 @@ pub fn info(path: &Path, format: Option<TraceFormat>) -> Result<TraceInfo> {
         }
     }
     let mut info = c.info;
+    info.partial_maps = source.partial_maps();
     info.format = d.format.as_str().to_string();
     info.compression = d.compression.as_str().to_string();
     info.accesses = info.loads + info.stores - info.modifies;

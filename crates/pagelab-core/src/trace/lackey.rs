@@ -8,10 +8,17 @@
 //! (an access is simulated at its first byte). Errors give the line
 //! number as the offset. A last line without its newline is a truncated
 //! file.
+//!
+//! With `--trace-syscalls=yes` (as `pagelab trace capture` runs it), the
+//! `SYSCALL[...]` lines of mmap, munmap, mprotect, mremap and brk become
+//! mapping events ([`super::syscalls`]); other system calls and their
+//! ` --> ` continuation lines are skipped. Lackey output never holds the
+//! mappings exec made, so its events are partial (`partial_maps`).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use super::syscalls::Syscalls;
 use super::{bad, Sink, Source};
 use crate::error::Result;
 use crate::units::VirtAddr;
@@ -25,11 +32,20 @@ pub(crate) struct LackeyReader {
     /// Number of the last line read (1-based).
     line_no: u64,
     line: Vec<u8>,
+    syscalls: Syscalls,
+    events: Vec<crate::workload::MapEvent>,
 }
 
 impl LackeyReader {
     pub(crate) fn new(r: Box<dyn BufRead + Send>, path: &Path) -> Self {
-        LackeyReader { r, path: path.to_path_buf(), line_no: 0, line: Vec::with_capacity(64) }
+        LackeyReader {
+            r,
+            path: path.to_path_buf(),
+            line_no: 0,
+            line: Vec::with_capacity(64),
+            syscalls: Syscalls::default(),
+            events: Vec::new(),
+        }
     }
 
     fn err(&self, msg: impl std::fmt::Display) -> crate::Error {
@@ -81,6 +97,19 @@ impl Source for LackeyReader {
             if self.line.last() == Some(&b'\r') {
                 self.line.pop();
             }
+            if self.line.starts_with(b"SYSCALL[") {
+                let text = String::from_utf8_lossy(&self.line).into_owned();
+                if let Err(m) = self.syscalls.line(&text, &mut self.events) {
+                    return Err(self.err(m));
+                }
+                for e in self.events.drain(..) {
+                    sink.event(e);
+                }
+                continue;
+            }
+            if self.line.starts_with(b" --> ") {
+                continue; // The result of a system call printed on two lines.
+            }
             let Some((kind, modify, addr, size)) = parse_line(&self.line).map_err(|m| self.err(m))? else {
                 continue;
             };
@@ -92,6 +121,10 @@ impl Source for LackeyReader {
             }
         }
         Ok(true)
+    }
+
+    fn partial_maps(&self) -> bool {
+        true
     }
 }
 

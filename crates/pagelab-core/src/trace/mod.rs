@@ -17,6 +17,7 @@ mod detect;
 mod info;
 mod lackey;
 pub mod native;
+mod syscalls;
 mod workload;
 
 pub use champsim::ChampSimLayout;
@@ -60,6 +61,12 @@ pub trait Source: Send {
     /// records or lackey lines). `Ok(false)`: the trace has ended (the
     /// sink may still have received its last records).
     fn fill(&mut self, sink: &mut Sink) -> Result<bool>;
+    /// Whether the trace's mapping events (if any) leave out mappings it
+    /// touches: lackey output (exec's mappings are never seen, even with
+    /// `--trace-syscalls=yes`) and native traces flagged so.
+    fn partial_maps(&self) -> bool {
+        false
+    }
 }
 
 /// Where readers put records: a [`Batch`] being built. Instructions that
@@ -154,6 +161,24 @@ pub fn convert(src: &Path, dst: &Path, format: Option<TraceFormat>) -> Result<Co
     }
 }
 
+/// The mapping events of the trace at `path`, each with the number of
+/// accesses (instruction fetches included) before it. Streams the trace;
+/// holds only the events.
+pub fn map_events(path: &Path, format: Option<TraceFormat>) -> Result<Vec<(u64, MapEvent)>> {
+    let mut source = open(path, format)?.source;
+    let mut sink = Sink::new(true);
+    let (mut seen, mut out) = (0u64, Vec::new());
+    loop {
+        sink.clear();
+        let more = source.fill(&mut sink)?;
+        out.extend(sink.batch.events.drain(..).map(|(at, e)| (seen + at as u64, e)));
+        seen += sink.batch.accesses.len() as u64;
+        if !more {
+            return Ok(out);
+        }
+    }
+}
+
 fn temp_name(dst: &Path) -> PathBuf {
     let mut name = dst.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!(".tmp{}", std::process::id()));
@@ -163,7 +188,8 @@ fn temp_name(dst: &Path) -> PathBuf {
 fn write_native(source: &mut dyn Source, tmp: &Path) -> Result<ConvertSummary> {
     let io = |e| Error::io(tmp, e);
     let file = std::fs::File::create(tmp).map_err(io)?;
-    let mut writer = NativeWriter::new(std::io::BufWriter::new(file)).map_err(io)?;
+    let flags = if source.partial_maps() { native::FLAG_PARTIAL_MAPS } else { 0 };
+    let mut writer = NativeWriter::with_flags(std::io::BufWriter::new(file), flags).map_err(io)?;
     let mut sink = Sink::new(true);
     loop {
         sink.clear();

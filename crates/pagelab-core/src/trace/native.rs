@@ -3,10 +3,16 @@
 //! ```text
 //! file   = header block* end
 //! header = "PGLTRACE" version:u16 flags:u16 reserved:u32      (16 bytes)
+//!          flags bit 0: the mapping events are partial (FLAG_PARTIAL_MAPS)
 //! block  = payload_len:u32 compressed_len:u32 records:u32 crc32:u32
 //!          zstd(payload)                                      (16 + n)
 //! end    = 16 zero bytes, then records:u64 accesses:u64 instructions:u64
+//!          ifetches:u64 (version 2; version 1 ends after instructions)
 //! ```
+//!
+//! The end record's totals are checked against the blocks when the trace
+//! is streamed; read alone ([`end_totals`]) they give a run's progress
+//! bar its total before the first block is decoded.
 //!
 //! A payload is a sequence of records; the delta state resets at every
 //! block, so a block decodes alone. An access record is a tag byte
@@ -25,9 +31,19 @@ use crate::units::VirtAddr;
 use crate::workload::{Access, AccessKind, Batch, MapEvent};
 
 pub const MAGIC: &[u8; 8] = b"PGLTRACE";
-pub const VERSION: u16 = 1;
+/// The version written. Version 1 (read too) has no header flags and no
+/// `ifetches` in its end record.
+pub const VERSION: u16 = 2;
+/// Header flag: the trace's mapping events do not cover every mapping it
+/// touches (a captured program: exec's mappings are never seen), so
+/// automatic VMAs stay on beside them (`Workload::partial_mappings`).
+pub const FLAG_PARTIAL_MAPS: u16 = 1;
+/// The flags this version knows; a reader refuses others.
+const KNOWN_FLAGS: u16 = FLAG_PARTIAL_MAPS;
 const HEADER_LEN: u64 = 16;
 const BLOCK_HEADER_LEN: u64 = 16;
+/// The end record of version 2 (version 1's is 8 bytes shorter).
+const END_LEN: u64 = 48;
 /// A block is flushed once its payload reaches this size; bigger blocks
 /// compress better, and the reader holds one at a time.
 const BLOCK_TARGET: usize = 1 << 20;
@@ -67,6 +83,8 @@ pub struct NativeTotals {
     pub records: u64,
     pub accesses: u64,
     pub instructions: u64,
+    /// Of the accesses, instruction fetches (version 2; 0 in version 1).
+    pub ifetches: u64,
     /// Bytes of the file (writer only).
     pub bytes: u64,
 }
@@ -115,12 +133,21 @@ fn size_code(size: u8) -> u8 {
 }
 
 impl<W: Write> NativeWriter<W> {
-    /// Writes the header.
-    pub fn new(mut out: W) -> std::io::Result<Self> {
+    /// Writes the header (no flags).
+    pub fn new(out: W) -> std::io::Result<Self> {
+        Self::with_flags(out, 0)
+    }
+
+    /// Writes the header with `flags` (e.g. [`FLAG_PARTIAL_MAPS`]).
+    pub fn with_flags(mut out: W, flags: u16) -> std::io::Result<Self> {
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("unknown native trace flags {flags:#x}")));
+        }
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&[0; 6]);
+        header.extend_from_slice(&flags.to_le_bytes());
+        header.extend_from_slice(&[0; 4]);
         out.write_all(&header)?;
         Ok(NativeWriter {
             out,
@@ -160,6 +187,7 @@ impl<W: Write> NativeWriter<W> {
         d.last_any = addr;
         d.last_instrs = a.instrs;
         self.totals.accesses += 1;
+        self.totals.ifetches += (a.kind == AccessKind::IFetch) as u64;
         self.totals.instructions += a.instrs as u64;
         self.end_record()
     }
@@ -251,13 +279,14 @@ impl<W: Write> NativeWriter<W> {
     /// output and the totals.
     pub fn finish(mut self) -> std::io::Result<(W, NativeTotals)> {
         self.flush_block()?;
-        let mut end = [0u8; 40];
+        let mut end = [0u8; END_LEN as usize];
         end[16..24].copy_from_slice(&self.totals.records.to_le_bytes());
         end[24..32].copy_from_slice(&self.totals.accesses.to_le_bytes());
         end[32..40].copy_from_slice(&self.totals.instructions.to_le_bytes());
+        end[40..48].copy_from_slice(&self.totals.ifetches.to_le_bytes());
         self.out.write_all(&end)?;
         self.out.flush()?;
-        self.totals.bytes += 40;
+        self.totals.bytes += END_LEN;
         Ok((self.out, self.totals))
     }
 }
@@ -272,6 +301,8 @@ pub struct NativeReader<R: Read> {
     payload: Vec<u8>,
     decompressor: zstd::bulk::Decompressor<'static>,
     totals: NativeTotals,
+    flags: u16,
+    version: u16,
 }
 
 impl<R: Read> std::fmt::Debug for NativeReader<R> {
@@ -306,11 +337,18 @@ impl<R: Read> NativeReader<R> {
             return Err(bad(path, 0, "not a native pagelab trace (bad magic)"));
         }
         let version = u16::from_le_bytes([header[8], header[9]]);
-        if version != VERSION {
-            return Err(bad(path, 8, format!("unsupported version {version} (this pagelab reads {VERSION})")));
+        if version != 1 && version != VERSION {
+            return Err(bad(path, 8, format!("unsupported version {version} (this pagelab reads 1 and {VERSION})")));
         }
-        if header[10..16] != [0; 6] {
-            return Err(bad(path, 10, "unknown flags in the header"));
+        let flags = u16::from_le_bytes([header[10], header[11]]);
+        if version == 1 && flags != 0 {
+            return Err(bad(path, 10, format!("flags {flags:#x} in a version 1 header (version 1 has none)")));
+        }
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(bad(path, 10, format!("unknown flags {flags:#x} in the header (this pagelab knows {KNOWN_FLAGS:#x})")));
+        }
+        if header[12..16] != [0; 4] {
+            return Err(bad(path, 12, "reserved header bytes are not zero"));
         }
         Ok(NativeReader {
             r,
@@ -320,7 +358,14 @@ impl<R: Read> NativeReader<R> {
             payload: Vec::new(),
             decompressor: zstd::bulk::Decompressor::new().map_err(|e| bad(path, 0, e.to_string()))?,
             totals: NativeTotals::default(),
+            flags,
+            version,
         })
+    }
+
+    /// The header's flags.
+    pub fn flags(&self) -> u16 {
+        self.flags
     }
 
     fn read_exact_at(&mut self, len: usize, what: &str) -> Result<()> {
@@ -360,18 +405,23 @@ impl<R: Read> NativeReader<R> {
         if n != payload_len as usize || sum.sum() != crc {
             return Err(bad(&self.path, at, "corrupt block: checksum or length mismatch"));
         }
-        let (accesses, instructions) = decode(&self.payload, records, sink).map_err(|msg| bad(&self.path, at, format!("corrupt block: {msg}")))?;
+        let n = decode(&self.payload, records, sink).map_err(|msg| bad(&self.path, at, format!("corrupt block: {msg}")))?;
         self.totals.records += records as u64;
-        self.totals.accesses += accesses;
-        self.totals.instructions += instructions;
+        self.totals.accesses += n.accesses;
+        self.totals.instructions += n.instructions;
+        if self.version >= 2 {
+            self.totals.ifetches += n.ifetches;
+        }
         Ok(true)
     }
 
     fn read_end(&mut self, at: u64) -> Result<()> {
-        self.read_exact_at(24, "the end record")?;
+        let len = if self.version >= 2 { END_LEN - 16 } else { 24 };
+        self.read_exact_at(len as usize, "the end record")?;
         let h = &self.compressed;
         let word = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
-        let expected = NativeTotals { records: word(0), accesses: word(8), instructions: word(16), bytes: 0 };
+        let ifetches = if self.version >= 2 { word(24) } else { 0 };
+        let expected = NativeTotals { records: word(0), accesses: word(8), instructions: word(16), ifetches, bytes: 0 };
         let got = NativeTotals { bytes: 0, ..self.totals };
         if expected != got {
             return Err(bad(&self.path, at, format!("the end record says {expected:?} but the blocks hold {got:?}")));
@@ -388,6 +438,50 @@ impl<R: Read + Send> Source for NativeReader<R> {
     fn fill(&mut self, sink: &mut Sink) -> Result<bool> {
         self.next_block(sink)
     }
+
+    fn partial_maps(&self) -> bool {
+        self.flags & FLAG_PARTIAL_MAPS != 0
+    }
+}
+
+/// The totals an uncompressed native file's end record claims, read from
+/// its header and its last bytes without decoding a block (a seek): what
+/// a run's progress bar needs before it starts. None when the file is not
+/// an uncompressed native trace of this version (version 1 does not count
+/// fetches) or its end looks wrong (e.g. truncated:
+/// streaming it will report that); the totals are checked against the
+/// blocks only when the trace is streamed.
+pub fn end_totals(path: &Path) -> Option<NativeTotals> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; HEADER_LEN as usize];
+    f.read_exact(&mut header).ok()?;
+    if &header[0..8] != MAGIC {
+        return None;
+    }
+    // Version 1's end record lacks the fetch count a total needs.
+    if u16::from_le_bytes([header[8], header[9]]) != VERSION {
+        return None;
+    }
+    let end_len = END_LEN;
+    let size = f.seek(SeekFrom::End(0)).ok()?;
+    if size < HEADER_LEN + end_len {
+        return None;
+    }
+    f.seek(SeekFrom::Start(size - end_len)).ok()?;
+    let mut end = vec![0u8; end_len as usize];
+    f.read_exact(&mut end).ok()?;
+    if end[..16].iter().any(|&b| b != 0) {
+        return None;
+    }
+    let word = |i: usize| u64::from_le_bytes(end[i..i + 8].try_into().expect("8 bytes"));
+    Some(NativeTotals {
+        records: word(16),
+        accesses: word(24),
+        instructions: word(32),
+        ifetches: word(40),
+        bytes: size,
+    })
 }
 
 /// A cursor over a payload; every read is bounds-checked.
@@ -421,17 +515,25 @@ impl Cursor<'_> {
     }
 }
 
-/// Decodes `records` records of one payload into `sink`; returns (accesses,
-/// instructions). The error is a message (the caller adds path and offset).
-fn decode(p: &[u8], records: u32, sink: &mut Sink) -> std::result::Result<(u64, u64), String> {
+/// What one payload held.
+#[derive(Default)]
+struct Decoded {
+    accesses: u64,
+    instructions: u64,
+    ifetches: u64,
+}
+
+/// Decodes `records` records of one payload into `sink`. The error is a
+/// message (the caller adds path and offset).
+fn decode(p: &[u8], records: u32, sink: &mut Sink) -> std::result::Result<Decoded, String> {
     let mut c = Cursor { p, i: 0 };
     let mut d = Delta::default();
-    let (mut accesses, mut instructions) = (0u64, 0u64);
+    let mut n = Decoded::default();
     for k in 0..records {
         let tag = c.byte()?;
         let op = tag & 3;
         if op == OP_OTHER {
-            instructions += decode_other(&mut c, tag >> 2, sink).map_err(|m| format!("record {k}: {m}"))?;
+            n.instructions += decode_other(&mut c, tag >> 2, sink).map_err(|m| format!("record {k}: {m}"))?;
             continue;
         }
         let instrs = match tag >> 6 {
@@ -458,13 +560,14 @@ fn decode(p: &[u8], records: u32, sink: &mut Sink) -> std::result::Result<(u64, 
             _ => AccessKind::IFetch,
         };
         sink.access(Access { vaddr: VirtAddr::new(addr), kind, size, instrs });
-        accesses += 1;
-        instructions += instrs as u64;
+        n.accesses += 1;
+        n.ifetches += (kind == AccessKind::IFetch) as u64;
+        n.instructions += instrs as u64;
     }
     if c.i != p.len() {
         return Err(format!("{} bytes left after the last record", p.len() - c.i));
     }
-    Ok((accesses, instructions))
+    Ok(n)
 }
 
 /// A non-access record; returns the instructions it carries.

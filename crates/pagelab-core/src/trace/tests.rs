@@ -120,7 +120,7 @@ fn native_bytes_of_a_tiny_trace() {
     w.instructions(5).unwrap();
     w.finish().unwrap();
     let b = std::fs::read(&path).unwrap();
-    assert_eq!(&b[..16], b"PGLTRACE\x01\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(&b[..16], b"PGLTRACE\x02\x00\x00\x00\x00\x00\x00\x00");
     // mmap: type 0 (03), start 0x1000 = 80 20, len 8192 = 80 40, writable,
     // name "a". load: tag op 0 | size 8 (code 3) << 2 | instrs one (2) << 6
     // = 8c, delta +0x1000 zigzagged = 0x2000 = 80 40. store: op 1 | 0x0c |
@@ -136,14 +136,61 @@ fn native_bytes_of_a_tiny_trace() {
     let clen = word(20) as usize;
     assert_eq!(zstd::bulk::decompress(&b[32..32 + clen], 64).unwrap(), payload);
     let end = &b[32 + clen..];
-    assert_eq!(end.len(), 40);
+    assert_eq!(end.len(), 48);
     assert_eq!(&end[..16], &[0; 16]);
     let total = |i: usize| u64::from_le_bytes(end[i..i + 8].try_into().unwrap());
-    assert_eq!((total(16), total(24), total(32)), (5, 3, 7));
+    assert_eq!((total(16), total(24), total(32), total(40)), (5, 3, 7, 0));
     let read = read_trace(&path, false).unwrap();
-    assert_eq!(read.events, vec![(0, mmap)]);
+    assert_eq!(read.events, vec![(0, mmap.clone())]);
     assert_eq!(read.accesses.len(), 3);
     assert_eq!(read.instructions, 7);
+    // The same trace in version 1: no fetch count at the end, still read.
+    let mut v1 = b.clone();
+    v1[8] = 1;
+    v1.truncate(v1.len() - 8);
+    let p1 = write_file("tiny-v1.trace", &v1);
+    let read1 = read_trace(&p1, false).unwrap();
+    assert_eq!((read1.events, read1.accesses, read1.instructions), (vec![(0, mmap)], read.accesses, 7));
+    // A version 1 header has no flags; a version 3 is refused.
+    v1[10] = 1;
+    assert!(trace_err(read_trace(&write_file("tiny-v1-flag.trace", &v1), false)).1.contains("version 1"));
+    let mut v3 = b.clone();
+    v3[8] = 3;
+    let (at, msg) = trace_err(read_trace(&write_file("tiny-v3.trace", &v3), false));
+    assert_eq!(at, 8);
+    assert!(msg.contains("unsupported version 3"), "{msg}");
+}
+
+#[test]
+fn the_end_record_gives_the_total_before_reading() {
+    // A lackey trace with fetches, in native form: 5 data accesses and 3
+    // fetches (one per instruction).
+    let n = tmp("total.trace");
+    convert(&write_file("total.lackey", LACKEY.as_bytes()), &n, None).unwrap();
+    let t = native::end_totals(&n).unwrap();
+    assert_eq!((t.accesses, t.ifetches, t.instructions), (8, 3, 3));
+    let total = |ifetch: bool, instructions: u64| {
+        let mut cfg = trace_config(&n);
+        cfg.ifetch = ifetch;
+        cfg.instructions = instructions;
+        let mut w = build(&cfg, "workload").unwrap();
+        let expected = w.total_accesses();
+        let handed = drain(w.as_mut()).accesses.len() as u64;
+        (expected, handed)
+    };
+    assert_eq!(total(false, 0), (Some(5), 5));
+    assert_eq!(total(true, 0), (Some(8), 8));
+    // Cut at 2 of 3 instructions: two thirds of the accesses, estimated.
+    assert_eq!(total(false, 2).0, Some(3));
+    // Compressed, lackey, truncated or version 1: unknown.
+    let gz = write_file("total.trace.gz", &compress(Compression::Gzip, &std::fs::read(&n).unwrap()));
+    let lackey = write_file("total2.lackey", LACKEY.as_bytes());
+    let bytes = std::fs::read(&n).unwrap();
+    let cut = write_file("total-cut.trace", &bytes[..bytes.len() - 1]);
+    for p in [&gz, &lackey, &cut] {
+        assert_eq!(build(&trace_config(p), "workload").unwrap().total_accesses(), None, "{}", p.display());
+    }
+    assert!(native::end_totals(&cut).is_none());
 }
 
 #[test]
@@ -391,6 +438,96 @@ fn lackey_bad_lines_and_truncation_name_the_line() {
     let (line, msg) = trace_err(read_trace(&p, false));
     assert_eq!(line, 9, "{msg}");
     assert!(msg.contains("truncated"), "{msg}");
+}
+
+/// Lackey output with `--trace-syscalls=yes` lines (formats as valgrind
+/// 3.19 prints them): the stack at 0x7ff000 shares its 2 MiB region with
+/// the heap at 0x600000, an 8 MiB anonymous mapping is touched, unmapped,
+/// and touched again.
+const LACKEY_SYSCALLS: &str = "==1== Lackey, an example Valgrind tool\n\
+SYSCALL[1,1](12) sys_brk ( 0x0 ) --> [pre-success] Success(0x600000) \n\
+I  00400000,3\n S 007ff000,8\n\
+SYSCALL[1,1](9) sys_mmap ( 0x0, 8388608, 3, 34, 4294967295, 0 ) --> [pre-success] Success(0x10000000) \n\
+I  00400003,4\n S 10000000,8\n S 10001000,8\n\
+SYSCALL[1,1](11) sys_munmap ( 0x10000000, 8388608 )[sync] --> Success(0x0) \n\
+SYSCALL[1,1](12) sys_brk ( 0x602000 ) --> [pre-success] Success(0x602000) \n\
+SYSCALL[1,1](334) unimplemented (by the kernel) syscall: 334! (ni_syscall)\n \
+--> [pre-fail] Failure(0x26) \n\
+I  00400007,2\n S 00601000,8\n L 10000000,8\n";
+
+#[test]
+fn lackey_system_calls_become_partial_mapping_events() {
+    let p = write_file("sys.lackey", LACKEY_SYSCALLS.as_bytes());
+    let n = tmp("sys.trace");
+    convert(&p, &n, None).unwrap();
+    let mb8 = 8 << 20;
+    for path in [&p, &n] {
+        let flat = read_trace(path, false).unwrap();
+        assert_eq!(
+            flat.events,
+            vec![
+                (1, MapEvent::Mmap { start: va(0x1000_0000), len: mb8, writable: true, name: "anon".into() }),
+                (3, MapEvent::Munmap { start: va(0x1000_0000), len: mb8 }),
+                (3, MapEvent::Mmap { start: va(0x60_0000), len: 0x2000, writable: true, name: "brk".into() }),
+            ],
+            "{}",
+            path.display()
+        );
+        assert_eq!(flat.accesses.len(), 5);
+        let i = info(path, None).unwrap();
+        assert_eq!((i.map_events, i.partial_maps), (3, true));
+        assert!(build(&trace_config(path), "workload").unwrap().partial_mappings());
+    }
+    // A generator's recording has complete events.
+    let (g, _) = generated_native("complete.trace");
+    assert!(!info(&g, None).unwrap().partial_maps);
+    assert!(!build(&trace_config(&g), "workload").unwrap().partial_mappings());
+    // Only flag bit 0 is known.
+    let mut bytes = std::fs::read(&n).unwrap();
+    assert_eq!(bytes[10..12], [1, 0]);
+    bytes[10] = 3;
+    let (at, msg) = trace_err(read_trace(&write_file("flag.trace", &bytes), false));
+    assert_eq!(at, 10, "{msg}");
+    assert!(msg.contains("unknown flags"), "{msg}");
+    // A mapping call that cannot be parsed is an error at its line.
+    let bad = LACKEY_SYSCALLS.replace("sys_munmap ( 0x10000000, 8388608 )", "sys_munmap ( 0x10000000 )");
+    let (line, msg) = trace_err(read_trace(&write_file("badsys.lackey", bad.as_bytes()), false));
+    assert_eq!(line, 9, "{msg}");
+    assert!(msg.contains("sys_munmap"), "{msg}");
+}
+
+#[test]
+fn a_captured_trace_replays_its_mappings_beside_automatic_vmas() {
+    let p = write_file("replay.lackey", LACKEY_SYSCALLS.as_bytes());
+    let machine = "[machine]\nphys_mem = \"256MiB\"\n[run]\ncheck_translations = true\n";
+    let text = format!("{machine}[workload]\nkind = \"trace\"\npath = {:?}\n", p.display().to_string());
+    let cfg = crate::config::parse_config(&text, "test.toml", &[]).unwrap();
+    let mut sim = crate::engine::Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    let s = sim.stats();
+    let stat = |k: &str| s.get(k).unwrap_or_else(|| panic!("{k}")).as_f64();
+    // Five stores and loads, each a first touch of its page: the stack
+    // (automatic VMA), two pages of the mapping, the heap page, and the
+    // unmapped page again (a second automatic VMA, counted as such).
+    assert_eq!(stat("faults"), 5.0);
+    assert_eq!(stat("os.auto_vmas"), 2.0);
+    assert_eq!(stat("os.auto_vmas_after_munmap"), 1.0);
+    // The munmap of the touched mapping shoots down; the heap replacing
+    // the untouched part of the stack's automatic VMA does not.
+    assert_eq!(stat("os.shootdowns"), 1.0);
+    let vmas: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.clone())).collect();
+    assert_eq!(
+        vmas,
+        [
+            (0x60_0000, 0x60_2000, "brk".to_string()),
+            (0x60_2000, 0x80_0000, "auto".to_string()),
+            (0x1000_0000, 0x1020_0000, "auto".to_string()),
+        ]
+    );
+    // With automatic VMAs off, the stack is a segmentation fault.
+    let cfg = crate::config::parse_config(&text, "test.toml", &["os.auto_vma=\"off\"".into()]).unwrap();
+    let err = crate::engine::Simulation::new(cfg).unwrap().run().unwrap_err();
+    assert!(err.to_string().contains("outside every mapping"), "{err}");
 }
 
 // ---------------------------------------------------- detection and info

@@ -27,6 +27,9 @@ pub struct TraceWorkload {
     finished: bool,
     error: Option<Error>,
     format: TraceFormat,
+    partial_maps: bool,
+    /// The accesses it will hand out, when known in advance.
+    total: Option<u64>,
 }
 
 impl std::fmt::Debug for TraceWorkload {
@@ -40,6 +43,11 @@ impl TraceWorkload {
     pub fn new(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Self> {
         let path = cfg.path.clone().ok_or_else(|| Error::config(format!("{key_prefix}.path"), "a trace workload needs a path"))?;
         let d = open(&path, cfg.format)?;
+        let partial_maps = d.source.partial_maps();
+        let total = match (d.format, d.compression) {
+            (TraceFormat::Native, super::Compression::None) => super::native::end_totals(&path).map(|t| expected_accesses(cfg, &t)),
+            _ => None,
+        };
         let name = cfg.name.clone().unwrap_or_else(|| {
             path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into())
         });
@@ -56,6 +64,8 @@ impl TraceWorkload {
             finished: false,
             error: None,
             format: d.format,
+            partial_maps,
+            total,
         })
     }
 
@@ -160,6 +170,27 @@ impl Workload for TraceWorkload {
 
     fn take_error(&mut self) -> Option<Error> {
         self.error.take()
+    }
+
+    fn partial_mappings(&self) -> bool {
+        self.partial_maps
+    }
+
+    fn total_accesses(&self) -> Option<u64> {
+        self.total
+    }
+}
+
+/// The accesses a native trace with end record `t` hands out under `cfg`:
+/// its fetches only with `workload.ifetch`; cut by `workload.instructions`,
+/// the share of the instructions (an estimate: accesses per instruction
+/// vary along a trace).
+fn expected_accesses(cfg: &WorkloadConfig, t: &super::NativeTotals) -> u64 {
+    let all = if cfg.ifetch { t.accesses } else { t.accesses.saturating_sub(t.ifetches) };
+    if cfg.instructions == 0 || cfg.instructions >= t.instructions {
+        all
+    } else {
+        (all as u128 * cfg.instructions as u128 / t.instructions.max(1) as u128) as u64
     }
 }
 

@@ -174,6 +174,24 @@ pub trait Workload: Send {
     fn batch_is_init(&self) -> bool {
         false
     }
+    /// Whether the workload's mapping events describe only some of the
+    /// memory it touches: a program captured under Valgrind records its
+    /// mmap/munmap/brk calls, but not what exec mapped before it ran (the
+    /// binary, the dynamic loader, the stack, the initial heap). Under
+    /// `os.auto_vma = "auto"` such a workload keeps automatic VMAs for
+    /// touches outside every mapping, beside its events; a workload with
+    /// complete events (a generator, the default) switches them off with
+    /// its first event.
+    fn partial_mappings(&self) -> bool {
+        false
+    }
+    /// The accesses the workload will hand out in all, when it knows
+    /// before running: an uncompressed native trace reads its end record.
+    /// None: unknown (other traces; the engine estimates a generator's
+    /// from its configuration). Only progress reports use it.
+    fn total_accesses(&self) -> Option<u64> {
+        None
+    }
     /// Why the workload ended early, if it did: a trace reader that met a
     /// corrupt or truncated file returns false from `next_batch`, then the
     /// `Error::Trace` here. Generators never fail.
