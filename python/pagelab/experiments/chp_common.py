@@ -27,7 +27,7 @@ the programs. Without them a workload has no reuse for contention to take
 away: a plain pointer chase over mcf's footprint measured 1.000x. `kv`
 was tried for astar and omnetpp first, but its ~290 instructions per access
 (a Redis-like store) hide memory stalls that SPEC's programs do not.
-| bfs, cc (4.5 GB, 5) | `graph` bfs / cc, scale from the footprint | GAPBS's own kernels |
+| bfs, cc (4.5 GB, 5) | `graph` bfs / cc, the scale whose graph is nearest the footprint (21 on 1 GiB: 272 MiB; 25 on 16 GiB) | GAPBS's own kernels |
 | tc (2.5 GB, 4) | `graph` tc | GAPBS's own kernel |
 
 Contention: 4 cores of "cache stressors" like stress-ng's `--cache 4`:
@@ -38,6 +38,8 @@ not get; otherwise they, like the workload, use the whole LLC.
 """
 
 from __future__ import annotations
+
+import math
 
 GIB = 1 << 30
 #: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
@@ -74,8 +76,22 @@ def app_workload(app: str, phys_mem: int, accesses: int, **extra) -> dict:
     hot = w.pop("hot_bytes", 0)
     if hot:
         w["hot_set"] = min(hot, w["footprint"] // 2)
+    if w["kind"] == "graph":
+        w["scale"] = graph_scale(w["footprint"])
     w.update(extra)
     return w
+
+
+#: Bytes per vertex of a degree-16 Kronecker graph in the graph generator's
+#: arrays (about 8 x degree + 25; see workload.scale in docs/configuration.md).
+GRAPH_BYTES_PER_VERTEX = 8 * 16 + 25
+
+
+def graph_scale(footprint_bytes: int) -> int:
+    """The scale whose graph is nearest the footprint (on a log scale). The
+    generator's own choice from `footprint` is the largest graph that fits,
+    up to half the footprint, which would halve bfs's share of memory."""
+    return max(1, round(math.log2(footprint_bytes / GRAPH_BYTES_PER_VERTEX)))
 
 
 def app_colors(app: str) -> list[int]:
