@@ -261,3 +261,19 @@ fn scattered_with_several_sub_mappings_is_refused() {
     let err = crate::config::parse_config(text, "t.toml", &[]).unwrap_err().to_string();
     assert!(err.contains("os.chp.submappings"), "{err}");
 }
+
+#[test]
+fn munmap_of_several_regions_reclaims_exactly_those_wholly_inside() {
+    // Regions 1 and 2 are unmapped whole; region 0 keeps its pages.
+    let unmap = (0, MapEvent::Munmap { start: BASE.add(HUGE), len: 2 * HUGE });
+    let batches = vec![batch(vec![mmap(BASE, 3 * HUGE)], stores(BASE, 3 * 512)), batch(vec![unmap], stores(BASE, 512))];
+    let sim = simulate(chp_config(&[], &[0, 1, 2, 3]), batches).unwrap();
+    assert_eq!(stat(&sim, "os.chp.returned"), 16.0);
+    assert_eq!(stat(&sim, "os.chp.demoted"), 0.0);
+    assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert_eq!(stat(&sim, "mem.mapped.4k"), HUGE as f64);
+    // Every frame of the unmapped regions is back in the cache, none free.
+    let owner_free = |f: Pfn| sim.kernel.mem.owner(f) == FrameOwner::Free;
+    assert!(frames(&sim, BASE).iter().all(|&f| !owner_free(f)));
+    assert_eq!(stat(&sim, "os.chp.cached"), (stat(&sim, "os.chp.blocks") * 16.0 - 24.0 + 16.0));
+}

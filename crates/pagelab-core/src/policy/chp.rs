@@ -275,7 +275,9 @@ impl Kernel {
 
     /// Whether a 4 KiB frame freed by munmap belongs to a colored huge page
     /// being reclaimed (so it must not go to the buddy allocator).
+    /// `regions` are in address order, as `chp_regions_in` lists them.
     pub(super) fn chp_frame_reclaimed(regions: &[(VirtAddr, Vec<Pfn>)], vaddr: VirtAddr) -> bool {
-        regions.iter().any(|(r, _)| vaddr >= *r && vaddr < r.add(HUGE))
+        let after = regions.partition_point(|(r, _)| *r <= vaddr);
+        after > 0 && vaddr < regions[after - 1].0.add(HUGE)
     }
 }
