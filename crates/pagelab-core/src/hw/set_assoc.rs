@@ -144,14 +144,13 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     /// The slot holding `key` in `set`, without touching replacement state.
+    /// (An early-exit scan: a hit, the common case of the L1 TLB probe of
+    /// every access, stops at its way.)
     #[inline]
     pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
         debug_assert_ne!(key, INVALID_KEY);
         let base = self.base(set);
-        let keys = &self.keys[base..base + self.ways];
-        // The usual way counts get a fully unrolled scan (see `by_ways`).
-        let way = by_ways!(self.ways, N => way_of::<N>(keys, key), _ => keys.iter().position(|&k| k == key));
-        way.map(|w| base + w)
+        self.keys[base..base + self.ways].iter().position(|&k| k == key).map(|w| base + w)
     }
 
     /// Looks `key` up in `set`; a hit counts as a use (LRU).
@@ -373,18 +372,6 @@ macro_rules! by_ways {
     };
 }
 use by_ways;
-
-/// The way of a set of `N` keys holding `key` (keys of a set are unique):
-/// a chain of conditional moves, no early exit.
-#[inline(always)]
-fn way_of<const N: usize>(keys: &[u64], key: u64) -> Option<usize> {
-    let keys: &[u64; N] = keys.try_into().expect("a set of N ways");
-    let mut way = N;
-    for (w, &k) in keys.iter().enumerate() {
-        way = if k == key { w } else { way };
-    }
-    (way < N).then_some(way)
-}
 
 /// One pass over a set of `N` ways: the way holding `key`, and the first
 /// way with the smallest stamp (the first empty way if any, stamp 0, else
