@@ -311,6 +311,12 @@ impl Cache {
         debug_assert_eq!(set, self.locate(line));
         debug_assert!(fill_mask != 0 && fill_mask & !self.full_mask == 0, "fill mask {fill_mask:#x}");
         debug_assert!(!self.probe(line), "fill of present line {line:#x}");
+        match self.lru_ways {
+            4 => return self.fill_lru::<4, 24>(set, line, is_write, fill_mask),
+            8 => return self.fill_lru::<8, 24>(set, line, is_write, fill_mask),
+            16 => return self.fill_lru::<16, 32>(set, line, is_write, fill_mask),
+            _ => {}
+        }
         let tags = &mut self.tags[set.tags..set.tags + self.ways];
         let meta = &mut self.meta[set.meta..set.meta + self.stride];
         let (dirty, state) = meta.split_at_mut(DIRTY_BYTES);
@@ -320,6 +326,28 @@ impl Cache {
         let was_dirty = set_dirty(dirty, way, is_write);
         tags[way] = line;
         self.set_ptag(set, way, line);
+        (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty })
+    }
+
+    /// [`fill_in`](Self::fill_in) for an LRU set of `W` ways and `S` bytes
+    /// of metadata (see [`lookup_lru`](Self::lookup_lru)): the victim is the
+    /// oldest way of `fill_mask` (an invalid one when there is one: they sit
+    /// at the oldest positions), which becomes the most recent.
+    #[inline(always)]
+    fn fill_lru<const W: usize, const S: usize>(&mut self, set: SetRef, line: u64, is_write: bool, fill_mask: u64) -> Option<Evicted> {
+        debug_assert_eq!((self.ways, self.stride, self.ptag_offset), (W, S, 16));
+        let tags: &mut [u64; W] = (&mut self.tags[set.tags..set.tags + W]).try_into().expect("W tags");
+        let meta: &mut [u8; S] = (&mut self.meta[set.meta..set.meta + S]).try_into().expect("S bytes of metadata");
+        let word = |meta: &[u8; S], i: usize| u64::from_le_bytes(meta[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let order = word(meta, 1);
+        let way = if fill_mask == full_mask(W) { packed::oldest(order, W) } else { packed::oldest_in(order, W, fill_mask) };
+        meta[8..16].copy_from_slice(&packed::to_front(order, way).to_le_bytes());
+        let dirty = word(meta, 0);
+        let was_dirty = dirty >> way & 1 == 1;
+        let dirty = dirty & !(1 << way) | u64::from(is_write) << way;
+        meta[..8].copy_from_slice(&dirty.to_le_bytes());
+        meta[16 + way] = ptag(line);
+        let old = std::mem::replace(&mut tags[way], line);
         (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty })
     }
 
