@@ -21,6 +21,9 @@ use crate::config::{MachineConfig, WalkerCacheLevel};
 /// Where a reference was served: 0 = L1, 1 = L2, 2 = LLC, 3 = memory.
 pub const MEMORY: usize = 3;
 
+/// Built by [`Timing::new`] only: the per-level cycle tables are derived
+/// from the latencies and MLPs there (changing a field afterwards would not
+/// update them).
 #[derive(Debug, Clone)]
 pub struct Timing {
     /// Load-to-use latency of each level (L1, L2, LLC, memory).
