@@ -50,6 +50,9 @@ const PREFETCH_DISTANCE: usize = 8;
 /// instructions cost more than the host misses they save (streams). A pure
 /// hint: results never depend on it.
 const PREFETCH_MISS_SHARE: u64 = 16;
+/// The flow class of each [`RefKind`] (by index): 0 = data (loads and
+/// stores), 1 = walk, 2 = instruction fetch.
+const FLOW_CLASS: [usize; 4] = [0, 0, 1, 2];
 
 /// A simulation in progress.
 pub struct Simulation {
@@ -303,10 +306,17 @@ impl Simulation {
         let asid = core.asid;
         let misses_before = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses;
         let prefetch = core.prefetch_translation;
+        // The page last prefetched for: an access to the same page right
+        // after it (gups' store after its load) needs no second prefetch.
+        let mut prefetched_vpn = u64::MAX;
         for j in core.pos..end {
             if let Some(ahead) = core.batch.accesses.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
-                kernel.proc(asid).aspace.pt.prefetch_leaf(ahead.vaddr);
-                core.mmu.tlb.prefetch(asid, ahead.vaddr);
+                let vpn = ahead.vaddr.raw() >> crate::units::PAGE_SHIFT;
+                if vpn != prefetched_vpn {
+                    prefetched_vpn = vpn;
+                    kernel.proc(asid).aspace.pt.prefetch_leaf(ahead.vaddr);
+                    core.mmu.tlb.prefetch(asid, ahead.vaddr);
+                }
             }
             let a = core.batch.accesses[j];
             core.ran += 1;
@@ -337,12 +347,15 @@ impl Simulation {
         let t = &self.timing;
         let refs = &core.refs;
         let prefetch = core.prefetch_caches;
+        // Walk references enter at `walk_entry`; the rest at the L1. A
+        // reference entering at memory does not reach the caches at all.
+        let mut caches = self.caches.as_mut();
         let mut l1_misses = 0;
         for j in 0..refs.len() {
             let (addr, kind) = (refs.addrs[j], refs.kinds[j]);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
-            let level = match &mut self.caches {
-                Some(c) if entry < MEMORY => {
+            let level = match caches {
+                Some(ref mut c) if entry < MEMORY => {
                     if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
@@ -350,12 +363,8 @@ impl Simulation {
                 }
                 _ => MEMORY,
             };
-            let class = match kind {
-                RefKind::Walk => 1,
-                RefKind::IFetch => 2,
-                _ => 0,
-            };
-            core.stats.flow[entry][level][class] += 1;
+            // (Masks the compiler can see through: no bounds checks.)
+            core.stats.flow[entry & 3][level & 3][FLOW_CLASS[kind.index() & 3]] += 1;
             l1_misses += (level > 0) as u64;
             if kind == RefKind::Walk {
                 core.stats.cycles_translation += t.walk_cycles(level);

@@ -21,6 +21,9 @@ use crate::config::{MachineConfig, WalkerCacheLevel};
 /// Where a reference was served: 0 = L1, 1 = L2, 2 = LLC, 3 = memory.
 pub const MEMORY: usize = 3;
 
+/// Built by [`Timing::new`] only: the per-level cycle tables are derived
+/// from the latencies and MLPs there (changing a field afterwards would not
+/// update them).
 #[derive(Debug, Clone)]
 pub struct Timing {
     /// Load-to-use latency of each level (L1, L2, LLC, memory).
@@ -31,12 +34,17 @@ pub struct Timing {
     /// Level at which walk references enter the hierarchy.
     pub walk_entry: usize,
     pub caches: bool,
+    /// `data_cycles` and `walk_cycles` of each level, computed once: the
+    /// per-reference loop looks them up instead of dividing (the same
+    /// quotients, so the same sums).
+    data_by_level: [f64; 4],
+    walk_by_level: [f64; 4],
 }
 
 impl Timing {
     pub fn new(m: &MachineConfig) -> Timing {
         let c = &m.cache;
-        Timing {
+        let mut t = Timing {
             latency: [c.l1d.latency as f64, c.l2.latency as f64, c.llc.latency as f64, m.memory.latency as f64],
             base_cpi: m.timing.base_cpi,
             mlp: m.timing.mlp,
@@ -48,19 +56,26 @@ impl Timing {
                 WalkerCacheLevel::None => MEMORY,
             },
             caches: c.enabled,
+            data_by_level: [0.0; 4],
+            walk_by_level: [0.0; 4],
+        };
+        for level in 0..4 {
+            t.data_by_level[level] = (t.latency[level] - t.latency[0]) / t.mlp;
+            t.walk_by_level[level] = t.latency[level] / t.walk_mlp;
         }
+        t
     }
 
     /// Extra cycles of a data access served at `level`.
     #[inline]
     pub fn data_cycles(&self, level: usize) -> f64 {
-        (self.latency[level] - self.latency[0]) / self.mlp
+        self.data_by_level[level]
     }
 
     /// Cycles of a walk reference served at `level`.
     #[inline]
     pub fn walk_cycles(&self, level: usize) -> f64 {
-        self.latency[level] / self.walk_mlp
+        self.walk_by_level[level]
     }
 }
 

@@ -30,7 +30,9 @@ impl<V: Copy + Default> LruMap<V> {
     /// An empty map of `capacity` entries (at most 32768).
     pub fn new(capacity: usize) -> Self {
         assert!(capacity < NONE as usize, "LruMap capacity {capacity} too large");
-        let nb = (capacity * 2).next_power_of_two().max(8);
+        // A quarter full at most: probe runs stay short (a walk over a
+        // large footprint misses, and evicts, on nearly every fill).
+        let nb = (capacity * 4).next_power_of_two().max(8);
         LruMap {
             keys: vec![0; capacity],
             values: vec![V::default(); capacity],

@@ -69,7 +69,19 @@ pub struct SetAssoc<V: Copy + Default> {
     /// the oldest way is the first empty one when there is one.
     stamps: Vec<u64>,
     tick: u64,
+    /// Valid entries, kept up to date so that callers can skip probing an
+    /// empty array (the 2 MiB and 1 GiB TLB arrays of a 4 KiB workload).
+    valid: usize,
     rng: Xoshiro256PlusPlus,
+}
+
+/// Where [`SetAssoc::insert_slot`] put a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed {
+    pub slot: Slot,
+    /// The valid key it replaced (`None` when the way was empty or already
+    /// held the same key).
+    pub evicted: Option<u64>,
 }
 
 impl<V: Copy + Default> SetAssoc<V> {
@@ -89,6 +101,7 @@ impl<V: Copy + Default> SetAssoc<V> {
             values: vec![V::default(); slots],
             stamps: vec![0; slots],
             tick: 0,
+            valid: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         }
     }
@@ -131,6 +144,8 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     /// The slot holding `key` in `set`, without touching replacement state.
+    /// (An early-exit scan: a hit, the common case of the L1 TLB probe of
+    /// every access, stops at its way.)
     #[inline]
     pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
         debug_assert_ne!(key, INVALID_KEY);
@@ -182,28 +197,60 @@ impl<V: Copy + Default> SetAssoc<V> {
         if self.ways == 0 {
             return None;
         }
-        let slot = match self.scan_for_insert(set, key) {
-            InsertSlot::Present(slot) => {
-                self.values[slot] = value;
-                self.touch(slot);
-                return None;
-            }
-            InsertSlot::Empty(slot) | InsertSlot::Oldest(slot) if self.policy != Replacement::Random => slot,
-            InsertSlot::Empty(slot) => slot,
+        let (slot, present) = self.slot_for_insert(set, key);
+        let evicted = (!present && self.keys[slot] != INVALID_KEY).then(|| (self.keys[slot], self.values[slot]));
+        self.store(slot, key, value, present);
+        evicted
+    }
+
+    /// [`insert`](Self::insert), returning where the key went and the key
+    /// it evicted rather than a copy of the evicted value: for callers that
+    /// keep more per slot beside the array, or whose values are large.
+    /// `None` when the array is disabled.
+    #[inline]
+    pub fn insert_slot(&mut self, set: usize, key: u64, value: V) -> Option<Placed> {
+        debug_assert_ne!(key, INVALID_KEY);
+        if self.ways == 0 {
+            return None;
+        }
+        let (slot, present) = self.slot_for_insert(set, key);
+        let old = self.keys[slot];
+        let evicted = (!present && old != INVALID_KEY).then_some(old);
+        self.store(slot, key, value, present);
+        Some(Placed { slot, evicted })
+    }
+
+    /// The slot an insertion of `key` into `set` takes, and whether `key`
+    /// is already there. A random victim is drawn only from a full set.
+    #[inline]
+    fn slot_for_insert(&mut self, set: usize, key: u64) -> (Slot, bool) {
+        match self.scan_for_insert(set, key) {
+            InsertSlot::Present(slot) => (slot, true),
+            InsertSlot::Empty(slot) | InsertSlot::Oldest(slot) if self.policy != Replacement::Random => (slot, false),
+            InsertSlot::Empty(slot) => (slot, false),
             InsertSlot::Oldest(_) => {
                 // Multiply-shift maps a 64-bit draw onto [0, ways) without a
                 // division (bias below 2^-32 for any realistic way count).
                 let way = ((self.rng.next_u64() as u128 * self.ways as u128) >> 64) as usize;
-                self.base(set) + way
+                (self.base(set) + way, false)
             }
-        };
-        let evicted = (self.keys[slot] != INVALID_KEY).then(|| (self.keys[slot], self.values[slot]));
-        self.keys[slot] = key;
+        }
+    }
+
+    /// Writes `key -> value` into `slot`. A key already present is updated
+    /// in place and counts as a use; a new one is the most recently used
+    /// (LRU) and the youngest (FIFO).
+    #[inline]
+    fn store(&mut self, slot: Slot, key: u64, value: V, present: bool) {
         self.values[slot] = value;
-        // A new entry is the most recently used (LRU) and the youngest (FIFO).
+        if present {
+            self.touch(slot);
+            return;
+        }
+        self.valid += (self.keys[slot] == INVALID_KEY) as usize;
+        self.keys[slot] = key;
         self.tick += 1;
         self.stamps[slot] = self.tick;
-        evicted
     }
 
     /// The slot holding `key` in `set`, else the first empty slot, else the
@@ -212,18 +259,10 @@ impl<V: Copy + Default> SetAssoc<V> {
     fn scan_for_insert(&self, set: usize, key: u64) -> InsertSlot {
         let base = self.base(set);
         let keys = &self.keys[base..base + self.ways];
-        if let Some(w) = keys.iter().position(|&k| k == key) {
-            return InsertSlot::Present(base + w);
-        }
-        // The way with the smallest stamp: the first empty way if any (stamp
-        // 0), else the least recently used (LRU) or first inserted (FIFO).
-        // One pass of conditional moves, no early exit.
         let stamps = &self.stamps[base..base + self.ways];
-        let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
-        for (w, &stamp) in stamps.iter().enumerate() {
-            let older = stamp < oldest_stamp;
-            oldest = if older { w } else { oldest };
-            oldest_stamp = if older { stamp } else { oldest_stamp };
+        let (present, oldest) = by_ways!(self.ways, N => scan::<N>(keys, stamps, key), _ => scan_any(keys, stamps, key));
+        if let Some(w) = present {
+            return InsertSlot::Present(base + w);
         }
         // (Random replaces any way, but also only once none is empty.)
         if keys[oldest] == INVALID_KEY {
@@ -238,6 +277,7 @@ impl<V: Copy + Default> SetAssoc<V> {
         let slot = self.find(set, key)?;
         self.keys[slot] = INVALID_KEY;
         self.stamps[slot] = 0;
+        self.valid -= 1;
         Some(self.values[slot])
     }
 
@@ -253,6 +293,7 @@ impl<V: Copy + Default> SetAssoc<V> {
                 dropped += 1;
             }
         }
+        self.valid -= dropped;
         dropped
     }
 
@@ -271,13 +312,16 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.invalidate_if(|_, _| true)
     }
 
-    /// Valid entries (a scan; for statistics and tests).
+    /// Valid entries.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.keys.iter().filter(|&&k| k != INVALID_KEY).count()
+        debug_assert_eq!(self.valid, self.keys.iter().filter(|&&k| k != INVALID_KEY).count());
+        self.valid
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.valid == 0
     }
 
     /// Every valid `(key, value)`, set by set.
@@ -298,6 +342,66 @@ impl<V: Copy + Default> SetAssoc<V> {
         // Sets of more than 8 ways span two host lines of keys.
         prefetch_line(keys[keys.len() - 1..].as_ptr() as *const u8);
     }
+}
+
+/// Runs `$fixed` with the const `$n` bound to the way count when it is one
+/// of the usual ones (4, 8, 12, 16: TLB and page-walk-cache shapes), so
+/// that the compiler unrolls the scan of a set completely and drops its
+/// bounds checks; `$other` otherwise. Same results either way.
+macro_rules! by_ways {
+    ($ways:expr, $n:ident => $fixed:expr, _ => $other:expr) => {
+        match $ways {
+            4 => {
+                const $n: usize = 4;
+                $fixed
+            }
+            8 => {
+                const $n: usize = 8;
+                $fixed
+            }
+            12 => {
+                const $n: usize = 12;
+                $fixed
+            }
+            16 => {
+                const $n: usize = 16;
+                $fixed
+            }
+            _ => $other,
+        }
+    };
+}
+use by_ways;
+
+/// One pass over a set of `N` ways: the way holding `key`, and the first
+/// way with the smallest stamp (the first empty way if any, stamp 0, else
+/// the least recently used (LRU) or first inserted (FIFO)).
+#[inline(always)]
+fn scan<const N: usize>(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize>, usize) {
+    let keys: &[u64; N] = keys.try_into().expect("a set of N ways");
+    let stamps: &[u64; N] = stamps.try_into().expect("a set of N ways");
+    let mut present = N;
+    let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
+    for w in 0..N {
+        present = if keys[w] == key { w } else { present };
+        let older = stamps[w] < oldest_stamp;
+        oldest = if older { w } else { oldest };
+        oldest_stamp = if older { stamps[w] } else { oldest_stamp };
+    }
+    ((present < N).then_some(present), oldest)
+}
+
+/// [`scan`] for any number of ways.
+#[inline]
+fn scan_any(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize>, usize) {
+    let present = keys.iter().position(|&k| k == key);
+    let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
+    for (w, &stamp) in stamps.iter().enumerate() {
+        let older = stamp < oldest_stamp;
+        oldest = if older { w } else { oldest };
+        oldest_stamp = if older { stamp } else { oldest_stamp };
+    }
+    (present, oldest)
 }
 
 #[inline(always)]

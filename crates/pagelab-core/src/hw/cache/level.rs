@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::config::Geometry;
-use super::replacement::{full_mask, ReplacementKind, SetPolicy};
+use super::replacement::{full_mask, packed, ReplacementKind, SetPolicy};
 use super::slice::{intel_slice, modulo_slice, SliceHash};
 
 /// Tag of an empty way. Line numbers stay below 2^61 (addresses are 64 bits
@@ -79,6 +79,9 @@ pub struct Cache {
     full_mask: u64,
     kind: ReplacementKind,
     policy: SetPolicy,
+    /// The way count when it is 4, 8 or 16 under LRU (the presets' shapes),
+    /// for which [`Cache::lookup_in`] takes [`Cache::lookup_lru`]; else 0.
+    lru_ways: usize,
     rng: Xoshiro256PlusPlus,
 }
 
@@ -114,6 +117,7 @@ impl Cache {
             full_mask: full_mask(ways),
             kind,
             policy,
+            lru_ways: if policy == SetPolicy::PackedLru && matches!(ways, 4 | 8 | 16) { ways } else { 0 },
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         };
         cache.clear();
@@ -213,6 +217,12 @@ impl Cache {
     #[inline(always)]
     pub fn lookup_in(&mut self, set: SetRef, line: u64, is_write: bool) -> bool {
         debug_assert_eq!(set, self.locate(line));
+        match self.lru_ways {
+            4 => return self.lookup_lru::<4, 24>(set, line, is_write),
+            8 => return self.lookup_lru::<8, 24>(set, line, is_write),
+            16 => return self.lookup_lru::<16, 32>(set, line, is_write),
+            _ => {}
+        }
         let Some(way) = self.find_way(set, line) else {
             return false;
         };
@@ -254,6 +264,39 @@ impl Cache {
         None
     }
 
+    /// [`lookup_in`](Self::lookup_in) for an LRU set of `W` ways whose
+    /// metadata is `S` bytes (dirty bits, packed order, partial tags): the
+    /// same steps as the general path, on fixed-size views of the set, so
+    /// that the compiler checks each set's bounds once and unrolls the rest.
+    #[inline(always)]
+    fn lookup_lru<const W: usize, const S: usize>(&mut self, set: SetRef, line: u64, is_write: bool) -> bool {
+        debug_assert_eq!((self.ways, self.stride, self.ptag_offset, self.ptag_words), (W, S, 16, W.div_ceil(8)));
+        let tags: &[u64; W] = self.tags[set.tags..set.tags + W].try_into().expect("W tags");
+        let meta: &mut [u8; S] = (&mut self.meta[set.meta..set.meta + S]).try_into().expect("S bytes of metadata");
+        let word = |meta: &[u8; S], i: usize| u64::from_le_bytes(meta[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let wanted = u64::from(ptag(line)) * BYTES_ONE;
+        let mut candidates = zero_bytes(word(meta, 2) ^ wanted) >> 7;
+        if W > 8 {
+            candidates |= zero_bytes(word(meta, 3) ^ wanted) >> 6;
+        }
+        candidates &= ptag_valid_bits_const::<W>();
+        while candidates != 0 {
+            let bit = candidates.trailing_zeros() as usize;
+            let way = bit >> 3 | (bit & 1) << 3;
+            if tags[way] == line {
+                if is_write {
+                    let dirty = word(meta, 0) | 1 << way;
+                    meta[..8].copy_from_slice(&dirty.to_le_bytes());
+                }
+                let order = packed::to_front(word(meta, 1), way);
+                meta[8..16].copy_from_slice(&order.to_le_bytes());
+                return true;
+            }
+            candidates &= candidates - 1;
+        }
+        false
+    }
+
     /// Records `line`'s partial tag in `way` (after a fill).
     #[inline(always)]
     fn set_ptag(&mut self, set: SetRef, way: usize, line: u64) {
@@ -268,6 +311,12 @@ impl Cache {
         debug_assert_eq!(set, self.locate(line));
         debug_assert!(fill_mask != 0 && fill_mask & !self.full_mask == 0, "fill mask {fill_mask:#x}");
         debug_assert!(!self.probe(line), "fill of present line {line:#x}");
+        match self.lru_ways {
+            4 => return self.fill_lru::<4, 24>(set, line, is_write, fill_mask),
+            8 => return self.fill_lru::<8, 24>(set, line, is_write, fill_mask),
+            16 => return self.fill_lru::<16, 32>(set, line, is_write, fill_mask),
+            _ => {}
+        }
         let tags = &mut self.tags[set.tags..set.tags + self.ways];
         let meta = &mut self.meta[set.meta..set.meta + self.stride];
         let (dirty, state) = meta.split_at_mut(DIRTY_BYTES);
@@ -277,6 +326,28 @@ impl Cache {
         let was_dirty = set_dirty(dirty, way, is_write);
         tags[way] = line;
         self.set_ptag(set, way, line);
+        (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty })
+    }
+
+    /// [`fill_in`](Self::fill_in) for an LRU set of `W` ways and `S` bytes
+    /// of metadata (see [`lookup_lru`](Self::lookup_lru)): the victim is the
+    /// oldest way of `fill_mask` (an invalid one when there is one: they sit
+    /// at the oldest positions), which becomes the most recent.
+    #[inline(always)]
+    fn fill_lru<const W: usize, const S: usize>(&mut self, set: SetRef, line: u64, is_write: bool, fill_mask: u64) -> Option<Evicted> {
+        debug_assert_eq!((self.ways, self.stride, self.ptag_offset), (W, S, 16));
+        let tags: &mut [u64; W] = (&mut self.tags[set.tags..set.tags + W]).try_into().expect("W tags");
+        let meta: &mut [u8; S] = (&mut self.meta[set.meta..set.meta + S]).try_into().expect("S bytes of metadata");
+        let word = |meta: &[u8; S], i: usize| u64::from_le_bytes(meta[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let order = word(meta, 1);
+        let way = if fill_mask == full_mask(W) { packed::oldest(order, W) } else { packed::oldest_in(order, W, fill_mask) };
+        meta[8..16].copy_from_slice(&packed::to_front(order, way).to_le_bytes());
+        let dirty = word(meta, 0);
+        let was_dirty = dirty >> way & 1 == 1;
+        let dirty = dirty & !(1 << way) | u64::from(is_write) << way;
+        meta[..8].copy_from_slice(&dirty.to_le_bytes());
+        meta[16 + way] = ptag(line);
+        let old = std::mem::replace(&mut tags[way], line);
         (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty })
     }
 
@@ -386,6 +457,18 @@ fn load_word(words: &[u8], i: usize) -> u64 {
 /// ways are masked off.
 fn ptag_valid_bits(ways: usize) -> u64 {
     (0..ways.min(PTAG_MAX_WAYS)).fold(0, |bits, way| bits | 1 << (8 * (way % 8) + way / 8))
+}
+
+/// [`ptag_valid_bits`] as a constant of `W`.
+#[inline(always)]
+const fn ptag_valid_bits_const<const W: usize>() -> u64 {
+    let mut bits = 0;
+    let mut way = 0;
+    while way < W {
+        bits |= 1 << (8 * (way % 8) + way / 8);
+        way += 1;
+    }
+    bits
 }
 
 /// The first invalid way of `mask`.

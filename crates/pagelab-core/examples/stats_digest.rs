@@ -1,0 +1,151 @@
+//! Prints every statistic of a fixed set of small runs, and the outcome of
+//! a fixed random sequence of TLB operations (colored huge pages included),
+//! one line per item. A speed change must leave this output identical:
+//!
+//! ```text
+//! cargo run --release -p pagelab-core --example stats_digest > before.txt
+//! (change the code)
+//! cargo run --release -p pagelab-core --example stats_digest > after.txt
+//! cmp before.txt after.txt
+//! ```
+//!
+//! `--only NAME` runs one configuration. Nothing here is timed.
+
+use pagelab_core::config::parse_config;
+use pagelab_core::engine::Simulation;
+use pagelab_core::hw::tlb::{Tlb, TlbConfig, TlbEntry};
+use pagelab_core::hw::set_assoc::Replacement;
+use pagelab_core::units::{PageSize, Pfn, VirtAddr, Vpn};
+
+/// (name, overrides). Small footprints so the whole set runs in seconds,
+/// but large enough that TLBs, page-walk caches and caches all miss.
+const RUNS: &[(&str, &[&str])] = &[
+    ("gups-base-nocache", &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
+    ("gups-base-caches", &["workload.kind=\"gups\"", "os.policy=\"base\""]),
+    ("gups-thp-caches", &["workload.kind=\"gups\"", "os.policy=\"thp\""]),
+    ("stream-thp-caches", &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
+    ("stream-base-caches", &["workload.kind=\"stream\"", "os.policy=\"base\""]),
+    ("chase-coloring", &["workload.kind=\"pointer-chase\"", "os.policy=\"coloring\"", "workload.colors=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23]"]),
+    ("chase-bin-hopping", &["workload.kind=\"pointer-chase\"", "os.policy=\"bin-hopping\""]),
+    ("stride-hugetlb", &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "workload.stride=4160"]),
+    ("kv-thp-khugepaged", &["workload.kind=\"kv\"", "os.policy=\"thp\"", "os.thp.fault=false", "os.thp.khugepaged=true", "os.thp.scan_sleep_ms=1"]),
+    ("gups-random-repl", &["workload.kind=\"gups\"", "machine.tlb.policy=\"random\"", "machine.cache.l2.policy=\"random\"", "machine.cache.llc.policy=\"srrip\""]),
+    ("gups-fifo-pwcsets", &["workload.kind=\"gups\"", "machine.tlb.policy=\"fifo\"", "machine.pwc.ways=2", "machine.paging_levels=5", "machine.cache.l1d.policy=\"fifo\""]),
+    ("gups-5level-l2walk", &["workload.kind=\"gups\"", "machine.paging_levels=5", "machine.walker.cache_level=\"l2\""]),
+    ("sparse-thp-llcwalk", &["workload.kind=\"sparse\"", "os.policy=\"thp\"", "workload.touched_pages=3", "machine.walker.cache_level=\"llc\""]),
+    ("gups-frag-thp-warmup", &["workload.kind=\"gups\"", "os.policy=\"thp\"", "os.fragmentation.target=0.5", "run.warmup=200000", "run.check_translations=true"]),
+    ("graph-bfs-thp", &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""]),
+];
+
+fn run(name: &str, overrides: &[&str]) {
+    let mut all: Vec<String> = vec![
+        "machine.phys_mem=\"1GiB\"".into(),
+        "workload.footprint=\"192MiB\"".into(),
+        "workload.accesses=1000000".into(),
+        "os.thp.khugepaged=false".into(),
+    ];
+    all.extend(overrides.iter().map(|s| s.to_string()));
+    let cfg = parse_config("", "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut sim = Simulation::new(cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
+    sim.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (k, v) in sim.stats() {
+        println!("{name} {k} {}", serde_json::to_string(&v).unwrap());
+    }
+    for (i, snap) in sim.timeseries().iter().enumerate() {
+        let sum: f64 = snap.values().map(|v| v.as_f64()).sum();
+        println!("{name} epoch{i} {sum}");
+    }
+}
+
+/// A fixed pseudo-random sequence of TLB operations over a small machine:
+/// fills of 4 KiB, 2 MiB, 1 GiB and colored huge pages, lookups of data
+/// and instructions, dirty marking, page and range shootdowns.
+fn tlb_sequence(policy: Replacement) {
+    let cfg = TlbConfig {
+        l1_4k_entries: 8,
+        l1_4k_ways: 2,
+        l1_2m_entries: 4,
+        l1_2m_ways: 2,
+        l1_1g_entries: 2,
+        l1_1g_ways: 2,
+        l2_entries: 48,
+        l2_ways: 12,
+        l2_1g_entries: 4,
+        l2_1g_ways: 2,
+        l1i_4k_entries: 8,
+        l1i_4k_ways: 4,
+        l1i_2m_entries: 2,
+        l1i_2m_ways: 2,
+        policy,
+        ..TlbConfig::default()
+    };
+    let mut tlb = Tlb::new(&cfg, 11);
+    let mut x: u64 = 0x1234_5678_9abc_def1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut digest: u64 = 0;
+    let mut mix = |v: u64| digest = (digest ^ v).wrapping_mul(0x100_0000_01b3);
+    for step in 0..200_000u64 {
+        let r = next();
+        let asid = 1 + (r & 1) as u16;
+        // Mostly a 512 KiB window (so entries are found again), else 4 GiB.
+        let window = if r >> 40 & 3 == 0 { 0xffff_ffff } else { 0x7_ffff };
+        let vaddr = VirtAddr::new((next() & window) & !7);
+        let instr = r >> 8 & 7 == 0;
+        match r >> 4 & 15 {
+            0..=7 => {
+                let out = tlb.lookup(asid, vaddr, instr);
+                mix(format!("{out:?}").len() as u64);
+                if let Some(t) = out.translation() {
+                    mix(t.pfn.raw() ^ (t.dirty as u64) << 40 ^ (t.writable as u64) << 41);
+                }
+            }
+            8..=10 => {
+                let entry = match r >> 12 & 7 {
+                    0..=3 => TlbEntry::page(asid, vaddr.vpn(), PageSize::Size4K, Pfn::new(r >> 20 & 0xfffff), r >> 16 & 1 == 1, r >> 17 & 1 == 1),
+                    4 => TlbEntry::page(asid, vaddr.align_down(2 << 20).vpn(), PageSize::Size2M, Pfn::new((r >> 20 & 0xfff) << 9), true, false),
+                    5 => TlbEntry::page(asid, vaddr.align_down(1 << 30).vpn(), PageSize::Size1G, Pfn::new((r >> 20 & 0xf) << 18), true, r >> 17 & 1 == 1),
+                    _ => {
+                        let shift = (r >> 24 & 3) as u8;
+                        let sub = std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
+                        TlbEntry::colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false)
+                    }
+                };
+                let hit = entry.vbase.add(next() % entry.size.nr_pages());
+                tlb.fill_after_walk(entry, VirtAddr::new(hit.raw() << 12), instr);
+            }
+            11 => mix(tlb.mark_dirty(asid, vaddr) as u64),
+            12 => mix(tlb.invalidate_page(asid, vaddr) as u64),
+            13 => {
+                let start = vaddr.vpn();
+                let len = [1u64, 3, 64, 65, 600][(r >> 12) as usize % 5];
+                mix(tlb.invalidate_range(asid, start, Vpn::new(start.raw() + len)) as u64);
+            }
+            14 if step % 97 == 0 => mix(tlb.invalidate_asid(asid) as u64),
+            _ => {
+                let peek = tlb.peek(asid, vaddr, instr);
+                mix(peek.translation().map_or(0, |t| t.pfn.raw()));
+            }
+        }
+    }
+    println!("tlb-{} digest {digest:#x}", policy.name());
+    println!("tlb-{} occupancy {:?}", policy.name(), tlb.occupancy());
+    println!("tlb-{} stats {:?}", policy.name(), tlb.stats());
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
+    for (name, overrides) in RUNS.iter().filter(|r| only.as_deref().is_none_or(|o| o == r.0)) {
+        run(name, overrides);
+    }
+    if only.is_none() {
+        for policy in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
+            tlb_sequence(policy);
+        }
+    }
+}
