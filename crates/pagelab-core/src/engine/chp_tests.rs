@@ -277,3 +277,22 @@ fn munmap_of_several_regions_reclaims_exactly_those_wholly_inside() {
     assert!(frames(&sim, BASE).iter().all(|&f| !owner_free(f)));
     assert_eq!(stat(&sim, "os.chp.cached"), (stat(&sim, "os.chp.blocks") * 16.0 - 24.0 + 16.0));
 }
+
+#[test]
+fn mprotect_of_a_whole_colored_huge_page_keeps_it_and_its_entry_takes_the_permission() {
+    let cfg = chp_config(&[], &[1, 2]);
+    let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
+    sim.kernel.mprotect(1, BASE, HUGE, false).unwrap();
+    assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    let mut mmu = chp_mmu(&sim, &cfg, true);
+    let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
+    mmu.translate(&mut sim.kernel, super::tests::req(BASE.add(0x7000)), &mut refs, &mut stats).unwrap();
+    match mmu.tlb.peek(1, BASE.add(0x150000), false) {
+        TlbLookup::L2(t, e) => assert!(e.is_colored_huge() && !t.writable),
+        other => panic!("{other:?}"),
+    }
+    // Part of it: the page is demoted and keeps its mappings.
+    sim.kernel.mprotect(1, BASE, 4096, true).unwrap();
+    assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert_eq!(stat(&sim, "os.chp.demoted"), 1.0);
+}

@@ -136,9 +136,7 @@ impl Mmu {
         loop {
             let level = pt.node_level(node);
             if level == 1 && colored_huge {
-                if let Some(w) = walk_colored_huge(pt, node, vaddr, write, refs, stats) {
-                    return w;
-                }
+                return walk_colored_huge(pt, node, vaddr, write, refs, stats);
             }
             let (pte, addr, child) = pt.read(node, vaddr);
             refs.push(addr, RefKind::Walk);
@@ -169,6 +167,13 @@ impl Mmu {
         let pt = kernel.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
             pt.set_bits(slot, DIRTY | ACCESSED);
+            if slot.level == 1 && pt.is_colored_huge(vaddr) {
+                // The same locked update covers the 8 sub-mapping entries,
+                // which share one line and one D bit.
+                for e in pt.colored_huge_line(slot.node) {
+                    *e = e.with(DIRTY | ACCESSED);
+                }
+            }
             let addr = pt.node_frame(slot.node).addr().add(slot.index as u64 * 8);
             refs.push(addr, RefKind::Walk);
             stats.walk_mem_refs += 1;
@@ -193,26 +198,23 @@ impl Mmu {
 }
 
 /// The last step of a walk through a colored-huge-page PMD: one reference
-/// to the first cache line of the page table (where the design keeps the 8
-/// sub-mapping entries), the base frame of each 64-page slot, and A/D set
-/// on the accessed page's entry. pagelab's table holds all 512 PTEs, as
-/// the paper's prototype does, so slot s's base is the PTE of page 64 s.
-/// `None` if the accessed page has no PTE (then the walk faults as usual).
-fn walk_colored_huge(pt: &mut PageTable, node: crate::paging::NodeId, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Option<Walk> {
-    use crate::paging::pagetable::table_index;
-    let index = table_index(vaddr, 1);
-    let (pte, _) = pt.entry_at(node, index);
-    if !pte.present() {
-        return None;
-    }
-    let (_, line) = pt.entry_at(node, 0);
-    refs.push(line, RefKind::Walk);
+/// to the first cache line of the page table, where the design keeps the
+/// 8 sub-mapping entries (`PageTable::colored_huge_line`; pagelab also
+/// keeps all 512 PTEs, as the paper's prototype does, for software walks).
+/// A/D are set in the 8 entries: the whole colored huge page shares them,
+/// and its permission (III-B-1). The bit guarantees every page is mapped
+/// (a partial munmap or mprotect clears it first).
+fn walk_colored_huge(pt: &mut PageTable, node: crate::paging::NodeId, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Walk {
+    refs.push(pt.node_frame(node).addr(), RefKind::Walk);
     stats.walk_mem_refs += 1;
     stats.chp_walks += 1;
-    let sub = std::array::from_fn(|s| pt.entry_at(node, s * 64).0.pfn());
     let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
-    pt.set_bits(crate::paging::LeafSlot { node, index, level: 1 }, bits);
-    Some(Walk::ColoredHuge { sub, writable: pte.writable(), dirty: write || pte.dirty() })
+    let line = pt.colored_huge_line(node);
+    for e in line.iter_mut() {
+        *e = e.with(bits);
+    }
+    let slot = (vaddr.raw() >> 18) as usize & 7;
+    Walk::ColoredHuge { sub: line.map(|e| e.pfn()), writable: line[slot].writable(), dirty: line[0].dirty() }
 }
 
 /// The check mode: a TLB hit must equal what the page table says now.

@@ -106,6 +106,12 @@ pub struct PageTable {
     /// 512 child indexes per upper table (into `ptes` for a PMD's
     /// children, into `upper` otherwise).
     children: Vec<u32>,
+    /// Per PTE page (by slab index) whose PMD has the colored-huge-page
+    /// bit: the design's 8 sub-mapping entries, one 64-byte line (the
+    /// first page of each 64-page slot, with the A/D bits the whole
+    /// colored huge page shares). Written when the bit is set; stale for
+    /// other pages, and read only under the bit.
+    chp_line: Vec<[Pte; 8]>,
     root: NodeId,
     table_pages: u64,
 }
@@ -125,6 +131,7 @@ impl PageTable {
             ptes: Slab::default(),
             upper: Slab::default(),
             children: Vec::new(),
+            chp_line: Vec::new(),
             root: NodeId { index: 0, level: levels },
             table_pages: 0,
         };
@@ -280,11 +287,38 @@ impl PageTable {
         } else {
             *e &= !COLORED_HUGE;
         }
+        if on {
+            let table = self.child(node, idx).expect("a present PMD entry has a table");
+            let line = std::array::from_fn(|s| self.entry_at(table, s * 64).0);
+            let at = table.index as usize;
+            if self.chp_line.len() <= at {
+                self.chp_line.resize(at + 1, [Pte::NONE; 8]);
+            }
+            self.chp_line[at] = line;
+        }
+    }
+
+    /// The 8 sub-mapping entries of a colored huge page's PTE page (whose
+    /// PMD entry must carry the bit): what the walker reads in one line
+    /// and where it sets the page's shared A/D bits.
+    #[inline]
+    pub fn colored_huge_line(&mut self, table: NodeId) -> &mut [Pte; 8] {
+        debug_assert_eq!(table.level, 1);
+        debug_assert!(
+            (0..8).all(|s| {
+                let (pte, line) = (self.entry_at(table, s * 64).0, self.chp_line[table.index as usize][s]);
+                pte.pfn() == line.pfn() && pte.writable() == line.writable()
+            }),
+            "stale colored-huge-page entries"
+        );
+        &mut self.chp_line[table.index as usize]
     }
 
     /// Host-prefetches the leaf entry of `vaddr`, so that a walk for an
     /// access to come finds it in the host cache. Only the upper tables
-    /// are read, and they are few and hot.
+    /// are read, and they are few and hot. Where colored huge pages exist,
+    /// their line of 8 entries is fetched too (it is what the walk reads
+    /// under the bit; a stale line costs one useless prefetch).
     #[inline]
     pub fn prefetch_leaf(&self, vaddr: VirtAddr) {
         let mut node = self.root;
@@ -293,6 +327,9 @@ impl PageTable {
                 Some(c) => node = c,
                 None => return,
             }
+        }
+        if let Some(line) = self.chp_line.get(node.index as usize) {
+            prefetch(line);
         }
         let at = node.index as usize * PTRS_PER_TABLE + table_index(vaddr, 1);
         if let Some(e) = self.ptes.entries.get(at) {
