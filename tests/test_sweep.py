@@ -126,7 +126,7 @@ def test_resume_after_kill(tmp_path, sig, jobs):
 id = "k"
 [base]
 machine = {{ phys_mem = "256MiB" }}
-workload = {{ kind = "gups", footprint = "64MiB", accesses = 150000 }}
+workload = {{ kind = "gups", footprint = "64MiB", accesses = 600000 }}
 [grid]
 "os.policy" = ["base", "thp"]
 "run.quantum" = [{grid}]
