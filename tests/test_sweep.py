@@ -137,7 +137,13 @@ workload = {{ kind = "gups", footprint = "64MiB", accesses = 600000 }}
     env = dict(os.environ, **{RUN_LOG_ENV: str(log)})
     cmd = pagelab_command() + ["sweep", str(path), "--out", str(out), "--jobs", str(jobs)]
     err = open(tmp_path / "stderr.txt", "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    # A shell without job control starts background jobs with SIGINT
+    # ignored, and Python keeps an ignored SIGINT ignored: give the sweep
+    # the default disposition, as an interactive Ctrl-C would find it.
+    restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, preexec_fn=restore_sigint
+    )
     try:
         deadline = time.time() + 60
         # Runs start in order: when run 3 + jobs starts, at least 3 finished
