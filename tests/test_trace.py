@@ -57,13 +57,19 @@ I  04001007,2
 needs_valgrind = pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("gcc")), reason="needs valgrind and gcc")
 
 
-@needs_valgrind
-def test_capture_agrees_with_valgrinds_own_counts(tmp_path):
-    src, exe, out = tmp_path / "t.c", tmp_path / "t", tmp_path / "t.pgl"
-    src.write_text(PROGRAM)
+def _capture(tmp_path, name: str, program: str):
+    """Builds a C program and captures it; returns (executable, trace, cli result)."""
+    src, exe, out = tmp_path / f"{name}.c", tmp_path / name, tmp_path / f"{name}.pgl"
+    src.write_text(program)
     subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
     proc = run_cli("trace", "capture", "--out", out, "--", exe, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    return exe, out, proc
+
+
+@needs_valgrind
+def test_capture_agrees_with_valgrinds_own_counts(tmp_path):
+    exe, out, _ = _capture(tmp_path, "t", PROGRAM)
     info = json.loads(run_cli("trace", "info", out, "--json").stdout)
     cg = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
@@ -87,11 +93,7 @@ def test_capture_agrees_with_valgrinds_own_counts(tmp_path):
 
 @needs_valgrind
 def test_capture_records_the_programs_mappings_and_replays_them(tmp_path):
-    src, exe, out = tmp_path / "m.c", tmp_path / "m", tmp_path / "m.pgl"
-    src.write_text(MAPPER)
-    subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
-    proc = run_cli("trace", "capture", "--out", out, "--", exe, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    _, out, proc = _capture(tmp_path, "m", MAPPER)
     p, q = (int(x, 16) for x in re.search(r"pagelab-test p=(0x[0-9a-f]+) q=(0x[0-9a-f]+)", proc.stdout).groups())
     events = json.loads(run_cli("trace", "events", out, "--json").stdout)
     mib = 1 << 20

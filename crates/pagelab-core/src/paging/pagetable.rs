@@ -109,8 +109,9 @@ pub struct PageTable {
     /// Per PTE page (by slab index) whose PMD has the colored-huge-page
     /// bit: the design's 8 sub-mapping entries, one 64-byte line (the
     /// first page of each 64-page slot, with the A/D bits the whole
-    /// colored huge page shares). Written when the bit is set; stale for
-    /// other pages, and read only under the bit.
+    /// colored huge page shares). Not present for other PTE pages. Kept
+    /// equal to the PTEs it mirrors by `set_colored_huge`, `replace` and
+    /// `release_node`.
     chp_line: Vec<[Pte; 8]>,
     root: NodeId,
     table_pages: u64,
@@ -287,15 +288,23 @@ impl PageTable {
         } else {
             *e &= !COLORED_HUGE;
         }
-        if on {
-            let table = self.child(node, idx).expect("a present PMD entry has a table");
-            let line = std::array::from_fn(|s| self.entry_at(table, s * 64).0);
-            let at = table.index as usize;
-            if self.chp_line.len() <= at {
-                self.chp_line.resize(at + 1, [Pte::NONE; 8]);
-            }
-            self.chp_line[at] = line;
+        let table = self.child(node, idx).expect("a present PMD entry has a table");
+        let line = if on { std::array::from_fn(|s| self.entry_at(table, s * 64).0) } else { [Pte::NONE; 8] };
+        let at = table.index as usize;
+        if self.chp_line.len() <= at {
+            self.chp_line.resize(at + 1, [Pte::NONE; 8]);
         }
+        self.chp_line[at] = line;
+    }
+
+    /// The line entry mirroring a PTE, if that PTE heads a 64-page slot of
+    /// a colored huge page.
+    fn chp_line_entry(&mut self, node: NodeId, index: usize) -> Option<&mut Pte> {
+        if node.level != 1 || index % 64 != 0 {
+            return None;
+        }
+        let line = self.chp_line.get_mut(node.index as usize)?;
+        line[0].present().then(|| &mut line[index / 64])
     }
 
     /// The 8 sub-mapping entries of a colored huge page's PTE page (whose
@@ -366,6 +375,11 @@ impl PageTable {
     pub fn replace(&mut self, slot: LeafSlot, pte: Pte) {
         debug_assert!(self.entry(slot).present() && pte.present());
         *self.raw_entry_mut(slot.node, slot.index) = pte.raw();
+        if let Some(e) = self.chp_line_entry(slot.node, slot.index) {
+            // Frame and permission from the PTE; A/D stay the page's shared ones.
+            let shared = e.raw() & (ACCESSED | DIRTY);
+            *e = Pte::from_raw(pte.raw() & !(ACCESSED | DIRTY) | shared);
+        }
     }
 
     /// Splits the huge leaf mapping aligned `vaddr` one level down: a new
@@ -510,6 +524,9 @@ impl PageTable {
     }
 
     fn release_node(&mut self, node: NodeId, mem: &mut PhysMem) {
+        if let Some(line) = self.chp_line.get_mut(node.index as usize).filter(|_| node.level == 1) {
+            *line = [Pte::NONE; 8];
+        }
         let slab = self.slab_mut(node.level);
         mem.free(slab.frames[node.index as usize], Order::BASE);
         slab.free.push(node.index);

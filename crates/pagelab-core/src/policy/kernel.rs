@@ -238,12 +238,9 @@ impl Kernel {
     /// mprotect: changes permissions (splitting huge pages at the edges).
     pub fn mprotect(&mut self, asid: Asid, start: VirtAddr, len: u64, writable: bool) -> Result<()> {
         let end = page_end(start, len)?;
-        let whole = self.chp_regions_in(asid, start, end);
+        // Colored huge pages the range cuts lose their bit; whole ones keep it.
+        self.chp_regions_in(asid, start, end);
         let splits = self.procs[asid as usize - 1].aspace.protect_range(start, end, writable, &mut self.mem)?;
-        for (region, _) in whole {
-            // The 8 sub-mapping entries carry the new permission too.
-            self.page_table_mut(asid).set_colored_huge(region, true);
-        }
         self.stats.splits += splits as u64;
         self.shoot(asid, start, end);
         Ok(())
