@@ -300,7 +300,7 @@ impl PageTable {
     /// The line entry mirroring a PTE, if that PTE heads a 64-page slot of
     /// a colored huge page.
     fn chp_line_entry(&mut self, node: NodeId, index: usize) -> Option<&mut Pte> {
-        if node.level != 1 || index % 64 != 0 {
+        if node.level != 1 || !index.is_multiple_of(64) {
             return None;
         }
         let line = self.chp_line.get_mut(node.index as usize)?;
