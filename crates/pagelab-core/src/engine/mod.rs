@@ -41,7 +41,7 @@ use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::policy::Kernel;
-use crate::workload::{self, AccessKind, Batch, InitMode, MapEvent};
+use crate::workload::{self, AccessKind, Batch, MapEvent};
 
 /// How far ahead the stages prefetch (accesses, references).
 const PREFETCH_DISTANCE: usize = 8;
@@ -101,12 +101,7 @@ impl Simulation {
             return Err(crate::Error::config("workloads", "one workload table per workload"));
         }
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
-            let expected = if w.kind == crate::workload::WorkloadKind::Trace {
-                workload.total_accesses()
-            } else {
-                expected_accesses_of(w, workload.footprint())
-            };
-            expected_accesses = expected_accesses.zip(expected).map(|(a, b)| a + b);
+            expected_accesses = expected_accesses.zip(workload.total_accesses()).map(|(a, b)| a + b);
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
             kernel.set_chp(asid, w.chp);
@@ -434,17 +429,5 @@ impl Simulation {
         }
         Ok(())
     }
-}
-
-/// Accesses a generator will make: the measured ones plus its
-/// initialisation pass (one store per page or line of its footprint);
-/// unknown when it runs its benchmark's own length (`accesses = 0`).
-fn expected_accesses_of(w: &crate::workload::WorkloadConfig, footprint: u64) -> Option<u64> {
-    let init = match w.init {
-        InitMode::Pages => footprint / 4096,
-        InitMode::Lines => footprint / 64,
-        InitMode::None => 0,
-    };
-    (w.accesses != 0).then_some(w.accesses + init)
 }
 

@@ -53,6 +53,8 @@ pub(crate) struct Driven<G> {
     gen_ended: bool,
     produced_since_restart: u64,
     finished: bool,
+    /// Init stores plus measured accesses, when the run length is set.
+    total: Option<u64>,
 }
 
 impl<G> std::fmt::Debug for Driven<G> {
@@ -72,7 +74,11 @@ impl<G: Generator + 'static> Driven<G> {
             InitMode::None => 0,
         };
         let natural = plan.accesses == 0;
+        let footprint: u64 = gen.arrays().iter().map(|a| a.len).sum();
+        let init_stores = footprint.checked_div(init_step).unwrap_or(0);
+        let total = (!natural).then_some(plan.accesses + init_stores);
         Driven {
+            total,
             name: plan.name,
             gen,
             last_batch_init: false,
@@ -215,6 +221,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
     fn batch_is_init(&self) -> bool {
         self.last_batch_init
     }
+
+    fn total_accesses(&self) -> Option<u64> {
+        self.total
+    }
 }
 
 #[cfg(test)]
@@ -335,5 +345,19 @@ mod tests {
         assert!(!w.next_batch(&mut b, 100));
         assert_eq!(offsets(&b), [0, 1, 2, 3]);
         assert!(!w.batch_is_init());
+    }
+
+    #[test]
+    fn the_total_is_the_init_stores_plus_the_measured_accesses_when_set() {
+        use crate::workload::{build, testutil::small_config, WorkloadConfig, WorkloadKind};
+        let mut cfg = small_config(WorkloadKind::Gups, 1);
+        let total = |cfg: &WorkloadConfig| build(cfg, "workload").unwrap().total_accesses();
+        cfg.init = InitMode::Pages;
+        let footprint = build(&cfg, "workload").unwrap().footprint();
+        assert_eq!(total(&cfg), Some(30_000 + footprint / 4096));
+        cfg.init = InitMode::Lines;
+        assert_eq!(total(&cfg), Some(30_000 + footprint / 64));
+        cfg.accesses = 0;
+        assert_eq!(total(&cfg), None, "a natural run's length is not known");
     }
 }

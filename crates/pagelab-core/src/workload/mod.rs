@@ -186,9 +186,10 @@ pub trait Workload: Send {
         false
     }
     /// The accesses the workload will hand out in all, when it knows
-    /// before running: an uncompressed native trace reads its end record.
-    /// None: unknown (other traces; the engine estimates a generator's
-    /// from its configuration). Only progress reports use it.
+    /// before running: an uncompressed native trace reads its end record;
+    /// a generator with `workload.accesses` set adds its init stores.
+    /// None: unknown (other traces, a generator's natural run length).
+    /// Only progress reports use it.
     fn total_accesses(&self) -> Option<u64> {
         None
     }
