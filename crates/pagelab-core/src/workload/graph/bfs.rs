@@ -453,6 +453,25 @@ mod tests {
         assert_eq!(parents, [0, 0, 0, 1, 3]);
     }
 
+    /// The experiments fast-forward 3 accesses per vertex to skip
+    /// `InitParent` (python/pagelab/experiments/chp_common.py).
+    #[test]
+    fn init_parent_is_three_accesses_per_vertex() {
+        let g = super::super::kronecker(8, 8, 4);
+        let mut layout = Layout::new();
+        let va = CsrVa::place(&mut layout, &g);
+        let mut bfs = Bfs::new(&g, &mut layout, 3, 1);
+        bfs.fixed_source = Some(7);
+        let n = g.vertices() as usize;
+        let mut out = Vec::new();
+        bfs.fill(&g, &va, &mut out, 2 + 3 * n + 1);
+        // The source pick's two index loads, the sweep, then `parent[source] = source`.
+        let sweep = &out[2..2 + 3 * n];
+        assert!(sweep.chunks(3).enumerate().all(|(v, a)| a[2].vaddr == elem4(bfs.parent_va, v as u32)));
+        let start = out[2 + 3 * n];
+        assert_eq!((start.vaddr, start.kind), (elem4(bfs.parent_va, 7), crate::workload::AccessKind::Store));
+    }
+
     #[test]
     fn kronecker_bfs_builds_a_valid_tree() {
         let g = super::super::kronecker(10, 8, 4);

@@ -25,6 +25,7 @@
 //! footprint; the real footprint is smaller by the duplicate edges removed.
 
 pub mod bfs;
+pub mod cache;
 pub mod cc;
 mod kronecker;
 pub mod pr;
@@ -365,7 +366,8 @@ impl GraphWorkload {
         let scale = cfg
             .scale
             .unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
-        let graph = kronecker(scale, cfg.degree, cfg.seed);
+        let key = cache::GraphKey { scale, degree: cfg.degree, seed: cfg.seed };
+        let graph = cache::kronecker_cached(key, cache::cache_dir().as_deref());
         let mut layout = Layout::new();
         let va = CsrVa::place(&mut layout, &graph);
         let kernel = match cfg.kernel {
