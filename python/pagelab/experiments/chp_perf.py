@@ -42,7 +42,7 @@ def _sweep(exp_id: str, variant: str, scenarios: list[str], apps: list[str] | No
         id=f"{exp_id}:{variant}",
         base=base_config(phys),
         grid={"scenario": labels(scenarios)},
-        workloads=[app_workload(a, phys, n) for a in (apps or workloads)],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in (apps or workloads)],
         seeds=[1],
         shape=shape_contention,
     )

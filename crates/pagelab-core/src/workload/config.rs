@@ -83,6 +83,10 @@ pub struct WorkloadConfig {
     pub footprint: ByteSize,
     /// Data accesses after the init pass; 0 = the benchmark's own run length.
     pub accesses: u64,
+    /// Accesses generated and dropped (not simulated) between the init
+    /// pass and the measured accesses, to start measuring inside a
+    /// program's steady phase (gem5's fast-forward). Generators only.
+    pub fast_forward: u64,
     pub seed: u64,
     /// Share of data accesses that store: gups (default 1.0: every update
     /// is a load then a store of the same word, as HPCC), stride and sparse
@@ -150,6 +154,7 @@ impl Default for WorkloadConfig {
             name: None,
             footprint: ByteSize(1 << 30),
             accesses: 10_000_000,
+            fast_forward: 0,
             seed: 1,
             write_fraction: None,
             colors: Vec::new(),
@@ -227,6 +232,10 @@ impl WorkloadConfig {
     fn validate_trace_keys(&self, prefix: &str) -> Result<()> {
         let key = |k: &str| format!("{prefix}.{k}");
         if self.kind == WorkloadKind::Trace {
+            if self.fast_forward != 0 {
+                // Skipping a trace's records would also skip its mapping events.
+                return Err(Error::config(key("fast_forward"), "generators only; a trace can start later with another capture"));
+            }
             return match &self.path {
                 None => Err(Error::config(key("path"), "kind = \"trace\" needs the trace file's path")),
                 Some(p) if p.as_os_str().is_empty() => Err(Error::config(key("path"), "empty path")),
@@ -476,6 +485,7 @@ mod tests {
             ("kind = \"kv\"\nhot_fraction = 2.0", "workload.hot_fraction"),
             ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
             ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
+            ("kind = \"trace\"\npath = \"t\"\nfast_forward = 5", "workload.fast_forward"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             (

@@ -34,6 +34,8 @@ pub(crate) struct RunPlan {
     pub init: InitMode,
     /// 0 = one natural run.
     pub accesses: u64,
+    /// Accesses generated and dropped before the measured ones.
+    pub fast_forward: u64,
 }
 
 pub(crate) struct Driven<G> {
@@ -55,6 +57,8 @@ pub(crate) struct Driven<G> {
     finished: bool,
     /// Init stores plus measured accesses, when the run length is set.
     total: Option<u64>,
+    /// Accesses still to fast-forward past once the init pass is done.
+    skip: u64,
 }
 
 impl<G> std::fmt::Debug for Driven<G> {
@@ -93,6 +97,7 @@ impl<G: Generator + 'static> Driven<G> {
             gen_ended: false,
             produced_since_restart: 0,
             finished: false,
+            skip: plan.fast_forward,
         }
     }
 
@@ -142,6 +147,40 @@ impl<G: Generator + 'static> Driven<G> {
         false
     }
 
+    /// Generates and drops `skip` accesses: the program advances, nothing
+    /// is simulated (no fault, no TLB or cache state, no instruction). A
+    /// budgeted run restarts its program as measured accesses do; a natural
+    /// run that ends while skipping measures nothing.
+    fn fast_forward(&mut self) {
+        const CHUNK: u64 = 1 << 16;
+        let mut scratch = Vec::with_capacity(CHUNK as usize + 64);
+        while self.skip > 0 && !self.gen_ended {
+            scratch.clear();
+            let target = self.skip.min(CHUNK) as usize;
+            let more = self.gen.fill(&mut scratch, target);
+            self.produced_since_restart += scratch.len() as u64;
+            if scratch.len() > target {
+                self.spill.extend(scratch.drain(target..));
+            }
+            self.skip -= scratch.len() as u64;
+            if !more {
+                self.end_of_natural_run();
+            }
+        }
+        self.skip = 0;
+    }
+
+    /// The program's natural run ended: restart it if the budget needs
+    /// more, else stop. A run that produced nothing would loop forever.
+    fn end_of_natural_run(&mut self) {
+        if self.natural || self.produced_since_restart == 0 {
+            self.gen_ended = true;
+        } else {
+            self.gen.restart();
+            self.produced_since_restart = 0;
+        }
+    }
+
     fn drain_spill(&mut self, out: &mut Vec<Access>, end: usize) {
         let room = (end - out.len()).min(self.remaining.min(usize::MAX as u64) as usize);
         let n = room.min(self.spill.len() - self.spill_pos);
@@ -170,13 +209,7 @@ impl<G: Generator + 'static> Driven<G> {
             self.remaining -= produced;
             self.produced_since_restart += produced + self.spill.len() as u64;
             if !more {
-                // A run that produced nothing would loop forever: stop.
-                if self.natural || self.produced_since_restart == 0 {
-                    self.gen_ended = true;
-                } else {
-                    self.gen.restart();
-                    self.produced_since_restart = 0;
-                }
+                self.end_of_natural_run();
             }
         }
     }
@@ -205,6 +238,9 @@ impl<G: Generator + 'static> Workload for Driven<G> {
             return true;
         }
         self.last_batch_init = false;
+        if self.skip > 0 {
+            self.fast_forward();
+        }
         self.fill_measured(&mut batch.accesses, end);
         let spill_empty = self.spill_pos == self.spill.len();
         if self.remaining == 0 || (self.gen_ended && spill_empty) {
@@ -267,6 +303,10 @@ mod tests {
     }
 
     fn triples(steps: u64, accesses: u64, init: InitMode) -> Driven<Triples> {
+        triples_skipping(steps, accesses, init, 0)
+    }
+
+    fn triples_skipping(steps: u64, accesses: u64, init: InitMode, fast_forward: u64) -> Driven<Triples> {
         let mut layout = Layout::new();
         layout.place("t", 3 * 4096);
         let gen = Triples {
@@ -280,6 +320,7 @@ mod tests {
                 name: "t".into(),
                 init,
                 accesses,
+                fast_forward,
             },
             gen,
         )
@@ -308,6 +349,29 @@ mod tests {
         assert!(!w.next_batch(&mut b, 100));
         assert_eq!(offsets(&b), [6]);
         b.clear();
+        assert!(!w.next_batch(&mut b, 100));
+        assert!(b.accesses.is_empty());
+    }
+
+    #[test]
+    fn fast_forward_drops_accesses_after_init_and_keeps_the_budget() {
+        // Skipping 4 ends inside the second step: its last load is the
+        // first measured one; the budget of 5 is then counted in full.
+        let mut w = triples_skipping(10, 5, InitMode::Pages, 4);
+        let mut b = Batch::default();
+        assert!(w.next_batch(&mut b, 100));
+        assert_eq!(b.accesses.len(), 3, "the init pass, unskipped");
+        b.clear();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [4, 5, 6, 7, 8]);
+        // Skipping past the end of a run restarts it (budgeted) ...
+        let mut w = triples_skipping(2, 3, InitMode::None, 7);
+        let mut b = Batch::default();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [1000 + 1, 1000 + 2, 1000 + 3]);
+        // ... or ends a natural one with nothing measured.
+        let mut w = triples_skipping(2, 0, InitMode::None, 7);
+        let mut b = Batch::default();
         assert!(!w.next_batch(&mut b, 100));
         assert!(b.accesses.is_empty());
     }

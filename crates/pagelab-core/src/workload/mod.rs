@@ -216,6 +216,7 @@ pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>
         name,
         init: cfg.init,
         accesses: cfg.accesses,
+        fast_forward: cfg.fast_forward,
     };
     Ok(match cfg.kind {
         WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),
