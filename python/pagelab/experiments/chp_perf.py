@@ -241,7 +241,7 @@ def sweep_swap(variant: str) -> Sweep:
         id=f"chp-swap:{variant}",
         base=base,
         grid={"colors": labels([5, 8]), "os.chp.scheme": ["chp", "swap"]},
-        workloads=[app_workload(a, phys, n) for a in SWAP_APPS[variant]],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in SWAP_APPS[variant]],
         seeds=[1],
         shape=shape_swap,
     )
@@ -285,12 +285,26 @@ nodes, four whole huge pages: under SWAP each fills one color's share
 exactly and the cold loads of that color evict it, while CHP spreads every
 huge page over the workload's colors. Real mcf's hot data is spread among
 cold data over many huge pages, which dilutes the effect: the direction
-agrees with the paper, the size is the analogue's. The graph kernels'
-accesses are spread evenly, so the scheme makes no difference to them, as
-in the paper.
+agrees with the paper, the size is the analogue's. {_swap_graph_reading(t)}
 """
     files.append(write_text(text, out / "chp-swap.md"))
     return files
+
+
+def _swap_graph_reading(t: pd.DataFrame) -> str:
+    """What the graph kernels' rows say, from the numbers: the paper found
+    no difference for GAPBS."""
+    swap = t[(t.scheme == "swap") & t.workload.isin(["bfs", "cc", "tc"])]
+    moved = swap[(swap.llc_misses_vs_chp - 1).abs() > 0.05]
+    if moved.empty:
+        return "The graph kernels' LLC misses differ by at most 5% between the schemes, as in the paper."
+    names = list(dict.fromkeys(moved.workload))
+    why = " (bfs: its frontier bitmaps, 2^scale bits each, tested at random by its bottom-up steps)" if "bfs" in names else ""
+    return (
+        f"Unlike the paper, SWAP raises the LLC misses of {', '.join(names)} by more than 5%: "
+        f"a hot structure that spans few huge pages{why} lands in few colors under SWAP, "
+        "as mcf's hot set does."
+    )
 
 
 # ---- chp-table4 -------------------------------------------------------------
