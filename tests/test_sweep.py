@@ -113,6 +113,62 @@ def test_identical_points_run_once(tmp_path):
     assert len(o.frame()) == 3
 
 
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state, parent, ...),
+    or None when the process is gone or a zombie."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields
+
+
+def _children(pid: int) -> list[int]:
+    """Live child processes of `pid`."""
+    pids = (int(e) for e in os.listdir("/proc") if e.isdigit())
+    return [p for p in pids if (f := _stat(p)) is not None and int(f[1]) == pid]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_workers_exit_when_the_sweep_is_killed(tmp_path):
+    """kill -9 of the sweep alone (not its process group): its pool workers
+    notice and exit instead of running their grid to the end."""
+    path = tmp_path / "w.toml"
+    path.write_text(
+        """
+id = "w"
+[base]
+machine = { phys_mem = "256MiB" }
+workload = { kind = "gups", footprint = "64MiB", accesses = 200000000 }
+[grid]
+"os.policy" = ["base", "thp"]
+"""
+    )
+    log = tmp_path / "runs.log"
+    env = dict(os.environ, **{RUN_LOG_ENV: str(log)})
+    cmd = pagelab_command() + ["sweep", str(path), "--out", str(tmp_path / "out"), "--jobs", "2"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and (not log.exists() or len(log.read_text().split()) < 2):
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, "the pool's workers did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.time() + 15
+        alive = workers
+        while alive and time.time() < deadline:
+            time.sleep(0.1)
+            alive = [w for w in alive if _stat(w) is not None]
+        assert not alive, f"workers {alive} outlived the sweep"
+    finally:
+        try:  # the workers share the sweep's new session and process group
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @pytest.mark.parametrize("sig,jobs", [(signal.SIGKILL, 1), (signal.SIGINT, 2)], ids=["kill-9", "ctrl-c"])
 def test_resume_after_kill(tmp_path, sig, jobs):
     """Kill a sweep (kill -9, or Ctrl-C with a process pool) after its first

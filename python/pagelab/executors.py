@@ -48,11 +48,24 @@ def run_task(task: Task) -> dict[str, Any]:
     return {"hash": h, "stats": r.stats, "config_toml": r.config_toml, "seconds": r.seconds}
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them."""
+def _worker_init(parent: int) -> None:
+    """Workers leave Ctrl-C to the parent, which stops them; and they exit
+    when the parent is gone (killed with SIGKILL, it cannot stop them, and
+    a sweep's workers would run on for hours). The simulator releases the
+    GIL, so the watching thread runs during a run."""
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="exit-with-parent").start()
+
+
+def _exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(poll_seconds)
+    os._exit(1)
 
 
 class LocalExecutor:
@@ -74,7 +87,8 @@ class LocalExecutor:
         pool = ProcessPoolExecutor(
             max_workers=min(self.jobs, len(tasks)),
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_ignore_sigint,
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
         )
         try:
             pending = {pool.submit(run_task, t) for t in tasks}
