@@ -214,6 +214,10 @@ impl Pwc {
         let build = |entries: u32, salt: u64| -> Array {
             let seed = seed ^ salt;
             match (entries, cfg.ways) {
+                // A cache of no entries (the PML5E cache under 4-level
+                // paging, or one configured away) is an empty map whatever
+                // `ways` says: `entries / ways` would be 0 sets.
+                (0, _) => Array::Full(LruMap::new(0)),
                 (n, 0) => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
