@@ -28,7 +28,7 @@
 //! shoots down with the `invalidate_*` calls.
 
 use crate::error::{Error, Result};
-use crate::hw::set_assoc::{Replacement, SetAssoc, Slot};
+use crate::hw::set_assoc::{Replacement, SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, PageSize, PhysAddr, Pfn, VirtAddr, Vpn, PAGE_SHIFT};
 
 // ---------------------------------------------------------------------------
@@ -630,6 +630,24 @@ struct L2Tlb {
     shared_2m: usize,
     shared_counters: Counters,
     giant_counters: Counters,
+    /// Per class (4 KiB, 2 MiB), a key that a probe of `shared` found
+    /// absent, and its set: the fill after the walk that follows an L2
+    /// miss neither recomputes them nor scans the set for the key again.
+    /// Only inserting that key could make a record false, and `insert`
+    /// clears it then (invalidations only remove keys).
+    absent: [Absent; 2],
+}
+
+/// A key known to be absent from its set of the L2's `shared` array.
+#[derive(Debug, Clone, Copy)]
+struct Absent {
+    set: usize,
+    key: u64,
+}
+
+impl Absent {
+    /// No record: no key equals `INVALID_KEY`.
+    const NONE: Absent = Absent { set: 0, key: INVALID_KEY };
 }
 
 impl L2Tlb {
@@ -639,6 +657,7 @@ impl L2Tlb {
             giant,
             chp_frames: Vec::new(),
             shared_2m: 0,
+            absent: [Absent::NONE; 2],
             shared_counters: Counters::default(),
             giant_counters: Counters::default(),
         }
@@ -663,37 +682,36 @@ impl L2Tlb {
     /// Whether `shared` may hold entries of `size` (4 KiB or 2 MiB).
     #[inline]
     fn shared_may_hold(&self, size: PageSize) -> bool {
-        match size {
-            PageSize::Size2M => self.shared_2m > 0,
-            _ => self.shared.len() > self.shared_2m,
-        }
+        may_hold(&self.shared, self.shared_2m, size)
     }
 
-    /// The slot of the entry translating `mvpn`: `(true, slot)` in `shared`,
-    /// `(false, slot)` in `giant`. Probes the 4 KiB key first: a 4 KiB
-    /// entry (e.g. a perforated page's hole) takes precedence over a 2 MiB
-    /// entry covering the same address. Classes the array holds no entry
-    /// of are not probed (they could not hit).
+    /// The slot of the 1 GiB entry translating `mvpn`.
     #[inline]
-    fn find(&self, asid: Asid, mvpn: u64) -> Option<(bool, Slot)> {
-        for size in [PageSize::Size4K, PageSize::Size2M] {
-            if !self.shared_may_hold(size) {
-                continue;
-            }
-            let (set, key) = Self::set_and_key(&self.shared, asid, size, mvpn);
-            if let Some(slot) = self.shared.find(set, key) {
-                return Some((true, slot));
-            }
-        }
+    fn find_giant(&self, asid: Asid, mvpn: u64) -> Option<Slot> {
         if self.giant.is_empty() {
             return None;
         }
         let (set, key) = Self::set_and_key(&self.giant, asid, PageSize::Size1G, mvpn);
-        self.giant.find(set, key).map(|slot| (false, slot))
+        self.giant.find(set, key)
+    }
+
+    /// The slot of the entry translating `mvpn`: `(true, slot)` in `shared`,
+    /// `(false, slot)` in `giant`. Records in `absent` the keys of `shared`
+    /// it probed in vain.
+    #[inline]
+    fn find(&self, asid: Asid, mvpn: u64, absent: &mut [Absent; 2]) -> Option<(bool, Slot)> {
+        match probe_shared(&self.shared, self.shared_2m, asid, mvpn, absent) {
+            Some(slot) => Some((true, slot)),
+            None => self.find_giant(asid, mvpn).map(|slot| (false, slot)),
+        }
     }
 
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<TlbEntry> {
-        let (in_shared, slot) = self.find(asid, mvpn)?;
+        // (Not `find`: the records are a field beside the arrays it borrows.)
+        let (in_shared, slot) = match probe_shared(&self.shared, self.shared_2m, asid, mvpn, &mut self.absent) {
+            Some(slot) => (true, slot),
+            None => (false, self.find_giant(asid, mvpn)?),
+        };
         if in_shared {
             self.shared.touch(slot);
             self.shared_counters.hits += 1;
@@ -705,7 +723,7 @@ impl L2Tlb {
     }
 
     fn peek(&self, asid: Asid, mvpn: u64) -> Option<TlbEntry> {
-        self.find(asid, mvpn).map(|(in_shared, slot)| self.entry(in_shared, slot))
+        self.find(asid, mvpn, &mut [Absent::NONE; 2]).map(|(in_shared, slot)| self.entry(in_shared, slot))
     }
 
     fn array_mut(&mut self, size: PageSize) -> (&mut SetAssoc<L2Entry>, &mut Counters) {
@@ -717,22 +735,36 @@ impl L2Tlb {
 
     fn insert(&mut self, entry: &TlbEntry) {
         let mvpn = entry.vbase.raw() & VPN_MASK;
-        let (sa, counters) = self.array_mut(entry.size);
-        let (set, key) = Self::set_and_key(sa, entry.asid, entry.size, mvpn);
-        let before = sa.len();
-        let Some(placed) = sa.insert_slot(set, key, L2Entry::of(entry)) else {
-            return; // a disabled array
-        };
-        let grew = sa.len() > before;
-        counters.fills += 1;
-        counters.evictions += placed.evicted.is_some() as u64;
         if entry.size == PageSize::Size1G {
+            let (set, key) = Self::set_and_key(&self.giant, entry.asid, entry.size, mvpn);
+            if let Some(placed) = self.giant.insert_slot(set, key, L2Entry::of(entry)) {
+                self.giant_counters.fills += 1;
+                self.giant_counters.evictions += placed.evicted.is_some() as u64;
+            }
             return;
         }
+        let key = make_key(entry.asid, entry.size, mvpn);
+        let record = &mut self.absent[key_class(entry.size) as usize];
+        let (placed, new_key) = if record.key == key {
+            // The probe before the walk found the key absent.
+            let set = record.set;
+            *record = Absent::NONE;
+            (self.shared.insert_absent(set, key, L2Entry::of(entry)), true)
+        } else {
+            let set = self.shared.set_of(mvpn >> pages_shift(entry.size));
+            let before = self.shared.len();
+            let placed = self.shared.insert_slot(set, key, L2Entry::of(entry));
+            (placed, placed.is_some_and(|p| p.evicted.is_some() || self.shared.len() > before))
+        };
+        let Some(placed) = placed else {
+            return; // a disabled array
+        };
+        self.shared_counters.fills += 1;
+        self.shared_counters.evictions += placed.evicted.is_some() as u64;
         // Keep the 2 MiB count: a new key adds its class, a victim removes
         // its own (an update in place changes neither).
         let is_2m = |key: u64| (key >> VPN_BITS & 7 == KEY_CLASS_2M) as usize;
-        if grew || placed.evicted.is_some() {
+        if new_key {
             self.shared_2m += is_2m(key);
         }
         self.shared_2m -= placed.evicted.map_or(0, is_2m);
@@ -769,6 +801,36 @@ impl L2Tlb {
         self.giant_counters.invalidations += giant as u64;
         shared + giant
     }
+}
+
+/// Whether `shared`, holding `shared_2m` 2 MiB entries, may hold entries
+/// of `size` (4 KiB or 2 MiB).
+#[inline]
+fn may_hold(shared: &SetAssoc<L2Entry>, shared_2m: usize, size: PageSize) -> bool {
+    match size {
+        PageSize::Size2M => shared_2m > 0,
+        _ => shared.len() > shared_2m,
+    }
+}
+
+/// Probes the L2's shared array for the 4 KiB then the 2 MiB key of
+/// `mvpn`, and records in `absent` each key it found missing. The 4 KiB
+/// key goes first: a 4 KiB entry (e.g. a perforated page's hole) takes
+/// precedence over a 2 MiB entry covering the same address. Classes the
+/// array holds no entry of are not probed (they could not hit).
+#[inline]
+fn probe_shared(shared: &SetAssoc<L2Entry>, shared_2m: usize, asid: Asid, mvpn: u64, absent: &mut [Absent; 2]) -> Option<Slot> {
+    for size in [PageSize::Size4K, PageSize::Size2M] {
+        if !may_hold(shared, shared_2m, size) {
+            continue;
+        }
+        let (set, key) = L2Tlb::set_and_key(shared, asid, size, mvpn);
+        match shared.find(set, key) {
+            Some(slot) => return Some(slot),
+            None => absent[key_class(size) as usize] = Absent { set, key },
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------------------
@@ -1549,6 +1611,12 @@ mod tests {
                     let l2 = &m.tlb.l2;
                     let counted = l2.shared.iter().filter(|(key, _)| key >> VPN_BITS & 7 == KEY_CLASS_2M).count();
                     prop_assert_eq!(l2.shared_2m, counted);
+                    // The keys recorded as absent (for the fill after a
+                    // miss) are absent, from the set recorded with them.
+                    for a in l2.absent.iter().filter(|a| a.key != INVALID_KEY) {
+                        prop_assert_eq!(l2.shared.set_of(a.key & VPN_MASK), a.set);
+                        prop_assert_eq!(l2.shared.find(a.set, a.key), None);
+                    }
                 }
             }
         }
