@@ -527,9 +527,37 @@ impl L1Array {
 #[derive(Debug, Clone)]
 struct L1Tlb {
     arrays: [L1Array; 3],
+    /// For each page size (by `PageSize as usize`), the index of the array
+    /// a translation of that size fills ([`L1Tlb::array_for`]), or
+    /// [`NO_ARRAY`]: chosen once, since arrays are enabled for good.
+    fill_target: [usize; 3],
+    /// [`miss_tag`] of the last access that missed every array, until the
+    /// next fill: the fill for that access then knows its key is absent
+    /// (invalidations only remove keys, and every fill clears the tag).
+    missed: u64,
+}
+
+/// No L1 array can take a translation of this size.
+const NO_ARRAY: usize = 3;
+/// [`L1Tlb::missed`] when no miss is pending (no [`miss_tag`] equals it:
+/// bits 45..47 of a tag are clear).
+const NO_MISS: u64 = u64::MAX;
+
+/// The asid and masked vpn of an access, in one word.
+#[inline]
+fn miss_tag(asid: Asid, mvpn: u64) -> u64 {
+    ((asid as u64) << ASID_SHIFT) | mvpn
 }
 
 impl L1Tlb {
+    fn new(arrays: [L1Array; 3]) -> Self {
+        let mut side = L1Tlb { arrays, fill_target: [NO_ARRAY; 3], missed: NO_MISS };
+        for size in PageSize::ALL {
+            side.fill_target[size as usize] = side.array_index_for(size);
+        }
+        side
+    }
+
     #[inline]
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
         for array in &mut self.arrays {
@@ -555,10 +583,17 @@ impl L1Tlb {
         })
     }
 
-    /// The largest enabled array for pages no bigger than `size`: a page too
-    /// big for every enabled array is fractured into pieces of that size.
+    /// The largest enabled array for pages no bigger than `size` (a page
+    /// too big for every enabled array is fractured into pieces of that
+    /// size), or [`NO_ARRAY`].
+    fn array_index_for(&self, size: PageSize) -> usize {
+        self.arrays.iter().rposition(|a| a.size <= size && !a.sa.is_disabled()).unwrap_or(NO_ARRAY)
+    }
+
+    /// The array a translation of `size` fills (see `array_index_for`).
+    #[inline]
     fn array_for(&mut self, size: PageSize) -> Option<&mut L1Array> {
-        self.arrays.iter_mut().rev().find(|a| a.size <= size && !a.sa.is_disabled())
+        self.arrays.get_mut(self.fill_target[size as usize])
     }
 
     fn for_each_array(&mut self, mut f: impl FnMut(&mut L1Array) -> usize) -> usize {
@@ -859,22 +894,18 @@ impl Tlb {
     pub fn new(cfg: &TlbConfig, seed: u64) -> Self {
         let p = cfg.policy;
         let seed_of = |i: u64| seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let l1d = L1Tlb {
-            arrays: [
-                L1Array::new(PageSize::Size4K, cfg.l1_4k_entries, cfg.l1_4k_ways, p, seed_of(1)),
-                L1Array::new(PageSize::Size2M, cfg.l1_2m_entries, cfg.l1_2m_ways, p, seed_of(2)),
-                L1Array::new(PageSize::Size1G, cfg.l1_1g_entries, cfg.l1_1g_ways, p, seed_of(3)),
-            ],
-        };
-        let l1i = L1Tlb {
-            arrays: [
-                L1Array::new(PageSize::Size4K, cfg.l1i_4k_entries, cfg.l1i_4k_ways, p, seed_of(4)),
-                L1Array::new(PageSize::Size2M, cfg.l1i_2m_entries, cfg.l1i_2m_ways, p, seed_of(5)),
-                // No 1 GiB instruction array: 1 GiB code pages are fractured
-                // into 2 MiB pieces, as on Skylake.
-                L1Array::new(PageSize::Size1G, 0, 0, p, seed_of(6)),
-            ],
-        };
+        let l1d = L1Tlb::new([
+            L1Array::new(PageSize::Size4K, cfg.l1_4k_entries, cfg.l1_4k_ways, p, seed_of(1)),
+            L1Array::new(PageSize::Size2M, cfg.l1_2m_entries, cfg.l1_2m_ways, p, seed_of(2)),
+            L1Array::new(PageSize::Size1G, cfg.l1_1g_entries, cfg.l1_1g_ways, p, seed_of(3)),
+        ]);
+        let l1i = L1Tlb::new([
+            L1Array::new(PageSize::Size4K, cfg.l1i_4k_entries, cfg.l1i_4k_ways, p, seed_of(4)),
+            L1Array::new(PageSize::Size2M, cfg.l1i_2m_entries, cfg.l1i_2m_ways, p, seed_of(5)),
+            // No 1 GiB instruction array: 1 GiB code pages are fractured
+            // into 2 MiB pieces, as on Skylake.
+            L1Array::new(PageSize::Size1G, 0, 0, p, seed_of(6)),
+        ]);
         let l2 = L2Tlb::new(build(cfg.l2_entries, cfg.l2_ways, p, seed_of(7)), build(cfg.l2_1g_entries, cfg.l2_1g_ways, p, seed_of(8)));
         Tlb {
             l1d,
@@ -915,6 +946,7 @@ impl Tlb {
 
     #[inline(never)]
     fn lookup_l2(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
+        self.l1_side(is_instr).missed = miss_tag(asid, masked_vpn(vaddr));
         let side = if is_instr { &mut self.instr } else { &mut self.data };
         side.l1_misses += 1;
         let Some(entry) = self.l2.lookup(asid, masked_vpn(vaddr)) else {
@@ -959,17 +991,26 @@ impl Tlb {
             EntryKind::Page { .. } => entry.size,
             EntryKind::ColoredHuge { .. } => PageSize::Size4K,
         };
-        let Some(array) = self.l1_side(is_instr).array_for(piece) else {
+        let mvpn = masked_vpn(vaddr);
+        let side = self.l1_side(is_instr);
+        // Filling for the access whose lookup just missed every array of
+        // this side: the key is in none of them.
+        let known_absent = side.missed == miss_tag(entry.asid, mvpn);
+        side.missed = NO_MISS;
+        let Some(array) = side.array_for(piece) else {
             return;
         };
         let piece_base = vaddr.align_down(array.size.bytes());
         let l1_entry =
             L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
-        let (set, key) = array.set_and_key(entry.asid, masked_vpn(vaddr));
+        let (set, key) = array.set_and_key(entry.asid, mvpn);
+        let placed = if known_absent {
+            array.sa.insert_absent(set, key, l1_entry)
+        } else {
+            array.sa.insert_slot(set, key, l1_entry)
+        };
         array.counters.fills += 1;
-        if array.sa.insert(set, key, l1_entry).is_some() {
-            array.counters.evictions += 1;
-        }
+        array.counters.evictions += placed.is_some_and(|p| p.evicted.is_some()) as u64;
     }
 
     /// After a walk for an access to `vaddr`: caches `entry` in the L2 (a
@@ -1616,6 +1657,14 @@ mod tests {
                     for a in l2.absent.iter().filter(|a| a.key != INVALID_KEY) {
                         prop_assert_eq!(l2.shared.set_of(a.key & VPN_MASK), a.set);
                         prop_assert_eq!(l2.shared.find(a.set, a.key), None);
+                    }
+                    // So is every L1 key of a page recorded as missed.
+                    for side in [&m.tlb.l1d, &m.tlb.l1i].into_iter().filter(|s| s.missed != NO_MISS) {
+                        let (asid, mvpn) = (key_asid(side.missed), side.missed & VPN_MASK);
+                        for array in &side.arrays {
+                            let (set, key) = array.set_and_key(asid, mvpn);
+                            prop_assert_eq!(array.sa.find(set, key), None);
+                        }
                     }
                 }
             }
