@@ -172,6 +172,18 @@ impl Array {
             }
         }
     }
+    /// [`insert`](Self::insert) of a key a lookup just missed.
+    #[inline]
+    fn insert_absent(&mut self, key: u64, index: u64, table: Pfn) {
+        match self {
+            Array::Full(m) => {
+                m.insert_absent(key, table);
+            }
+            Array::Sets(sa) => {
+                sa.insert_absent(sa.set_of(index), key, table);
+            }
+        }
+    }
     fn invalidate_if(&mut self, mut pred: impl FnMut(u64, Pfn) -> bool) -> usize {
         match self {
             Array::Full(m) => m.invalidate_if(|k, t| pred(k, *t)),
@@ -202,8 +214,17 @@ pub struct Pwc {
     va_bits: u32,
     /// `caches[i]` caches entries of level `i + 2` (PDE, PDPTE, PML4E, PML5E).
     caches: [Array; 4],
+    /// `missed[i]`: the key `caches[i]` last missed in a lookup, until it
+    /// is filled. The walk that follows a lookup fills exactly the levels
+    /// the lookup missed, so each fill finds its key here and skips the
+    /// search for it (only filling a key can make it present;
+    /// invalidations only remove). `NO_KEY` when none.
+    missed: [u64; 4],
     stats: PwcStats,
 }
+
+/// No key: a key's prefix has at most 45 bits, so bits 45..47 are clear.
+const NO_KEY: u64 = u64::MAX;
 
 impl Pwc {
     /// `levels` is the paging depth, 4 or 5; `cfg` must have passed
@@ -228,6 +249,7 @@ impl Pwc {
             latency: cfg.latency,
             va_bits: PAGE_SHIFT + 9 * levels as u32,
             caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(cfg.pml4_entries, 4), build(pml5, 5)],
+            missed: [NO_KEY; 4],
             stats: PwcStats::default(),
         }
     }
@@ -263,11 +285,12 @@ impl Pwc {
         if self.enabled {
             for level in 2..=self.levels {
                 let prefix = self.prefix(vaddr.raw(), level);
-                let cache = &mut self.caches[level as usize - 2];
-                if let Some(table) = cache.lookup(Self::key(asid, prefix), prefix) {
+                let (key, i) = (Self::key(asid, prefix), level as usize - 2);
+                if let Some(table) = self.caches[i].lookup(key, prefix) {
                     self.count_hit(level);
                     return PwcHit { skip_to_level: level - 1, table };
                 }
+                self.missed[i] = key;
             }
         }
         self.stats.misses += 1;
@@ -292,11 +315,17 @@ impl Pwc {
             return;
         }
         let prefix = self.prefix(vaddr.raw(), level);
-        let cache = &mut self.caches[level as usize - 2];
+        let (key, i) = (Self::key(asid, prefix), level as usize - 2);
+        let cache = &mut self.caches[i];
         if cache.is_disabled() {
             return;
         }
-        cache.insert(Self::key(asid, prefix), prefix, table_pfn);
+        if self.missed[i] == key {
+            self.missed[i] = NO_KEY;
+            cache.insert_absent(key, prefix, table_pfn);
+        } else {
+            cache.insert(key, prefix, table_pfn);
+        }
         self.stats.fills += 1;
     }
 
