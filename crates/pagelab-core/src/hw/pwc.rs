@@ -309,6 +309,7 @@ impl Pwc {
 
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
     /// `vaddr` and found it pointing at the table in `table_pfn`.
+    #[inline]
     pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn) {
         debug_assert!((2..=self.levels).contains(&level), "level {level} has no paging-structure cache");
         if !self.enabled || !(2..=self.levels).contains(&level) {
