@@ -58,7 +58,9 @@ impl Default for PwcConfig {
     }
 }
 
-const MAX_ENTRIES: u32 = 1 << 16;
+/// Most entries of one cache: a fully associative one is an `LruMap`, whose
+/// slots are 16-bit indexes (it takes fewer than 65535 entries).
+const MAX_ENTRIES: u32 = 1 << 15;
 
 impl PwcConfig {
     pub fn validate(&self, prefix: &str) -> Result<()> {
@@ -508,5 +510,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(toml::from_str::<PwcConfig>("pde_entries = 24\nwaysx = 1").is_err());
+        // Too many entries for the fully associative map: an error, not a
+        // panic when the cache is built.
+        let cfg = PwcConfig { pde_entries: 65535, ..PwcConfig::default() };
+        match cfg.validate("machine.pwc") {
+            Err(Error::Config { key, .. }) => assert_eq!(key, "machine.pwc.pde_entries"),
+            other => panic!("{other:?}"),
+        }
+        let cfg = PwcConfig { pde_entries: MAX_ENTRIES, ..PwcConfig::default() };
+        cfg.validate("machine.pwc").unwrap();
+        Pwc::new(&cfg, 4, 0);
     }
 }
