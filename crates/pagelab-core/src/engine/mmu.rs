@@ -190,6 +190,9 @@ impl Mmu {
     }
 
     /// Applies the shootdowns a fault of this core's process queued.
+    /// (Out of line: it follows a fault, and inlined into the engine's
+    /// loop it only disturbs the register allocation of the hot path.)
+    #[inline(never)]
     fn apply_own_shootdowns(&mut self, kernel: &mut Kernel, asid: Asid) {
         for s in kernel.drain_shootdowns_for(asid) {
             self.shoot_down(&s);
@@ -218,6 +221,9 @@ fn walk_colored_huge(pt: &mut PageTable, node: crate::paging::NodeId, vaddr: Vir
 }
 
 /// The check mode: a TLB hit must equal what the page table says now.
+/// (A test mode: kept out of the engine's loop.)
+#[cold]
+#[inline(never)]
 fn check_translation(kernel: &Kernel, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
     let pt = &kernel.proc(asid).aspace.pt;
     let expected = pt.lookup(vaddr).map(|m| Pfn::new(m.frame.raw() + (vaddr.raw() & (m.size.bytes() - 1)) / 4096));

@@ -294,6 +294,10 @@ impl Simulation {
     }
 
     /// Stage 1: translate accesses [pos, end) of core `i` into references.
+    /// (Out of line, called once per quantum: inlined into `step` beside
+    /// the cache stage, each loop's register allocation depended on the
+    /// other's code.)
+    #[inline(never)]
     fn translate_stage(&mut self, i: usize, end: usize) -> Result<()> {
         let core = &mut self.cores[i];
         let kernel = &mut self.kernel;

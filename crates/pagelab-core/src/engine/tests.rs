@@ -345,6 +345,40 @@ fn skip_init_resets_statistics_exactly_where_the_init_pass_ends() {
 }
 
 #[test]
+fn set_associative_page_walk_caches_work_with_4_level_paging() {
+    // The PML5E cache is unused under 4-level paging and gets 0 entries;
+    // with `ways` set that once made 0 sets and panicked at construction.
+    let cfg = config(&["machine.pwc.ways=2", "workload.accesses=20000", "workload.footprint=\"64MiB\""]);
+    assert_eq!(cfg.machine.paging_levels, 4);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    assert!(stat(&sim, "core0.pwc.fills") > 0.0);
+    assert!(stat(&sim, "core0.pwc.pde_hits") > 0.0);
+    assert_eq!(stat(&sim, "core0.pwc.pml5e_hits"), 0.0);
+}
+
+#[test]
+fn an_impossible_page_walk_cache_geometry_is_a_config_error_naming_the_key() {
+    let text = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n";
+    let key_of = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        match parse_config(text, "test.toml", &overrides) {
+            Err(crate::Error::Config { key, .. }) => key,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    };
+    // 24 PDE entries in 2-way sets: 12 sets, not a power of two.
+    assert_eq!(key_of(&["machine.pwc.ways=2", "machine.pwc.pde_entries=24"]), "machine.pwc.pde_entries");
+    // More ways than entries.
+    assert_eq!(key_of(&["machine.pwc.ways=4"]), "machine.pwc.pml5_entries");
+    // An empty cache is allowed with any way count.
+    let cfg = config(&["machine.pwc.ways=4", "machine.pwc.pml5_entries=0", "machine.pwc.pml4_entries=0", "workload.accesses=2000"]);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    assert_eq!(stat(&sim, "core0.pwc.pml4e_hits"), 0.0);
+}
+
+#[test]
 fn five_level_paging_walks_five_levels() {
     let cfg = config(&["machine.paging_levels=5", "machine.pwc.enabled=false"]);
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();

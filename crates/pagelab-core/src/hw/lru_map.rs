@@ -8,18 +8,30 @@
 //! footprint misses the 32-entry PDE cache almost every time, and scanning
 //! it twice per walk was a large part of the simulator's time.
 
-const NONE: u16 = u16::MAX;
+/// An empty bucket.
+const EMPTY: u16 = u16::MAX;
 /// Fibonacci hashing constant (2^64 / golden ratio).
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// One slot: its entry, its neighbours on the recency list and the bucket
+/// that indexes it, together (one bounds check per slot touched).
+#[derive(Debug, Clone, Copy, Default)]
+struct Node<V> {
+    key: u64,
+    value: V,
+    /// The neighbour used more recently (`prev`) and less recently (`next`).
+    prev: u16,
+    next: u16,
+    /// The bucket holding this slot, so that evicting it needs no search.
+    bucket: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct LruMap<V> {
-    keys: Vec<u64>,
-    values: Vec<V>,
-    prev: Vec<u16>,
-    next: Vec<u16>,
-    head: u16,
-    tail: u16,
+    /// The slots, then the recency list's sentinel (index `capacity`): the
+    /// list is circular through it (its `next` is the most recently used
+    /// slot, its `prev` the least), so linking and unlinking never branch.
+    nodes: Vec<Node<V>>,
     len: usize,
     /// Slot of each key, by open addressing with linear probing.
     buckets: Vec<u16>,
@@ -27,33 +39,36 @@ pub struct LruMap<V> {
 }
 
 impl<V: Copy + Default> LruMap<V> {
-    /// An empty map of `capacity` entries (at most 32768).
+    /// An empty map of `capacity` entries (below 65535).
     pub fn new(capacity: usize) -> Self {
-        assert!(capacity < NONE as usize, "LruMap capacity {capacity} too large");
+        assert!(capacity < EMPTY as usize, "LruMap capacity {capacity} too large");
         // A quarter full at most: probe runs stay short (a walk over a
         // large footprint misses, and evicts, on nearly every fill).
         let nb = (capacity * 4).next_power_of_two().max(8);
-        LruMap {
-            keys: vec![0; capacity],
-            values: vec![V::default(); capacity],
-            prev: vec![NONE; capacity],
-            next: vec![NONE; capacity],
-            head: NONE,
-            tail: NONE,
+        let mut map = LruMap {
+            nodes: vec![Node::default(); capacity + 1],
             len: 0,
-            buckets: vec![NONE; nb],
+            buckets: vec![EMPTY; nb],
             shift: 64 - nb.trailing_zeros(),
-        }
+        };
+        map.clear();
+        map
     }
 
     pub fn capacity(&self) -> usize {
-        self.keys.len()
+        self.nodes.len() - 1
     }
     pub fn len(&self) -> usize {
         self.len
     }
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The recency list's sentinel.
+    #[inline]
+    fn sentinel(&self) -> usize {
+        self.nodes.len() - 1
     }
 
     #[inline]
@@ -68,10 +83,10 @@ impl<V: Copy + Default> LruMap<V> {
         let mut b = self.home(key);
         loop {
             let slot = self.buckets[b];
-            if slot == NONE {
+            if slot == EMPTY {
                 return None;
             }
-            if self.keys[slot as usize] == key {
+            if self.nodes[slot as usize].key == key {
                 return Some(b);
             }
             b = (b + 1) & mask;
@@ -83,38 +98,47 @@ impl<V: Copy + Default> LruMap<V> {
     pub fn lookup(&mut self, key: u64) -> Option<V> {
         let slot = self.buckets[self.find_bucket(key)?] as usize;
         self.touch(slot);
-        Some(self.values[slot])
+        Some(self.nodes[slot].value)
     }
 
     /// Whether `key` is present (no change to recency).
     pub fn peek(&self, key: u64) -> Option<V> {
-        self.find_bucket(key).map(|b| self.values[self.buckets[b] as usize])
+        self.find_bucket(key).map(|b| self.nodes[self.buckets[b] as usize].value)
     }
 
     /// Inserts or updates `key`; it becomes the most recently used. Returns
     /// the evicted entry when a full map had to make room.
     pub fn insert(&mut self, key: u64, value: V) -> Option<(u64, V)> {
-        if self.capacity() == 0 {
-            return None;
-        }
         if let Some(b) = self.find_bucket(key) {
             let slot = self.buckets[b] as usize;
-            self.values[slot] = value;
+            self.nodes[slot].value = value;
             self.touch(slot);
+            return None;
+        }
+        self.insert_absent(key, value)
+    }
+
+    /// [`insert`](Self::insert) of a key the caller knows is absent (a
+    /// lookup just missed it): no search for it.
+    #[inline]
+    pub fn insert_absent(&mut self, key: u64, value: V) -> Option<(u64, V)> {
+        debug_assert!(self.find_bucket(key).is_none(), "key {key:#x} is present");
+        if self.capacity() == 0 {
             return None;
         }
         let (slot, evicted) = if self.len < self.capacity() {
             self.len += 1;
             (self.len - 1, None)
         } else {
-            let victim = self.tail as usize;
-            let old = (self.keys[victim], self.values[victim]);
-            self.unindex(old.0);
+            let victim = self.nodes[self.sentinel()].prev as usize;
+            let old = &self.nodes[victim];
+            let evicted = (old.key, old.value);
+            self.unindex(victim);
             self.unlink(victim);
-            (victim, Some(old))
+            (victim, Some(evicted))
         };
-        self.keys[slot] = key;
-        self.values[slot] = value;
+        self.nodes[slot].key = key;
+        self.nodes[slot].value = value;
         self.index(key, slot);
         self.push_front(slot);
         evicted
@@ -124,9 +148,7 @@ impl<V: Copy + Default> LruMap<V> {
     /// many. Rebuilds the map keeping the recency order (shootdowns are
     /// rare; lookups and fills are not).
     pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
-        let order: Vec<usize> = self.mru_order().collect();
-        let kept: Vec<(u64, V)> =
-            order.iter().map(|&s| (self.keys[s], self.values[s])).filter(|(k, v)| !pred(*k, v)).collect();
+        let kept: Vec<(u64, V)> = self.iter().filter(|(k, v)| !pred(*k, v)).collect();
         let dropped = self.len - kept.len();
         if dropped > 0 {
             self.clear();
@@ -141,33 +163,30 @@ impl<V: Copy + Default> LruMap<V> {
     /// Empties the map; returns how many entries it held.
     pub fn clear(&mut self) -> usize {
         let n = self.len;
-        self.buckets.fill(NONE);
-        self.head = NONE;
-        self.tail = NONE;
+        self.buckets.fill(EMPTY);
+        let s = self.sentinel();
+        self.nodes[s].prev = s as u16;
+        self.nodes[s].next = s as u16;
         self.len = 0;
         n
     }
 
-    /// Slots from most to least recently used.
-    fn mru_order(&self) -> impl Iterator<Item = usize> + '_ {
-        let mut s = self.head;
+    /// (key, value) pairs from most to least recently used.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
+        let sentinel = self.sentinel();
+        let mut s = self.nodes[sentinel].next as usize;
         std::iter::from_fn(move || {
-            (s != NONE).then(|| {
-                let cur = s as usize;
-                s = self.next[cur];
-                cur
+            (s != sentinel).then(|| {
+                let node = &self.nodes[s];
+                s = node.next as usize;
+                (node.key, node.value)
             })
         })
     }
 
-    /// (key, value) pairs from most to least recently used.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
-        self.mru_order().map(|s| (self.keys[s], self.values[s]))
-    }
-
     #[inline]
     fn touch(&mut self, slot: usize) {
-        if self.head as usize != slot {
+        if self.nodes[self.sentinel()].next as usize != slot {
             self.unlink(slot);
             self.push_front(slot);
         }
@@ -175,63 +194,57 @@ impl<V: Copy + Default> LruMap<V> {
 
     #[inline]
     fn unlink(&mut self, slot: usize) {
-        let (p, n) = (self.prev[slot], self.next[slot]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
+        let (p, n) = (self.nodes[slot].prev, self.nodes[slot].next);
+        self.nodes[p as usize].next = n;
+        self.nodes[n as usize].prev = p;
     }
 
     #[inline]
     fn push_front(&mut self, slot: usize) {
-        self.prev[slot] = NONE;
-        self.next[slot] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = slot as u16;
-        }
-        self.head = slot as u16;
-        if self.tail == NONE {
-            self.tail = slot as u16;
-        }
+        let sentinel = self.sentinel();
+        let first = self.nodes[sentinel].next;
+        self.nodes[slot].prev = sentinel as u16;
+        self.nodes[slot].next = first;
+        self.nodes[first as usize].prev = slot as u16;
+        self.nodes[sentinel].next = slot as u16;
     }
 
+    #[inline]
     fn index(&mut self, key: u64, slot: usize) {
         let mask = self.buckets.len() - 1;
         let mut b = self.home(key);
-        while self.buckets[b] != NONE {
+        while self.buckets[b] != EMPTY {
             b = (b + 1) & mask;
         }
         self.buckets[b] = slot as u16;
+        self.nodes[slot].bucket = b as u32;
     }
 
-    /// Removes `key` from the index, shifting later entries of its probe
-    /// run back so that no lookup stops early at the hole.
-    fn unindex(&mut self, key: u64) {
+    /// Removes the key of `slot` from the index, shifting later entries of
+    /// its probe run back so that no lookup stops early at the hole.
+    #[inline]
+    fn unindex(&mut self, slot: usize) {
         let mask = self.buckets.len() - 1;
-        let Some(mut hole) = self.find_bucket(key) else { return };
+        let mut hole = self.nodes[slot].bucket as usize;
+        debug_assert_eq!(self.buckets[hole] as usize, slot);
         let mut b = hole;
         loop {
             b = (b + 1) & mask;
             let slot = self.buckets[b];
-            if slot == NONE {
+            if slot == EMPTY {
                 break;
             }
-            let home = self.home(self.keys[slot as usize]);
+            let home = self.home(self.nodes[slot as usize].key);
             // Move the entry into the hole unless its home lies cyclically
             // in (hole, b]: then it is already reachable from its home.
             let reachable = if hole <= b { hole < home && home <= b } else { hole < home || home <= b };
             if !reachable {
                 self.buckets[hole] = slot;
+                self.nodes[slot as usize].bucket = hole as u32;
                 hole = b;
             }
         }
-        self.buckets[hole] = NONE;
+        self.buckets[hole] = EMPTY;
     }
 }
 
@@ -298,7 +311,9 @@ mod tests {
                 let key = k.wrapping_mul(0x1000_0000_0001);
                 match op {
                     0 => prop_assert_eq!(m.lookup(key), model.lookup(key)),
-                    1 | 2 => prop_assert_eq!(m.insert(key, v), model.insert(key, v)),
+                    1 => prop_assert_eq!(m.insert(key, v), model.insert(key, v)),
+                    2 if m.peek(key).is_none() => prop_assert_eq!(m.insert_absent(key, v), model.insert(key, v)),
+                    2 => prop_assert_eq!(m.insert(key, v), model.insert(key, v)),
                     _ => {
                         let n = m.invalidate_if(|kk, _| kk % 3 == key % 3);
                         let before = model.entries.len();

@@ -58,7 +58,9 @@ impl Default for PwcConfig {
     }
 }
 
-const MAX_ENTRIES: u32 = 1 << 16;
+/// Most entries of one cache: a fully associative one is an `LruMap`, whose
+/// slots are 16-bit indexes (it takes fewer than 65535 entries).
+const MAX_ENTRIES: u32 = 1 << 15;
 
 impl PwcConfig {
     pub fn validate(&self, prefix: &str) -> Result<()> {
@@ -172,6 +174,18 @@ impl Array {
             }
         }
     }
+    /// [`insert`](Self::insert) of a key a lookup just missed.
+    #[inline]
+    fn insert_absent(&mut self, key: u64, index: u64, table: Pfn) {
+        match self {
+            Array::Full(m) => {
+                m.insert_absent(key, table);
+            }
+            Array::Sets(sa) => {
+                sa.insert_absent(sa.set_of(index), key, table);
+            }
+        }
+    }
     fn invalidate_if(&mut self, mut pred: impl FnMut(u64, Pfn) -> bool) -> usize {
         match self {
             Array::Full(m) => m.invalidate_if(|k, t| pred(k, *t)),
@@ -202,8 +216,17 @@ pub struct Pwc {
     va_bits: u32,
     /// `caches[i]` caches entries of level `i + 2` (PDE, PDPTE, PML4E, PML5E).
     caches: [Array; 4],
+    /// `missed[i]`: the key `caches[i]` last missed in a lookup, until it
+    /// is filled. The walk that follows a lookup fills exactly the levels
+    /// the lookup missed, so each fill finds its key here and skips the
+    /// search for it (only filling a key can make it present;
+    /// invalidations only remove). `NO_KEY` when none.
+    missed: [u64; 4],
     stats: PwcStats,
 }
+
+/// No key: a key's prefix has at most 45 bits, so bits 45..47 are clear.
+const NO_KEY: u64 = u64::MAX;
 
 impl Pwc {
     /// `levels` is the paging depth, 4 or 5; `cfg` must have passed
@@ -214,6 +237,10 @@ impl Pwc {
         let build = |entries: u32, salt: u64| -> Array {
             let seed = seed ^ salt;
             match (entries, cfg.ways) {
+                // A cache of no entries (the PML5E cache under 4-level
+                // paging, or one configured away) is an empty map whatever
+                // `ways` says: `entries / ways` would be 0 sets.
+                (0, _) => Array::Full(LruMap::new(0)),
                 (n, 0) => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
@@ -224,6 +251,7 @@ impl Pwc {
             latency: cfg.latency,
             va_bits: PAGE_SHIFT + 9 * levels as u32,
             caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(cfg.pml4_entries, 4), build(pml5, 5)],
+            missed: [NO_KEY; 4],
             stats: PwcStats::default(),
         }
     }
@@ -259,11 +287,12 @@ impl Pwc {
         if self.enabled {
             for level in 2..=self.levels {
                 let prefix = self.prefix(vaddr.raw(), level);
-                let cache = &mut self.caches[level as usize - 2];
-                if let Some(table) = cache.lookup(Self::key(asid, prefix), prefix) {
+                let (key, i) = (Self::key(asid, prefix), level as usize - 2);
+                if let Some(table) = self.caches[i].lookup(key, prefix) {
                     self.count_hit(level);
                     return PwcHit { skip_to_level: level - 1, table };
                 }
+                self.missed[i] = key;
             }
         }
         self.stats.misses += 1;
@@ -282,17 +311,24 @@ impl Pwc {
 
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
     /// `vaddr` and found it pointing at the table in `table_pfn`.
+    #[inline]
     pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn) {
         debug_assert!((2..=self.levels).contains(&level), "level {level} has no paging-structure cache");
         if !self.enabled || !(2..=self.levels).contains(&level) {
             return;
         }
         let prefix = self.prefix(vaddr.raw(), level);
-        let cache = &mut self.caches[level as usize - 2];
+        let (key, i) = (Self::key(asid, prefix), level as usize - 2);
+        let cache = &mut self.caches[i];
         if cache.is_disabled() {
             return;
         }
-        cache.insert(Self::key(asid, prefix), prefix, table_pfn);
+        if self.missed[i] == key {
+            self.missed[i] = NO_KEY;
+            cache.insert_absent(key, prefix, table_pfn);
+        } else {
+            cache.insert(key, prefix, table_pfn);
+        }
         self.stats.fills += 1;
     }
 
@@ -474,5 +510,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(toml::from_str::<PwcConfig>("pde_entries = 24\nwaysx = 1").is_err());
+        // Too many entries for the fully associative map: an error, not a
+        // panic when the cache is built.
+        let cfg = PwcConfig { pde_entries: 65535, ..PwcConfig::default() };
+        match cfg.validate("machine.pwc") {
+            Err(Error::Config { key, .. }) => assert_eq!(key, "machine.pwc.pde_entries"),
+            other => panic!("{other:?}"),
+        }
+        let cfg = PwcConfig { pde_entries: MAX_ENTRIES, ..PwcConfig::default() };
+        cfg.validate("machine.pwc").unwrap();
+        Pwc::new(&cfg, 4, 0);
     }
 }

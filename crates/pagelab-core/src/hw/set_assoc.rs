@@ -220,20 +220,46 @@ impl<V: Copy + Default> SetAssoc<V> {
         Some(Placed { slot, evicted })
     }
 
+    /// [`insert_slot`](Self::insert_slot) of a key the caller knows is not
+    /// in `set` (a probe just missed it): only the victim is searched for,
+    /// not the key. Same result as `insert_slot` for such a key.
+    #[inline]
+    pub fn insert_absent(&mut self, set: usize, key: u64, value: V) -> Option<Placed> {
+        debug_assert_ne!(key, INVALID_KEY);
+        debug_assert_eq!(self.find(set, key), None, "key {key:#x} is in set {set}");
+        if self.ways == 0 {
+            return None;
+        }
+        let base = self.base(set);
+        let stamps = &self.stamps[base..base + self.ways];
+        let oldest = base + by_ways!(self.ways, N => oldest::<N>(stamps), _ => oldest_any(stamps));
+        let slot = if self.keys[oldest] == INVALID_KEY { oldest } else { self.victim_of_full_set(set, oldest) };
+        let old = self.keys[slot];
+        self.store(slot, key, value, false);
+        Some(Placed { slot, evicted: (old != INVALID_KEY).then_some(old) })
+    }
+
+    /// The way a full set evicts, `oldest` being its smallest stamp: that
+    /// one (LRU, FIFO) or a random one.
+    #[inline]
+    fn victim_of_full_set(&mut self, set: usize, oldest: Slot) -> Slot {
+        if self.policy != Replacement::Random {
+            return oldest;
+        }
+        // Multiply-shift maps a 64-bit draw onto [0, ways) without a
+        // division (bias below 2^-32 for any realistic way count).
+        let way = ((self.rng.next_u64() as u128 * self.ways as u128) >> 64) as usize;
+        self.base(set) + way
+    }
+
     /// The slot an insertion of `key` into `set` takes, and whether `key`
     /// is already there. A random victim is drawn only from a full set.
     #[inline]
     fn slot_for_insert(&mut self, set: usize, key: u64) -> (Slot, bool) {
         match self.scan_for_insert(set, key) {
             InsertSlot::Present(slot) => (slot, true),
-            InsertSlot::Empty(slot) | InsertSlot::Oldest(slot) if self.policy != Replacement::Random => (slot, false),
             InsertSlot::Empty(slot) => (slot, false),
-            InsertSlot::Oldest(_) => {
-                // Multiply-shift maps a 64-bit draw onto [0, ways) without a
-                // division (bias below 2^-32 for any realistic way count).
-                let way = ((self.rng.next_u64() as u128 * self.ways as u128) >> 64) as usize;
-                (self.base(set) + way, false)
-            }
+            InsertSlot::Oldest(slot) => (self.victim_of_full_set(set, slot), false),
         }
     }
 
@@ -394,14 +420,33 @@ fn scan<const N: usize>(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize
 /// [`scan`] for any number of ways.
 #[inline]
 fn scan_any(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize>, usize) {
-    let present = keys.iter().position(|&k| k == key);
+    (keys.iter().position(|&k| k == key), oldest_any(stamps))
+}
+
+/// The first way of a set of `N` ways with the smallest stamp: [`scan`]
+/// without the key.
+#[inline(always)]
+fn oldest<const N: usize>(stamps: &[u64]) -> usize {
+    let stamps: &[u64; N] = stamps.try_into().expect("a set of N ways");
     let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
     for (w, &stamp) in stamps.iter().enumerate() {
         let older = stamp < oldest_stamp;
         oldest = if older { w } else { oldest };
         oldest_stamp = if older { stamp } else { oldest_stamp };
     }
-    (present, oldest)
+    oldest
+}
+
+/// [`oldest`] for any number of ways.
+#[inline]
+fn oldest_any(stamps: &[u64]) -> usize {
+    let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
+    for (w, &stamp) in stamps.iter().enumerate() {
+        let older = stamp < oldest_stamp;
+        oldest = if older { w } else { oldest };
+        oldest_stamp = if older { stamp } else { oldest_stamp };
+    }
+    oldest
 }
 
 #[inline(always)]

@@ -28,7 +28,7 @@
 //! shoots down with the `invalidate_*` calls.
 
 use crate::error::{Error, Result};
-use crate::hw::set_assoc::{Replacement, SetAssoc, Slot};
+use crate::hw::set_assoc::{Replacement, SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, PageSize, PhysAddr, Pfn, VirtAddr, Vpn, PAGE_SHIFT};
 
 // ---------------------------------------------------------------------------
@@ -527,9 +527,37 @@ impl L1Array {
 #[derive(Debug, Clone)]
 struct L1Tlb {
     arrays: [L1Array; 3],
+    /// For each page size (by `PageSize as usize`), the index of the array
+    /// a translation of that size fills ([`L1Tlb::array_for`]), or
+    /// [`NO_ARRAY`]: chosen once, since arrays are enabled for good.
+    fill_target: [usize; 3],
+    /// [`miss_tag`] of the last access that missed every array, until the
+    /// next fill: the fill for that access then knows its key is absent
+    /// (invalidations only remove keys, and every fill clears the tag).
+    missed: u64,
+}
+
+/// No L1 array can take a translation of this size.
+const NO_ARRAY: usize = 3;
+/// [`L1Tlb::missed`] when no miss is pending (no [`miss_tag`] equals it:
+/// bits 45..47 of a tag are clear).
+const NO_MISS: u64 = u64::MAX;
+
+/// The asid and masked vpn of an access, in one word.
+#[inline]
+fn miss_tag(asid: Asid, mvpn: u64) -> u64 {
+    ((asid as u64) << ASID_SHIFT) | mvpn
 }
 
 impl L1Tlb {
+    fn new(arrays: [L1Array; 3]) -> Self {
+        let mut side = L1Tlb { arrays, fill_target: [NO_ARRAY; 3], missed: NO_MISS };
+        for size in PageSize::ALL {
+            side.fill_target[size as usize] = side.array_index_for(size);
+        }
+        side
+    }
+
     #[inline]
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
         for array in &mut self.arrays {
@@ -555,10 +583,17 @@ impl L1Tlb {
         })
     }
 
-    /// The largest enabled array for pages no bigger than `size`: a page too
-    /// big for every enabled array is fractured into pieces of that size.
+    /// The largest enabled array for pages no bigger than `size` (a page
+    /// too big for every enabled array is fractured into pieces of that
+    /// size), or [`NO_ARRAY`].
+    fn array_index_for(&self, size: PageSize) -> usize {
+        self.arrays.iter().rposition(|a| a.size <= size && !a.sa.is_disabled()).unwrap_or(NO_ARRAY)
+    }
+
+    /// The array a translation of `size` fills (see `array_index_for`).
+    #[inline]
     fn array_for(&mut self, size: PageSize) -> Option<&mut L1Array> {
-        self.arrays.iter_mut().rev().find(|a| a.size <= size && !a.sa.is_disabled())
+        self.arrays.get_mut(self.fill_target[size as usize])
     }
 
     fn for_each_array(&mut self, mut f: impl FnMut(&mut L1Array) -> usize) -> usize {
@@ -630,6 +665,24 @@ struct L2Tlb {
     shared_2m: usize,
     shared_counters: Counters,
     giant_counters: Counters,
+    /// Per class (4 KiB, 2 MiB), a key that a probe of `shared` found
+    /// absent, and its set: the fill after the walk that follows an L2
+    /// miss neither recomputes them nor scans the set for the key again.
+    /// Only inserting that key could make a record false, and `insert`
+    /// clears it then (invalidations only remove keys).
+    absent: [Absent; 2],
+}
+
+/// A key known to be absent from its set of the L2's `shared` array.
+#[derive(Debug, Clone, Copy)]
+struct Absent {
+    set: usize,
+    key: u64,
+}
+
+impl Absent {
+    /// No record: no key equals `INVALID_KEY`.
+    const NONE: Absent = Absent { set: 0, key: INVALID_KEY };
 }
 
 impl L2Tlb {
@@ -639,6 +692,7 @@ impl L2Tlb {
             giant,
             chp_frames: Vec::new(),
             shared_2m: 0,
+            absent: [Absent::NONE; 2],
             shared_counters: Counters::default(),
             giant_counters: Counters::default(),
         }
@@ -663,37 +717,36 @@ impl L2Tlb {
     /// Whether `shared` may hold entries of `size` (4 KiB or 2 MiB).
     #[inline]
     fn shared_may_hold(&self, size: PageSize) -> bool {
-        match size {
-            PageSize::Size2M => self.shared_2m > 0,
-            _ => self.shared.len() > self.shared_2m,
-        }
+        may_hold(&self.shared, self.shared_2m, size)
     }
 
-    /// The slot of the entry translating `mvpn`: `(true, slot)` in `shared`,
-    /// `(false, slot)` in `giant`. Probes the 4 KiB key first: a 4 KiB
-    /// entry (e.g. a perforated page's hole) takes precedence over a 2 MiB
-    /// entry covering the same address. Classes the array holds no entry
-    /// of are not probed (they could not hit).
+    /// The slot of the 1 GiB entry translating `mvpn`.
     #[inline]
-    fn find(&self, asid: Asid, mvpn: u64) -> Option<(bool, Slot)> {
-        for size in [PageSize::Size4K, PageSize::Size2M] {
-            if !self.shared_may_hold(size) {
-                continue;
-            }
-            let (set, key) = Self::set_and_key(&self.shared, asid, size, mvpn);
-            if let Some(slot) = self.shared.find(set, key) {
-                return Some((true, slot));
-            }
-        }
+    fn find_giant(&self, asid: Asid, mvpn: u64) -> Option<Slot> {
         if self.giant.is_empty() {
             return None;
         }
         let (set, key) = Self::set_and_key(&self.giant, asid, PageSize::Size1G, mvpn);
-        self.giant.find(set, key).map(|slot| (false, slot))
+        self.giant.find(set, key)
+    }
+
+    /// The slot of the entry translating `mvpn`: `(true, slot)` in `shared`,
+    /// `(false, slot)` in `giant`. Records in `absent` the keys of `shared`
+    /// it probed in vain.
+    #[inline]
+    fn find(&self, asid: Asid, mvpn: u64, absent: &mut [Absent; 2]) -> Option<(bool, Slot)> {
+        match probe_shared(&self.shared, self.shared_2m, asid, mvpn, absent) {
+            Some(slot) => Some((true, slot)),
+            None => self.find_giant(asid, mvpn).map(|slot| (false, slot)),
+        }
     }
 
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<TlbEntry> {
-        let (in_shared, slot) = self.find(asid, mvpn)?;
+        // (Not `find`: the records are a field beside the arrays it borrows.)
+        let (in_shared, slot) = match probe_shared(&self.shared, self.shared_2m, asid, mvpn, &mut self.absent) {
+            Some(slot) => (true, slot),
+            None => (false, self.find_giant(asid, mvpn)?),
+        };
         if in_shared {
             self.shared.touch(slot);
             self.shared_counters.hits += 1;
@@ -705,7 +758,7 @@ impl L2Tlb {
     }
 
     fn peek(&self, asid: Asid, mvpn: u64) -> Option<TlbEntry> {
-        self.find(asid, mvpn).map(|(in_shared, slot)| self.entry(in_shared, slot))
+        self.find(asid, mvpn, &mut [Absent::NONE; 2]).map(|(in_shared, slot)| self.entry(in_shared, slot))
     }
 
     fn array_mut(&mut self, size: PageSize) -> (&mut SetAssoc<L2Entry>, &mut Counters) {
@@ -717,22 +770,36 @@ impl L2Tlb {
 
     fn insert(&mut self, entry: &TlbEntry) {
         let mvpn = entry.vbase.raw() & VPN_MASK;
-        let (sa, counters) = self.array_mut(entry.size);
-        let (set, key) = Self::set_and_key(sa, entry.asid, entry.size, mvpn);
-        let before = sa.len();
-        let Some(placed) = sa.insert_slot(set, key, L2Entry::of(entry)) else {
-            return; // a disabled array
-        };
-        let grew = sa.len() > before;
-        counters.fills += 1;
-        counters.evictions += placed.evicted.is_some() as u64;
         if entry.size == PageSize::Size1G {
+            let (set, key) = Self::set_and_key(&self.giant, entry.asid, entry.size, mvpn);
+            if let Some(placed) = self.giant.insert_slot(set, key, L2Entry::of(entry)) {
+                self.giant_counters.fills += 1;
+                self.giant_counters.evictions += placed.evicted.is_some() as u64;
+            }
             return;
         }
+        let key = make_key(entry.asid, entry.size, mvpn);
+        let record = &mut self.absent[key_class(entry.size) as usize];
+        let (placed, new_key) = if record.key == key {
+            // The probe before the walk found the key absent.
+            let set = record.set;
+            *record = Absent::NONE;
+            (self.shared.insert_absent(set, key, L2Entry::of(entry)), true)
+        } else {
+            let set = self.shared.set_of(mvpn >> pages_shift(entry.size));
+            let before = self.shared.len();
+            let placed = self.shared.insert_slot(set, key, L2Entry::of(entry));
+            (placed, placed.is_some_and(|p| p.evicted.is_some() || self.shared.len() > before))
+        };
+        let Some(placed) = placed else {
+            return; // a disabled array
+        };
+        self.shared_counters.fills += 1;
+        self.shared_counters.evictions += placed.evicted.is_some() as u64;
         // Keep the 2 MiB count: a new key adds its class, a victim removes
         // its own (an update in place changes neither).
         let is_2m = |key: u64| (key >> VPN_BITS & 7 == KEY_CLASS_2M) as usize;
-        if grew || placed.evicted.is_some() {
+        if new_key {
             self.shared_2m += is_2m(key);
         }
         self.shared_2m -= placed.evicted.map_or(0, is_2m);
@@ -771,6 +838,36 @@ impl L2Tlb {
     }
 }
 
+/// Whether `shared`, holding `shared_2m` 2 MiB entries, may hold entries
+/// of `size` (4 KiB or 2 MiB).
+#[inline]
+fn may_hold(shared: &SetAssoc<L2Entry>, shared_2m: usize, size: PageSize) -> bool {
+    match size {
+        PageSize::Size2M => shared_2m > 0,
+        _ => shared.len() > shared_2m,
+    }
+}
+
+/// Probes the L2's shared array for the 4 KiB then the 2 MiB key of
+/// `mvpn`, and records in `absent` each key it found missing. The 4 KiB
+/// key goes first: a 4 KiB entry (e.g. a perforated page's hole) takes
+/// precedence over a 2 MiB entry covering the same address. Classes the
+/// array holds no entry of are not probed (they could not hit).
+#[inline]
+fn probe_shared(shared: &SetAssoc<L2Entry>, shared_2m: usize, asid: Asid, mvpn: u64, absent: &mut [Absent; 2]) -> Option<Slot> {
+    for size in [PageSize::Size4K, PageSize::Size2M] {
+        if !may_hold(shared, shared_2m, size) {
+            continue;
+        }
+        let (set, key) = L2Tlb::set_and_key(shared, asid, size, mvpn);
+        match shared.find(set, key) {
+            Some(slot) => return Some(slot),
+            None => absent[key_class(size) as usize] = Absent { set, key },
+        }
+    }
+    None
+}
+
 // ---------------------------------------------------------------------------
 // The hierarchy
 
@@ -797,22 +894,18 @@ impl Tlb {
     pub fn new(cfg: &TlbConfig, seed: u64) -> Self {
         let p = cfg.policy;
         let seed_of = |i: u64| seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let l1d = L1Tlb {
-            arrays: [
-                L1Array::new(PageSize::Size4K, cfg.l1_4k_entries, cfg.l1_4k_ways, p, seed_of(1)),
-                L1Array::new(PageSize::Size2M, cfg.l1_2m_entries, cfg.l1_2m_ways, p, seed_of(2)),
-                L1Array::new(PageSize::Size1G, cfg.l1_1g_entries, cfg.l1_1g_ways, p, seed_of(3)),
-            ],
-        };
-        let l1i = L1Tlb {
-            arrays: [
-                L1Array::new(PageSize::Size4K, cfg.l1i_4k_entries, cfg.l1i_4k_ways, p, seed_of(4)),
-                L1Array::new(PageSize::Size2M, cfg.l1i_2m_entries, cfg.l1i_2m_ways, p, seed_of(5)),
-                // No 1 GiB instruction array: 1 GiB code pages are fractured
-                // into 2 MiB pieces, as on Skylake.
-                L1Array::new(PageSize::Size1G, 0, 0, p, seed_of(6)),
-            ],
-        };
+        let l1d = L1Tlb::new([
+            L1Array::new(PageSize::Size4K, cfg.l1_4k_entries, cfg.l1_4k_ways, p, seed_of(1)),
+            L1Array::new(PageSize::Size2M, cfg.l1_2m_entries, cfg.l1_2m_ways, p, seed_of(2)),
+            L1Array::new(PageSize::Size1G, cfg.l1_1g_entries, cfg.l1_1g_ways, p, seed_of(3)),
+        ]);
+        let l1i = L1Tlb::new([
+            L1Array::new(PageSize::Size4K, cfg.l1i_4k_entries, cfg.l1i_4k_ways, p, seed_of(4)),
+            L1Array::new(PageSize::Size2M, cfg.l1i_2m_entries, cfg.l1i_2m_ways, p, seed_of(5)),
+            // No 1 GiB instruction array: 1 GiB code pages are fractured
+            // into 2 MiB pieces, as on Skylake.
+            L1Array::new(PageSize::Size1G, 0, 0, p, seed_of(6)),
+        ]);
         let l2 = L2Tlb::new(build(cfg.l2_entries, cfg.l2_ways, p, seed_of(7)), build(cfg.l2_1g_entries, cfg.l2_1g_ways, p, seed_of(8)));
         Tlb {
             l1d,
@@ -853,6 +946,7 @@ impl Tlb {
 
     #[inline(never)]
     fn lookup_l2(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
+        self.l1_side(is_instr).missed = miss_tag(asid, masked_vpn(vaddr));
         let side = if is_instr { &mut self.instr } else { &mut self.data };
         side.l1_misses += 1;
         let Some(entry) = self.l2.lookup(asid, masked_vpn(vaddr)) else {
@@ -897,17 +991,26 @@ impl Tlb {
             EntryKind::Page { .. } => entry.size,
             EntryKind::ColoredHuge { .. } => PageSize::Size4K,
         };
-        let Some(array) = self.l1_side(is_instr).array_for(piece) else {
+        let mvpn = masked_vpn(vaddr);
+        let side = self.l1_side(is_instr);
+        // Filling for the access whose lookup just missed every array of
+        // this side: the key is in none of them.
+        let known_absent = side.missed == miss_tag(entry.asid, mvpn);
+        side.missed = NO_MISS;
+        let Some(array) = side.array_for(piece) else {
             return;
         };
         let piece_base = vaddr.align_down(array.size.bytes());
         let l1_entry =
             L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
-        let (set, key) = array.set_and_key(entry.asid, masked_vpn(vaddr));
+        let (set, key) = array.set_and_key(entry.asid, mvpn);
+        let placed = if known_absent {
+            array.sa.insert_absent(set, key, l1_entry)
+        } else {
+            array.sa.insert_slot(set, key, l1_entry)
+        };
         array.counters.fills += 1;
-        if array.sa.insert(set, key, l1_entry).is_some() {
-            array.counters.evictions += 1;
-        }
+        array.counters.evictions += placed.is_some_and(|p| p.evicted.is_some()) as u64;
     }
 
     /// After a walk for an access to `vaddr`: caches `entry` in the L2 (a
@@ -1549,6 +1652,20 @@ mod tests {
                     let l2 = &m.tlb.l2;
                     let counted = l2.shared.iter().filter(|(key, _)| key >> VPN_BITS & 7 == KEY_CLASS_2M).count();
                     prop_assert_eq!(l2.shared_2m, counted);
+                    // The keys recorded as absent (for the fill after a
+                    // miss) are absent, from the set recorded with them.
+                    for a in l2.absent.iter().filter(|a| a.key != INVALID_KEY) {
+                        prop_assert_eq!(l2.shared.set_of(a.key & VPN_MASK), a.set);
+                        prop_assert_eq!(l2.shared.find(a.set, a.key), None);
+                    }
+                    // So is every L1 key of a page recorded as missed.
+                    for side in [&m.tlb.l1d, &m.tlb.l1i].into_iter().filter(|s| s.missed != NO_MISS) {
+                        let (asid, mvpn) = (key_asid(side.missed), side.missed & VPN_MASK);
+                        for array in &side.arrays {
+                            let (set, key) = array.set_and_key(asid, mvpn);
+                            prop_assert_eq!(array.sa.find(set, key), None);
+                        }
+                    }
                 }
             }
         }

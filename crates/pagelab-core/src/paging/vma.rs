@@ -41,6 +41,7 @@ pub struct VmaTree {
 }
 
 impl VmaTree {
+    #[inline]
     pub fn find(&self, a: VirtAddr) -> Option<&Vma> {
         self.map.range(..=a.raw()).next_back().map(|(_, v)| v).filter(|v| v.contains(a))
     }

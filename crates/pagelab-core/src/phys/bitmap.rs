@@ -68,6 +68,17 @@ impl Bitmap {
             .map(|(i, w)| i * 64 + w.trailing_zeros() as u64)
     }
 
+    /// Whether any bit of the aligned range `[start, start+len)` is set,
+    /// looking first at the word holding `near` (a bit of the range): when
+    /// set bits cluster, as a pageblock's free heads do, one word decides.
+    #[inline]
+    pub(crate) fn any_in_near(&self, start: u64, len: u64, near: u64) -> bool {
+        debug_assert!((start..start + len).contains(&near));
+        let mask = if len >= 64 { u64::MAX } else { ((1u64 << len) - 1) << (start % 64) };
+        let word = self.words.get((near / 64) as usize).map_or(0, |w| w & mask);
+        word != 0 || self.range_words(start, len).any(|(_, w)| w != 0)
+    }
+
     /// Number of set bits in the aligned range `[start, start+len)`.
     #[inline]
     pub(crate) fn count_in(&self, start: u64, len: u64) -> u64 {
@@ -227,6 +238,22 @@ mod tests {
         // A range that runs past the end of a short bitmap is clipped.
         let short = Bitmap::new(10);
         assert_eq!(short.first_in(0, 512), None);
+    }
+
+    #[test]
+    fn any_in_near_looks_at_the_whole_range() {
+        let mut b = Bitmap::new(1024);
+        b.set(75);
+        b.set(600);
+        // The word of `near` decides, or the rest of the range does.
+        assert!(b.any_in_near(64, 16, 64));
+        assert!(b.any_in_near(0, 512, 3));
+        assert!(!b.any_in_near(0, 64, 3));
+        // Bits of the same word outside the range do not count.
+        assert!(!b.any_in_near(64, 8, 64));
+        assert!(b.any_in_near(512, 512, 1000));
+        b.clear(600);
+        assert!(!b.any_in_near(512, 512, 600));
     }
 
     #[test]

@@ -86,10 +86,11 @@ impl FreeArea {
             "pfn {pfn:#x} not free at order {}",
             self.order
         );
-        self.heads.clear(pfn >> self.order);
+        let head = pfn >> self.order;
+        self.heads.clear(head);
         self.nr_free[mt.index()] -= 1;
         let group = pfn >> self.group_order();
-        if self.order >= PAGEBLOCK_ORDER || self.heads_in_group(group) == 0 {
+        if self.order >= PAGEBLOCK_ORDER || !self.group_has_heads(group, head) {
             self.lists[mt.index()].clear(group);
         }
     }
@@ -107,6 +108,14 @@ impl FreeArea {
     #[inline]
     pub(crate) fn is_empty(&self, mt: Migratetype) -> bool {
         self.nr_free[mt.index()] == 0
+    }
+
+    /// Whether `group` holds a free head; `near` is a head bit of the group
+    /// (one just taken: the heads left are usually in its word).
+    #[inline]
+    fn group_has_heads(&self, group: u64, near: u64) -> bool {
+        let per_group = self.heads_per_group();
+        self.heads.any_in_near(group * per_group, per_group, near)
     }
 
     /// Free heads of this order in `group`.
