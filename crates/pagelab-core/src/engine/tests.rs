@@ -369,13 +369,19 @@ fn an_impossible_page_walk_cache_geometry_is_a_config_error_naming_the_key() {
     };
     // 24 PDE entries in 2-way sets: 12 sets, not a power of two.
     assert_eq!(key_of(&["machine.pwc.ways=2", "machine.pwc.pde_entries=24"]), "machine.pwc.pde_entries");
-    // More ways than entries.
-    assert_eq!(key_of(&["machine.pwc.ways=4"]), "machine.pwc.pml5_entries");
+    // 12 PML5E entries in 4-way sets: 3 sets.
+    assert_eq!(key_of(&["machine.pwc.ways=4", "machine.pwc.pml5_entries=12"]), "machine.pwc.pml5_entries");
     // An empty cache is allowed with any way count.
     let cfg = config(&["machine.pwc.ways=4", "machine.pwc.pml5_entries=0", "machine.pwc.pml4_entries=0", "workload.accesses=2000"]);
     let mut sim = Simulation::new(cfg).unwrap();
     sim.run().unwrap();
     assert_eq!(stat(&sim, "core0.pwc.pml4e_hits"), 0.0);
+    // Caches of at most `ways` entries (the default 2-entry PML4E and
+    // PML5E caches beside 4-way sets) are one fully associative set.
+    let cfg = config(&["machine.pwc.ways=4", "workload.accesses=2000"]);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    assert!(stat(&sim, "core0.pwc.pde_hits") > 0.0);
 }
 
 #[test]

@@ -36,7 +36,8 @@ pub struct PwcConfig {
     pub pml4_entries: u32,
     pub pdpt_entries: u32,
     pub pde_entries: u32,
-    /// Ways of every cache; 0 = fully associative.
+    /// Ways of every cache of more than `ways` entries (a smaller one is a
+    /// single fully associative set); 0 = all fully associative.
     pub ways: u32,
     /// Cycles of one PWC lookup, paid by every walk.
     pub latency: u32,
@@ -74,8 +75,8 @@ impl PwcConfig {
             if entries > MAX_ENTRIES {
                 return Err(Error::config(key, format!("{entries} entries; at most {MAX_ENTRIES}")));
             }
-            if self.ways == 0 || entries == 0 {
-                continue;
+            if self.ways == 0 || entries <= self.ways {
+                continue; // fully associative (see `Pwc::new`)
             }
             if !entries.is_multiple_of(self.ways) || !(entries / self.ways).is_power_of_two() {
                 return Err(Error::config(
@@ -241,7 +242,10 @@ impl Pwc {
                 // paging, or one configured away) is an empty map whatever
                 // `ways` says: `entries / ways` would be 0 sets.
                 (0, _) => Array::Full(LruMap::new(0)),
-                (n, 0) => Array::Full(LruMap::new(n as usize)),
+                // `ways` sets the associativity of the larger caches; one
+                // of at most `ways` entries (Intel's 2-entry PML4E cache
+                // beside a 4-way PDE cache) is a single fully associative set.
+                (n, w) if w == 0 || n <= w => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
         };
@@ -499,7 +503,10 @@ mod tests {
     #[test]
     fn validate_names_the_key() {
         PwcConfig::default().validate("machine.pwc").unwrap();
-        let cfg = PwcConfig { ways: 4, pde_entries: 24, ..PwcConfig::default() };
+        // Caches of at most `ways` entries are fully associative: the
+        // default 2-entry PML4E and PML5E caches go with any `ways`.
+        PwcConfig { ways: 4, ..PwcConfig::default() }.validate("machine.pwc").unwrap();
+        let cfg = PwcConfig { ways: 4, pml5_entries: 12, ..PwcConfig::default() };
         match cfg.validate("machine.pwc") {
             Err(Error::Config { key, .. }) => assert_eq!(key, "machine.pwc.pml5_entries"),
             other => panic!("{other:?}"),
