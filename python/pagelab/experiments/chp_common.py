@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 
+from pagelab.experiments.common import past_kernel_init
+
 GIB = 1 << 30
 #: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
 PAPER_MEM = 16e9
@@ -73,7 +75,7 @@ def footprint(app: str, phys_mem: int) -> int:
 def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool = False, **extra) -> dict:
     """The analogue's workload table. `skip_kernel_init` fast-forwards a
     graph kernel past its initialization loop, so that the measured
-    accesses are its traversal (see `KERNEL_INIT_ACCESSES`)."""
+    accesses are its traversal (`common.past_kernel_init`)."""
     table, _, _ = APPS[app]
     w = {"name": app, **table, "footprint": footprint(app, phys_mem), "accesses": accesses, "init": "pages"}
     hot = w.pop("hot_bytes", 0)
@@ -82,18 +84,9 @@ def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool 
     if w["kind"] == "graph":
         w["scale"] = graph_scale(w["footprint"])
         if skip_kernel_init:
-            w["fast_forward"] = KERNEL_INIT_ACCESSES[w["kernel"]] << w["scale"]
+            w["fast_forward"] = past_kernel_init(w["kernel"], w["scale"])
     w.update(extra)
     return w
-
-
-#: Accesses per vertex of a kernel's initialization loop, which sweeps its
-#: arrays in order before the traversal: bfs's `InitParent` loads index[v]
-#: and index[v + 1] and stores parent[v] (graph/bfs.rs); cc's
-#: `comp[v] = v` is one store (graph/cc.rs); tc starts counting at once.
-#: On a scale-25 graph bfs's loop alone is 100 M accesses: a measured
-#: window that starts at the kernel's beginning sees only this sweep.
-KERNEL_INIT_ACCESSES = {"bfs": 3, "cc": 1, "tc": 0}
 
 
 #: Bytes per vertex of a degree-16 Kronecker graph in the graph generator's
