@@ -427,18 +427,13 @@ fn scan_any(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize>, usize) {
 /// without the key.
 #[inline(always)]
 fn oldest<const N: usize>(stamps: &[u64]) -> usize {
+    // The fixed length lets the inlined loop be unrolled.
     let stamps: &[u64; N] = stamps.try_into().expect("a set of N ways");
-    let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
-    for (w, &stamp) in stamps.iter().enumerate() {
-        let older = stamp < oldest_stamp;
-        oldest = if older { w } else { oldest };
-        oldest_stamp = if older { stamp } else { oldest_stamp };
-    }
-    oldest
+    oldest_any(stamps)
 }
 
 /// [`oldest`] for any number of ways.
-#[inline]
+#[inline(always)]
 fn oldest_any(stamps: &[u64]) -> usize {
     let (mut oldest, mut oldest_stamp) = (0, u64::MAX);
     for (w, &stamp) in stamps.iter().enumerate() {
