@@ -454,7 +454,7 @@ mod tests {
     }
 
     /// The experiments fast-forward 3 accesses per vertex to skip
-    /// `InitParent` (python/pagelab/experiments/chp_common.py).
+    /// `InitParent` (`past_kernel_init` in python/pagelab/experiments/common.py).
     #[test]
     fn init_parent_is_three_accesses_per_vertex() {
         let g = super::super::kronecker(8, 8, 4);

@@ -151,7 +151,8 @@ pub fn load(path: &Path, key: GraphKey) -> Result<Csr, String> {
     if header[..4] != want || vertices != 1 << key.scale {
         return Err(format!("header {header:?} does not match {key:?}"));
     }
-    if len != 8 + 6 * 8 + 8 * (vertices + 1) + 4 * edges + 8 {
+    // In u128: a damaged edge count must not overflow the check.
+    if len as u128 != 8 + 6 * 8 + 8 * (vertices as u128 + 1) + 4 * edges as u128 + 8 {
         return Err(format!("{len} bytes, not what the header implies"));
     }
     let offsets = r.u64s(vertices as usize + 1)?;
@@ -320,6 +321,11 @@ mod tests {
         std::fs::write(&path, &flipped).unwrap();
         assert_eq!(load(&path, key(9)).unwrap_err(), "checksum mismatch");
         std::fs::write(&path, &good[..good.len() - 1]).unwrap();
+        assert!(load(&path, key(9)).unwrap_err().contains("bytes"));
+        // An edge count so large that the expected length would overflow u64.
+        let mut huge = good.clone();
+        huge[8 + 5 * 8..8 + 6 * 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(&path, &huge).unwrap();
         assert!(load(&path, key(9)).unwrap_err().contains("bytes"));
         std::fs::write(&path, b"hello").unwrap();
         assert!(load(&path, key(9)).is_err());
