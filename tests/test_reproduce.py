@@ -40,6 +40,13 @@ def test_unknown_experiment():
     assert "unknown experiment" in r.stderr
 
 
+def test_variant_flags_conflict():
+    r = run_cli("reproduce", "chp-fig4", "--quick", "--variant", "full")
+    assert r.returncode == 2 and "not allowed with" in r.stderr
+    r = run_cli("reproduce", "chp-fig4", "--variant", "huge")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
 @pytest.mark.parametrize("exp_id", sorted(COLUMNS))
 def test_reproduce_tiny(tmp_path, exp_id):
     r = run_cli("reproduce", exp_id, "--tiny", "--out", tmp_path, "--jobs", "2")
@@ -65,8 +72,8 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert df.frag_index.min() == 0.0 and df.frag_index.max() == 0.95
         fresh = df[df.frag_index == 0.0]
         assert (fresh.huge_coverage > 0.99).all()
-    # Again: everything is in the store, nothing runs.
-    r = run_cli("reproduce", exp_id, "--tiny", "--out", tmp_path, "--jobs", "2")
+    # Again, naming the variant: everything is in the store, nothing runs.
+    r = run_cli("reproduce", exp_id, "--variant", "tiny", "--out", tmp_path, "--jobs", "2")
     assert r.returncode == 0, r.stderr
     assert "0 to run" in r.stderr
 

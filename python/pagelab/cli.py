@@ -131,7 +131,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     except KeyError as e:
         print(f"pagelab: error: {e.args[0]}", file=sys.stderr)
         return 2
-    variant = "tiny" if args.tiny else "quick" if args.quick else "full"
+    variant = args.variant or ("tiny" if args.tiny else "quick" if args.quick else "full")
     out = Path(args.out or Path("out") / exp.id)
     try:
         files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
@@ -222,8 +222,14 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="run a named experiment (--list shows them)")
     rp.add_argument("id", nargs="?", help="experiment id")
     rp.add_argument("--list", action="store_true", help="list the experiments")
-    rp.add_argument("--quick", action="store_true", help="the small variant (under two minutes on two cores)")
-    rp.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    size = rp.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="the small variant (under two minutes on two cores)")
+    size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    size.add_argument(
+        "--variant",
+        choices=["full", "quick", "tiny"],
+        help="full (default: the paper's scale), quick (= --quick) or tiny (seconds: checks that the experiment runs; the tests use it)",
+    )
     rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
     _executor_args(rp)
     rp.set_defaults(func=cmd_reproduce)
