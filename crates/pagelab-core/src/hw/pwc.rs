@@ -238,13 +238,11 @@ impl Pwc {
         let build = |entries: u32, salt: u64| -> Array {
             let seed = seed ^ salt;
             match (entries, cfg.ways) {
-                // A cache of no entries (the PML5E cache under 4-level
-                // paging, or one configured away) is an empty map whatever
-                // `ways` says: `entries / ways` would be 0 sets.
-                (0, _) => Array::Full(LruMap::new(0)),
                 // `ways` sets the associativity of the larger caches; one
                 // of at most `ways` entries (Intel's 2-entry PML4E cache
-                // beside a 4-way PDE cache) is a single fully associative set.
+                // beside a 4-way PDE cache; the unused PML5E cache of
+                // 4-level paging, 0 entries) is a single fully associative
+                // set, where `entries / ways` would be 0 sets.
                 (n, w) if w == 0 || n <= w => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }

@@ -48,13 +48,6 @@ impl Replacement {
 /// Index of one slot (`set * ways + way`), as returned by [`SetAssoc::find`].
 pub type Slot = usize;
 
-/// Where an insertion goes (see [`SetAssoc::insert`]).
-enum InsertSlot {
-    Present(Slot),
-    Empty(Slot),
-    Oldest(Slot),
-}
-
 /// A set-associative array of `sets x ways` `(u64 key, V)` slots.
 #[derive(Debug, Clone)]
 pub struct SetAssoc<V: Copy + Default> {
@@ -82,6 +75,8 @@ pub struct Placed {
     /// The valid key it replaced (`None` when the way was empty or already
     /// held the same key).
     pub evicted: Option<u64>,
+    /// Whether the key is new to the set (false: updated in place).
+    pub fresh: bool,
 }
 
 impl<V: Copy + Default> SetAssoc<V> {
@@ -217,7 +212,7 @@ impl<V: Copy + Default> SetAssoc<V> {
         let old = self.keys[slot];
         let evicted = (!present && old != INVALID_KEY).then_some(old);
         self.store(slot, key, value, present);
-        Some(Placed { slot, evicted })
+        Some(Placed { slot, evicted, fresh: !present })
     }
 
     /// [`insert_slot`](Self::insert_slot) of a key the caller knows is not
@@ -233,17 +228,19 @@ impl<V: Copy + Default> SetAssoc<V> {
         let base = self.base(set);
         let stamps = &self.stamps[base..base + self.ways];
         let oldest = base + by_ways!(self.ways, N => oldest::<N>(stamps), _ => oldest_any(stamps));
-        let slot = if self.keys[oldest] == INVALID_KEY { oldest } else { self.victim_of_full_set(set, oldest) };
+        let slot = self.victim(set, oldest);
         let old = self.keys[slot];
         self.store(slot, key, value, false);
-        Some(Placed { slot, evicted: (old != INVALID_KEY).then_some(old) })
+        Some(Placed { slot, evicted: (old != INVALID_KEY).then_some(old), fresh: true })
     }
 
-    /// The way a full set evicts, `oldest` being its smallest stamp: that
-    /// one (LRU, FIFO) or a random one.
+    /// The way an insertion of a new key takes, `oldest` being the set's
+    /// way with the smallest stamp: that one when it is empty (stamp 0) or
+    /// under LRU and FIFO; a random one of a full set under Random (which
+    /// also replaces only once no way is empty).
     #[inline]
-    fn victim_of_full_set(&mut self, set: usize, oldest: Slot) -> Slot {
-        if self.policy != Replacement::Random {
+    fn victim(&mut self, set: usize, oldest: Slot) -> Slot {
+        if self.keys[oldest] == INVALID_KEY || self.policy != Replacement::Random {
             return oldest;
         }
         // Multiply-shift maps a 64-bit draw onto [0, ways) without a
@@ -256,10 +253,13 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// is already there. A random victim is drawn only from a full set.
     #[inline]
     fn slot_for_insert(&mut self, set: usize, key: u64) -> (Slot, bool) {
-        match self.scan_for_insert(set, key) {
-            InsertSlot::Present(slot) => (slot, true),
-            InsertSlot::Empty(slot) => (slot, false),
-            InsertSlot::Oldest(slot) => (self.victim_of_full_set(set, slot), false),
+        let base = self.base(set);
+        let keys = &self.keys[base..base + self.ways];
+        let stamps = &self.stamps[base..base + self.ways];
+        let (present, oldest) = by_ways!(self.ways, N => scan::<N>(keys, stamps, key), _ => scan_any(keys, stamps, key));
+        match present {
+            Some(w) => (base + w, true),
+            None => (self.victim(set, base + oldest), false),
         }
     }
 
@@ -277,25 +277,6 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.keys[slot] = key;
         self.tick += 1;
         self.stamps[slot] = self.tick;
-    }
-
-    /// The slot holding `key` in `set`, else the first empty slot, else the
-    /// one with the smallest stamp (the LRU / FIFO victim).
-    #[inline]
-    fn scan_for_insert(&self, set: usize, key: u64) -> InsertSlot {
-        let base = self.base(set);
-        let keys = &self.keys[base..base + self.ways];
-        let stamps = &self.stamps[base..base + self.ways];
-        let (present, oldest) = by_ways!(self.ways, N => scan::<N>(keys, stamps, key), _ => scan_any(keys, stamps, key));
-        if let Some(w) = present {
-            return InsertSlot::Present(base + w);
-        }
-        // (Random replaces any way, but also only once none is empty.)
-        if keys[oldest] == INVALID_KEY {
-            InsertSlot::Empty(base + oldest)
-        } else {
-            InsertSlot::Oldest(base + oldest)
-        }
     }
 
     /// Empties `key`'s slot in `set`, returning its value.

@@ -780,16 +780,14 @@ impl L2Tlb {
         }
         let key = make_key(entry.asid, entry.size, mvpn);
         let record = &mut self.absent[key_class(entry.size) as usize];
-        let (placed, new_key) = if record.key == key {
+        let placed = if record.key == key {
             // The probe before the walk found the key absent.
             let set = record.set;
             *record = Absent::NONE;
-            (self.shared.insert_absent(set, key, L2Entry::of(entry)), true)
+            self.shared.insert_absent(set, key, L2Entry::of(entry))
         } else {
             let set = self.shared.set_of(mvpn >> pages_shift(entry.size));
-            let before = self.shared.len();
-            let placed = self.shared.insert_slot(set, key, L2Entry::of(entry));
-            (placed, placed.is_some_and(|p| p.evicted.is_some() || self.shared.len() > before))
+            self.shared.insert_slot(set, key, L2Entry::of(entry))
         };
         let Some(placed) = placed else {
             return; // a disabled array
@@ -799,7 +797,7 @@ impl L2Tlb {
         // Keep the 2 MiB count: a new key adds its class, a victim removes
         // its own (an update in place changes neither).
         let is_2m = |key: u64| (key >> VPN_BITS & 7 == KEY_CLASS_2M) as usize;
-        if new_key {
+        if placed.fresh {
             self.shared_2m += is_2m(key);
         }
         self.shared_2m -= placed.evicted.map_or(0, is_2m);
