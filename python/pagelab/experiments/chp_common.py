@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import math
 
-from pagelab.experiments.common import past_kernel_init
-
 GIB = 1 << 30
 #: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
 PAPER_MEM = 16e9
@@ -74,8 +72,8 @@ def footprint(app: str, phys_mem: int) -> int:
 
 def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool = False, **extra) -> dict:
     """The analogue's workload table. `skip_kernel_init` fast-forwards a
-    graph kernel past its initialization loop, so that the measured
-    accesses are its traversal (`common.past_kernel_init`)."""
+    graph kernel past its initialization loop (`workload.skip_kernel_init`),
+    so that the measured accesses are its traversal."""
     table, _, _ = APPS[app]
     w = {"name": app, **table, "footprint": footprint(app, phys_mem), "accesses": accesses, "init": "pages"}
     hot = w.pop("hot_bytes", 0)
@@ -84,7 +82,7 @@ def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool 
     if w["kind"] == "graph":
         w["scale"] = graph_scale(w["footprint"])
         if skip_kernel_init:
-            w["fast_forward"] = past_kernel_init(w["kernel"], w["scale"])
+            w["skip_kernel_init"] = True
     w.update(extra)
     return w
 

@@ -1,5 +1,4 @@
-"""Helpers the experiments share: Markdown tables, atomic figures, and
-where a graph kernel's traversal begins."""
+"""Helpers the experiments share: Markdown tables, atomic figures."""
 
 from __future__ import annotations
 
@@ -39,18 +38,3 @@ def write_text(text: str, path: Path) -> Path:
     write_atomic(path, text)
     return path
 
-
-#: Accesses per vertex of a graph kernel's initialization loop, which
-#: sweeps its arrays in order before the traversal: bfs's `InitParent`
-#: loads index[v] and index[v + 1] and stores parent[v] (graph/bfs.rs, a
-#: test pins it); cc's `comp[v] = v` and pr's `scores[v] = 1/n` are one
-#: store (graph/cc.rs, graph/pr.rs); tc starts counting at once. On a
-#: scale-25 graph bfs's loop alone is 100 M accesses: a measured window
-#: from the kernel's start sees only it.
-KERNEL_INIT_ACCESSES = {"bfs": 3, "cc": 1, "pr": 1, "tc": 0}
-
-
-def past_kernel_init(kernel: str, scale: int) -> int:
-    """`workload.fast_forward` that skips the kernel's initialization loop
-    on a graph of 2^scale vertices."""
-    return KERNEL_INIT_ACCESSES[kernel] << scale

@@ -87,6 +87,10 @@ pub struct WorkloadConfig {
     /// pass and the measured accesses, to start measuring inside a
     /// program's steady phase (gem5's fast-forward). Generators only.
     pub fast_forward: u64,
+    /// Also fast-forward the program's own initialization loop (graph
+    /// kernels: bfs's `InitParent`, cc's and pr's per-vertex init), so the
+    /// measured accesses start at the kernel proper. Generators only.
+    pub skip_kernel_init: bool,
     pub seed: u64,
     /// Share of data accesses that store: gups (default 1.0: every update
     /// is a load then a store of the same word, as HPCC), stride and sparse
@@ -155,6 +159,7 @@ impl Default for WorkloadConfig {
             footprint: ByteSize(1 << 30),
             accesses: 10_000_000,
             fast_forward: 0,
+            skip_kernel_init: false,
             seed: 1,
             write_fraction: None,
             colors: Vec::new(),
@@ -232,9 +237,11 @@ impl WorkloadConfig {
     fn validate_trace_keys(&self, prefix: &str) -> Result<()> {
         let key = |k: &str| format!("{prefix}.{k}");
         if self.kind == WorkloadKind::Trace {
-            if self.fast_forward != 0 {
-                // Skipping a trace's records would also skip its mapping events.
-                return Err(Error::config(key("fast_forward"), "generators only; a trace can start later with another capture"));
+            // Skipping a trace's records would also skip its mapping events.
+            for (k, on) in [("fast_forward", self.fast_forward != 0), ("skip_kernel_init", self.skip_kernel_init)] {
+                if on {
+                    return Err(Error::config(key(k), "generators only; a trace can start later with another capture"));
+                }
             }
             return match &self.path {
                 None => Err(Error::config(key("path"), "kind = \"trace\" needs the trace file's path")),
@@ -486,6 +493,7 @@ mod tests {
             ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
             ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
             ("kind = \"trace\"\npath = \"t\"\nfast_forward = 5", "workload.fast_forward"),
+            ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             (

@@ -25,6 +25,12 @@ pub(crate) trait Generator: Send {
     fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool;
     /// Starts another natural run after one ended (when the budget needs it).
     fn restart(&mut self);
+    /// Accesses of the program's own initialization loop before its kernel
+    /// proper (a GAPBS kernel's sweep over its property arrays), which
+    /// `workload.skip_kernel_init` fast-forwards; 0 when it has none.
+    fn init_loop_accesses(&self) -> u64 {
+        0
+    }
 }
 
 /// The parts of the configuration the driver applies.
@@ -36,6 +42,8 @@ pub(crate) struct RunPlan {
     pub accesses: u64,
     /// Accesses generated and dropped before the measured ones.
     pub fast_forward: u64,
+    /// Drop the program's initialization loop too (`init_loop_accesses`).
+    pub skip_kernel_init: bool,
 }
 
 pub(crate) struct Driven<G> {
@@ -81,6 +89,7 @@ impl<G: Generator + 'static> Driven<G> {
         let footprint: u64 = gen.arrays().iter().map(|a| a.len).sum();
         let init_stores = footprint.checked_div(init_step).unwrap_or(0);
         let total = (!natural).then_some(plan.accesses + init_stores);
+        let kernel_init = if plan.skip_kernel_init { gen.init_loop_accesses() } else { 0 };
         Driven {
             total,
             name: plan.name,
@@ -97,7 +106,7 @@ impl<G: Generator + 'static> Driven<G> {
             gen_ended: false,
             produced_since_restart: 0,
             finished: false,
-            skip: plan.fast_forward,
+            skip: plan.fast_forward + kernel_init,
         }
     }
 
@@ -300,6 +309,10 @@ mod tests {
             self.step = 0;
             self.runs += 1;
         }
+        /// As if its first 4 accesses were the program's own init loop.
+        fn init_loop_accesses(&self) -> u64 {
+            4
+        }
     }
 
     fn triples(steps: u64, accesses: u64, init: InitMode) -> Driven<Triples> {
@@ -321,6 +334,7 @@ mod tests {
                 init,
                 accesses,
                 fast_forward,
+                skip_kernel_init: false,
             },
             gen,
         )
@@ -374,6 +388,16 @@ mod tests {
         let mut b = Batch::default();
         assert!(!w.next_batch(&mut b, 100));
         assert!(b.accesses.is_empty());
+    }
+
+    #[test]
+    fn skip_kernel_init_fast_forwards_the_generators_init_loop() {
+        let gen = triples_skipping(10, 5, InitMode::None, 0).gen;
+        let plan = RunPlan { name: "t".into(), init: InitMode::None, accesses: 5, fast_forward: 1, skip_kernel_init: true };
+        let mut w = Driven::new(plan, gen);
+        let mut b = Batch::default();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [5, 6, 7, 8, 9], "4 of the init loop plus 1 fast-forwarded");
     }
 
     #[test]

@@ -217,6 +217,7 @@ pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>
         init: cfg.init,
         accesses: cfg.accesses,
         fast_forward: cfg.fast_forward,
+        skip_kernel_init: cfg.skip_kernel_init,
     };
     Ok(match cfg.kind {
         WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),

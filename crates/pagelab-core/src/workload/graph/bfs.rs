@@ -51,6 +51,11 @@ enum Phase {
     SourceDone,
 }
 
+/// Accesses per vertex of `InitParent` (index[v], index[v + 1], then
+/// parent[v]), the sweep before the first search: what
+/// `workload.skip_kernel_init` fast-forwards.
+pub(crate) const INIT_ACCESSES_PER_VERTEX: u64 = 3;
+
 pub(crate) struct Bfs {
     parent_va: VirtAddr,
     queue_va: VirtAddr,
@@ -453,10 +458,11 @@ mod tests {
         assert_eq!(parents, [0, 0, 0, 1, 3]);
     }
 
-    /// The experiments fast-forward 3 accesses per vertex to skip
-    /// `InitParent` (`past_kernel_init` in python/pagelab/experiments/common.py).
+    /// `workload.skip_kernel_init` fast-forwards `INIT_ACCESSES_PER_VERTEX`
+    /// accesses per vertex to skip `InitParent`.
     #[test]
     fn init_parent_is_three_accesses_per_vertex() {
+        assert_eq!(INIT_ACCESSES_PER_VERTEX, 3);
         let g = super::super::kronecker(8, 8, 4);
         let mut layout = Layout::new();
         let va = CsrVa::place(&mut layout, &g);

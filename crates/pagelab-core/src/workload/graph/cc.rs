@@ -46,6 +46,9 @@ enum Phase {
     Done,
 }
 
+/// Accesses per vertex of the `comp[v] = v` loop before the linking rounds.
+pub(crate) const INIT_ACCESSES_PER_VERTEX: u64 = 1;
+
 pub(crate) struct Cc {
     comp_va: VirtAddr,
     comp: Vec<u32>,

@@ -402,6 +402,16 @@ impl Generator for GraphWorkload {
         }
     }
 
+    fn init_loop_accesses(&self) -> u64 {
+        let per_vertex = match &self.kernel {
+            AnyKernel::Bfs(_) => bfs::INIT_ACCESSES_PER_VERTEX,
+            AnyKernel::Pr(_) => pr::INIT_ACCESSES_PER_VERTEX,
+            AnyKernel::Cc(_) => cc::INIT_ACCESSES_PER_VERTEX,
+            AnyKernel::Tc(_) => 0, // counting starts at once
+        };
+        per_vertex * self.graph.vertices() as u64
+    }
+
     fn restart(&mut self) {
         match &mut self.kernel {
             AnyKernel::Bfs(k) => k.restart(),
@@ -474,6 +484,28 @@ mod tests {
         radix_sort_by_source(&mut data, &mut Vec::new(), 13);
         let pairs: Vec<(u64, u64)> = data.iter().map(|&x| (x >> 32, x & 0xffff_ffff)).collect();
         assert_eq!(pairs, [(0, 7), (3, 9), (3, 4), (5, 1), (5, 0), (5000, 2)]);
+    }
+
+    /// What `workload.skip_kernel_init` skips of cc and pr is their
+    /// per-vertex init loop exactly: n stores in order, then the kernel.
+    /// (bfs's `InitParent`: `bfs::tests::init_parent_is_three_accesses_per_vertex`.)
+    #[test]
+    fn init_loop_accesses_are_the_init_sweep() {
+        for (kernel, next_is_store) in [(GraphKernel::Cc, false), (GraphKernel::Pr, false)] {
+            let cfg = WorkloadConfig { kind: super::super::WorkloadKind::Graph, kernel, scale: Some(8), ..WorkloadConfig::default() };
+            let mut w = GraphWorkload::new(&cfg);
+            let n = w.init_loop_accesses() as usize;
+            assert_eq!(n, 256, "{kernel:?}");
+            let mut out = Vec::new();
+            w.fill(&mut out, n + 1);
+            let base = out[0].vaddr;
+            for (v, a) in out[..n].iter().enumerate() {
+                assert_eq!((a.vaddr, a.kind), (base.add(4 * v as u64), super::super::AccessKind::Store), "{kernel:?} {v}");
+            }
+            assert_eq!(out[n].kind == super::super::AccessKind::Store, next_is_store, "{kernel:?}");
+        }
+        let cfg = WorkloadConfig { kind: super::super::WorkloadKind::Graph, kernel: GraphKernel::Tc, scale: Some(8), ..WorkloadConfig::default() };
+        assert_eq!(GraphWorkload::new(&cfg).init_loop_accesses(), 0);
     }
 
     #[test]

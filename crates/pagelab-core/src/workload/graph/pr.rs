@@ -33,6 +33,9 @@ enum Phase {
     EndIteration,
 }
 
+/// Accesses per vertex of the `scores[v] = 1/n` loop before the iterations.
+pub(crate) const INIT_ACCESSES_PER_VERTEX: u64 = 1;
+
 pub(crate) struct Pr {
     scores_va: VirtAddr,
     contrib_va: VirtAddr,
