@@ -119,20 +119,18 @@ impl Mmu {
         stats.walks += 1;
         let hit = self.pwc.lookup(asid, vaddr);
         stats.cycles_translation += self.pwc_latency;
-        let levels = pt.levels();
-        let mut node = pt.root();
-        // Descend in software to the table the PWC pointed at: the hardware
-        // reads none of these entries (a PDE-cache entry carries the CHP bit).
-        let mut colored_huge = false;
-        for _ in hit.skip_to_level..levels {
-            let (pte, _, child) = pt.read(node, vaddr);
-            colored_huge = pte.is_colored_huge();
-            node = child.expect("a page-walk-cache hit points at a live table");
-        }
-        if hit.skip_to_level < levels {
+        // A hit names the table to continue in (its handle is the table's
+        // slab index), so nothing above it is read, in hardware or in
+        // software. After a PDE hit the CHP bit comes from the table: the
+        // PDE-cache entry carries the bit of the entry it cached.
+        let (mut node, mut colored_huge) = if hit.skip_to_level < pt.levels() {
             stats.pwc_hits += 1;
+            let node = pt.node_from_handle(hit.skip_to_level, hit.handle);
             debug_assert_eq!(hit.table, pt.node_frame(node), "stale page-walk-cache entry");
-        }
+            (node, pt.is_colored_huge_table(node))
+        } else {
+            (pt.root(), false)
+        };
         loop {
             let level = pt.node_level(node);
             if level == 1 && colored_huge {
@@ -155,9 +153,10 @@ impl Mmu {
                     dirty: write || pte.dirty(),
                 };
             }
-            self.pwc.fill(asid, vaddr, level, pte.pfn());
+            let child = child.expect("a present non-leaf entry has a child table");
+            self.pwc.fill_table(asid, vaddr, level, pte.pfn(), child.handle());
             colored_huge = level == 2 && pte.is_colored_huge();
-            node = child.expect("a present non-leaf entry has a child table");
+            node = child;
         }
     }
 

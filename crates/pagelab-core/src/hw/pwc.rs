@@ -20,6 +20,13 @@
 //! invalidate every entry that can reach it (`invalidate_range` over the
 //! region the table mapped, or `invalidate_table` by frame); otherwise the
 //! walker would read freed memory.
+//!
+//! Beside the frame, each entry keeps a `handle` the walker chose for the
+//! table (pagelab's walker: the table's index in its page-table slab), so
+//! that a hit hands the walker the table itself and no software descent
+//! from the root is needed to find it. The handle is simulator
+//! bookkeeping, not hardware state: it changes no lookup, fill or
+//! eviction.
 
 use crate::error::{Error, Result};
 use crate::hw::lru_map::LruMap;
@@ -99,6 +106,9 @@ pub struct PwcHit {
     /// Frame of the table at `skip_to_level`. Meaningless (zero) when
     /// nothing hit: the walk then starts at its root (CR3).
     pub table: Pfn,
+    /// The walker's handle for that table, as given to [`Pwc::fill_table`]
+    /// (zero when nothing hit).
+    pub handle: u32,
 }
 
 impl PwcHit {
@@ -146,24 +156,32 @@ impl PwcStats {
 
 const ASID_SHIFT: u32 = 48;
 
+/// What one entry holds: the next table's frame and the walker's handle
+/// for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Entry {
+    table: Pfn,
+    handle: u32,
+}
+
 /// One paging-structure cache: fully associative (Intel's, and the
 /// default) as an O(1) exact-LRU map, or set-associative when `ways` is set.
 #[derive(Debug, Clone)]
 enum Array {
-    Full(LruMap<Pfn>),
-    Sets(SetAssoc<Pfn>),
+    Full(LruMap<Entry>),
+    Sets(SetAssoc<Entry>),
 }
 
 impl Array {
     #[inline]
-    fn lookup(&mut self, key: u64, index: u64) -> Option<Pfn> {
+    fn lookup(&mut self, key: u64, index: u64) -> Option<Entry> {
         match self {
             Array::Full(m) => m.lookup(key),
             Array::Sets(sa) => sa.lookup(sa.set_of(index), key).copied(),
         }
     }
     #[inline]
-    fn insert(&mut self, key: u64, index: u64, table: Pfn) {
+    fn insert(&mut self, key: u64, index: u64, table: Entry) {
         match self {
             Array::Full(m) => {
                 m.insert(key, table);
@@ -177,7 +195,7 @@ impl Array {
     }
     /// [`insert`](Self::insert) of a key a lookup just missed.
     #[inline]
-    fn insert_absent(&mut self, key: u64, index: u64, table: Pfn) {
+    fn insert_absent(&mut self, key: u64, index: u64, table: Entry) {
         match self {
             Array::Full(m) => {
                 m.insert_absent(key, table);
@@ -189,8 +207,8 @@ impl Array {
     }
     fn invalidate_if(&mut self, mut pred: impl FnMut(u64, Pfn) -> bool) -> usize {
         match self {
-            Array::Full(m) => m.invalidate_if(|k, t| pred(k, *t)),
-            Array::Sets(sa) => sa.invalidate_if(|k, t| pred(k, *t)),
+            Array::Full(m) => m.invalidate_if(|k, e| pred(k, e.table)),
+            Array::Sets(sa) => sa.invalidate_if(|k, e| pred(k, e.table)),
         }
     }
     fn len(&self) -> usize {
@@ -290,15 +308,15 @@ impl Pwc {
             for level in 2..=self.levels {
                 let prefix = self.prefix(vaddr.raw(), level);
                 let (key, i) = (Self::key(asid, prefix), level as usize - 2);
-                if let Some(table) = self.caches[i].lookup(key, prefix) {
+                if let Some(Entry { table, handle }) = self.caches[i].lookup(key, prefix) {
                     self.count_hit(level);
-                    return PwcHit { skip_to_level: level - 1, table };
+                    return PwcHit { skip_to_level: level - 1, table, handle };
                 }
                 self.missed[i] = key;
             }
         }
         self.stats.misses += 1;
-        PwcHit { skip_to_level: self.levels, table: Pfn::new(0) }
+        PwcHit { skip_to_level: self.levels, table: Pfn::new(0), handle: 0 }
     }
 
     fn count_hit(&mut self, level: u8) {
@@ -313,8 +331,14 @@ impl Pwc {
 
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
     /// `vaddr` and found it pointing at the table in `table_pfn`.
-    #[inline]
     pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn) {
+        self.fill_table(asid, vaddr, level, table_pfn, 0);
+    }
+
+    /// [`fill`](Self::fill), keeping `handle` with the entry (returned by
+    /// the lookups that hit it).
+    #[inline]
+    pub fn fill_table(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn, handle: u32) {
         debug_assert!((2..=self.levels).contains(&level), "level {level} has no paging-structure cache");
         if !self.enabled || !(2..=self.levels).contains(&level) {
             return;
@@ -325,11 +349,12 @@ impl Pwc {
         if cache.is_disabled() {
             return;
         }
+        let entry = Entry { table: table_pfn, handle };
         if self.missed[i] == key {
             self.missed[i] = NO_KEY;
-            cache.insert_absent(key, prefix, table_pfn);
+            cache.insert_absent(key, prefix, entry);
         } else {
-            cache.insert(key, prefix, table_pfn);
+            cache.insert(key, prefix, entry);
         }
         self.stats.fills += 1;
     }
@@ -412,24 +437,24 @@ mod tests {
     fn deepest_hit_wins_and_neighbours_share_upper_levels() {
         let mut pwc = Pwc::new(&PwcConfig::default(), 4, 0);
         let x = 0x7f12_3456_7000;
-        assert_eq!(pwc.lookup(A, va(x)), PwcHit { skip_to_level: 4, table: Pfn::new(0) });
+        assert_eq!(pwc.lookup(A, va(x)), PwcHit { skip_to_level: 4, table: Pfn::new(0), handle: 0 });
         walk(&mut pwc, A, x, 0x100);
         // Same 2 MiB region: PDE hit, read the PTE in table 0x101.
-        assert_eq!(pwc.lookup(A, va(x + 0x1000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x101) });
+        assert_eq!(pwc.lookup(A, va(x + 0x1000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x101), handle: 0 });
         // Another 2 MiB region of the same 1 GiB: PDPTE hit, read the PDE in
         // page directory 0x102.
         let y = (x & !(GIB1 - 1)) + ((x + 5 * MIB2) & (GIB1 - 1));
-        assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 2, table: Pfn::new(0x102) });
+        assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 2, table: Pfn::new(0x102), handle: 0 });
         // Another 1 GiB of the same 512 GiB: PML4E hit.
         let z = x ^ (1 << 31);
-        assert_eq!(pwc.lookup(A, va(z)), PwcHit { skip_to_level: 3, table: Pfn::new(0x103) });
+        assert_eq!(pwc.lookup(A, va(z)), PwcHit { skip_to_level: 3, table: Pfn::new(0x103), handle: 0 });
         // Another 512 GiB region: nothing.
         assert_eq!(pwc.lookup(A, va(x ^ (1 << 40))).skip_to_level, 4);
         // Other asid: nothing.
         assert_eq!(pwc.lookup(A + 1, va(x)).skip_to_level, 4);
         let s = pwc.stats();
         assert_eq!((s.lookups, s.pde_hits, s.pdpte_hits, s.pml4e_hits, s.misses), (6, 1, 1, 1, 3));
-        assert_eq!(PwcHit { skip_to_level: 4, table: Pfn::new(0) }.start(4, Pfn::new(9)), (4, Pfn::new(9)));
+        assert_eq!(PwcHit { skip_to_level: 4, table: Pfn::new(0), handle: 0 }.start(4, Pfn::new(9)), (4, Pfn::new(9)));
     }
 
     #[test]
@@ -449,7 +474,7 @@ mod tests {
         // By table frame, and by asid.
         walk(&mut pwc, A, x + MIB2, 0x200);
         assert_eq!(pwc.invalidate_table(Pfn::new(0x101)), 1);
-        assert_eq!(pwc.lookup(A, va(x)), PwcHit { skip_to_level: 2, table: Pfn::new(0x202) });
+        assert_eq!(pwc.lookup(A, va(x)), PwcHit { skip_to_level: 2, table: Pfn::new(0x202), handle: 0 });
         walk(&mut pwc, A + 1, x, 0x300);
         assert_eq!(pwc.invalidate_asid(A), 3);
         assert_eq!(pwc.lookup(A + 1, va(x)).skip_to_level, 1);
@@ -474,10 +499,10 @@ mod tests {
         let x = 0x0100_0000_0000_0000; // bit 56 region 1 of the PML5
         pwc.fill(A, va(x), 5, Pfn::new(0x50));
         pwc.fill(A, va(x), 2, Pfn::new(0x20));
-        assert_eq!(pwc.lookup(A, va(x + 0x3000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x20) });
+        assert_eq!(pwc.lookup(A, va(x + 0x3000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x20), handle: 0 });
         // Another 256 TiB of the same PML5 entry: PML5E hit, read the PML4E.
         let y = x + (1 << 47);
-        assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 4, table: Pfn::new(0x50) });
+        assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 4, table: Pfn::new(0x50), handle: 0 });
         // Another PML5 slot: nothing.
         assert_eq!(pwc.lookup(A, va(x ^ (1 << 56))).skip_to_level, 5);
         assert_eq!(pwc.stats().pml5e_hits, 1);

@@ -36,6 +36,12 @@ impl NodeId {
     pub fn level(self) -> u8 {
         self.level
     }
+    /// The table's index in the slab of its level: with the level, names
+    /// the table (the handle the walker keeps in the page-walk caches).
+    #[inline]
+    pub fn handle(self) -> u32 {
+        self.index
+    }
 }
 
 /// Tables of one kind (PTE pages, or upper levels), 512 entries each.
@@ -204,6 +210,23 @@ impl PageTable {
         let pte = Pte::from_raw(self.raw_entry(node, idx));
         let addr = self.node_frame(node).addr().add((idx * 8) as u64);
         (pte, addr, self.child(node, idx))
+    }
+
+    /// The table of `level` whose [`NodeId::handle`] is `handle`. It must
+    /// be live: the caller got the handle from a table it has not freed
+    /// since (a page-walk-cache entry is invalidated with its table).
+    #[inline(always)]
+    pub fn node_from_handle(&self, level: u8, handle: u32) -> NodeId {
+        debug_assert!((1..=self.levels).contains(&level) && (handle as usize) < self.slab(level).frames.len());
+        NodeId { index: handle, level }
+    }
+
+    /// Whether PTE page `table` is a colored huge page's: its PMD entry
+    /// carries the bit (the side line of 8 sub-mapping entries exists
+    /// exactly then).
+    #[inline]
+    pub fn is_colored_huge_table(&self, table: NodeId) -> bool {
+        table.level == 1 && self.chp_line.get(table.index as usize).is_some_and(|line| line[0].present())
     }
 
     /// Frame of a table page.
