@@ -478,6 +478,42 @@ struct L1Array {
     offset_mask: u64,
     sa: SetAssoc<L1Entry>,
     counters: Counters,
+    regions: RegionCounts,
+}
+
+/// Buckets of [`RegionCounts`].
+const REGION_BUCKETS: usize = 64;
+
+/// An L1 array's entries counted by a hash of their region: the aligned
+/// block of 512 of the array's pages (2 MiB for the 4 KiB array) in one
+/// address space. A probe skips the array when the address's bucket is
+/// empty: it could not hit. The L1 probes the smaller pages first (a 4
+/// KiB entry takes precedence), so without this every access through a
+/// 2 MiB entry also scans the 4 KiB array, which a few 4 KiB pages (a
+/// mapping's unaligned tail) keep from ever being empty. Exact: every
+/// insertion and removal is counted; collisions only cost a probe.
+#[derive(Debug, Clone)]
+struct RegionCounts([u32; REGION_BUCKETS]);
+
+impl RegionCounts {
+    /// The bucket of an L1 key (asid | class | page index): its bits above
+    /// the low 9 of the index name the region.
+    #[inline]
+    fn bucket(key: u64) -> usize {
+        ((key >> 9).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    }
+    #[inline]
+    fn may_hold(&self, key: u64) -> bool {
+        self.0[Self::bucket(key)] != 0
+    }
+    #[inline]
+    fn add(&mut self, key: u64) {
+        self.0[Self::bucket(key)] += 1;
+    }
+    #[inline]
+    fn remove(&mut self, key: u64) {
+        self.0[Self::bucket(key)] -= 1;
+    }
 }
 
 impl L1Array {
@@ -489,7 +525,41 @@ impl L1Array {
             offset_mask: size.nr_pages() - 1,
             sa: build(entries, ways, policy, seed),
             counters: Counters::default(),
+            regions: RegionCounts([0; REGION_BUCKETS]),
         }
+    }
+
+    /// Inserts `entry` under `key` in `set` (`known_absent`: a probe just
+    /// missed the key), keeping the region counts.
+    #[inline]
+    fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) {
+        let placed = if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
+        let Some(placed) = placed else {
+            return; // a disabled array
+        };
+        self.counters.fills += 1;
+        if placed.fresh {
+            self.regions.add(key);
+        }
+        if let Some(old) = placed.evicted {
+            self.counters.evictions += 1;
+            self.regions.remove(old);
+        }
+    }
+
+    /// Drops the entries whose key and value satisfy `pred` (counted as
+    /// invalidations); returns how many.
+    fn drop_if(&mut self, mut pred: impl FnMut(u64, &L1Entry) -> bool) -> usize {
+        let regions = &mut self.regions;
+        let n = self.sa.invalidate_if(|key, e| {
+            let drop = pred(key, e);
+            if drop {
+                regions.remove(key);
+            }
+            drop
+        });
+        self.counters.invalidations += n as u64;
+        n
     }
 
     /// The key of the page of this array's size holding 4 KiB page `mvpn`,
@@ -510,15 +580,13 @@ impl L1Array {
     /// of `[first, end)` (masked vpns).
     fn invalidate_origin_overlapping(&mut self, asid: Asid, first: u64, end: u64) -> usize {
         let size = self.size;
-        let n = self.sa.invalidate_if(|key, e| {
+        self.drop_if(|key, e| {
             key_asid(key) == asid && {
                 let origin_pages = e.origin.nr_pages();
                 let base = key_first_vpn(key, size) & !(origin_pages - 1);
                 base < end && first < base + origin_pages
             }
-        });
-        self.counters.invalidations += n as u64;
-        n
+        })
     }
 }
 
@@ -562,11 +630,15 @@ impl L1Tlb {
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
         for array in &mut self.arrays {
             // An empty array (the 2 MiB and 1 GiB ones of a 4 KiB workload,
-            // a disabled one) cannot hit: skip its probe.
+            // a disabled one), or one with nothing in the address's region,
+            // cannot hit: skip its probe.
             if array.sa.is_empty() {
                 continue;
             }
             let (set, key) = array.set_and_key(asid, mvpn);
+            if !array.regions.may_hold(key) {
+                continue;
+            }
             if let Some(slot) = array.sa.find(set, key) {
                 array.sa.touch(slot);
                 array.counters.hits += 1;
@@ -1002,13 +1074,7 @@ impl Tlb {
         let l1_entry =
             L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
         let (set, key) = array.set_and_key(entry.asid, mvpn);
-        let placed = if known_absent {
-            array.sa.insert_absent(set, key, l1_entry)
-        } else {
-            array.sa.insert_slot(set, key, l1_entry)
-        };
-        array.counters.fills += 1;
-        array.counters.evictions += placed.is_some_and(|p| p.evicted.is_some()) as u64;
+        array.insert(set, key, l1_entry, known_absent);
     }
 
     /// After a walk for an access to `vaddr`: caches `entry` in the L2 (a
@@ -1099,11 +1165,7 @@ impl Tlb {
     pub fn invalidate_asid(&mut self, asid: Asid) -> usize {
         let mut n = self.l2.invalidate_if(|e| e.asid == asid);
         for l1 in [&mut self.l1d, &mut self.l1i] {
-            n += l1.for_each_array(|a| {
-                let dropped = a.sa.invalidate_if(|key, _| key_asid(key) == asid);
-                a.counters.invalidations += dropped as u64;
-                dropped
-            });
+            n += l1.for_each_array(|a| a.drop_if(|key, _| key_asid(key) == asid));
         }
         n
     }
@@ -1112,11 +1174,7 @@ impl Tlb {
     pub fn flush_all(&mut self) -> usize {
         let mut n = self.l2.invalidate_if(|_| true);
         for l1 in [&mut self.l1d, &mut self.l1i] {
-            n += l1.for_each_array(|a| {
-                let dropped = a.sa.flush();
-                a.counters.invalidations += dropped as u64;
-                dropped
-            });
+            n += l1.for_each_array(|a| a.drop_if(|_, _| true));
         }
         n
     }
@@ -1663,6 +1721,15 @@ mod tests {
                             let (set, key) = array.set_and_key(asid, mvpn);
                             prop_assert_eq!(array.sa.find(set, key), None);
                         }
+                    }
+                    // Each L1 array's region counts equal a recount of its
+                    // keys (a count too low would skip a probe that hits).
+                    for array in m.tlb.l1d.arrays.iter().chain(&m.tlb.l1i.arrays) {
+                        let mut recount = [0u32; REGION_BUCKETS];
+                        for (key, _) in array.sa.iter() {
+                            recount[RegionCounts::bucket(key)] += 1;
+                        }
+                        prop_assert_eq!(array.regions.0, recount);
                     }
                 }
             }
