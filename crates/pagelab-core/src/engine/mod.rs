@@ -261,7 +261,11 @@ impl Simulation {
             let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
             if end > core.pos {
                 self.translate_stage(i, end)?;
-                self.cache_stage(i);
+                if self.caches.is_none() && self.export.is_none() {
+                    self.memory_stage(i);
+                } else {
+                    self.cache_stage(i);
+                }
                 budget -= end - self.cores[i].pos;
                 self.cores[i].pos = end;
             }
@@ -341,6 +345,9 @@ impl Simulation {
     }
 
     /// Stage 2: run core `i`'s references through the caches, in order.
+    /// (Out of line, like stage 1, so that its loop's code does not depend
+    /// on what else `step` holds.)
+    #[inline(never)]
     fn cache_stage(&mut self, i: usize) {
         let core = &mut self.cores[i];
         let t = &self.timing;
@@ -378,6 +385,30 @@ impl Simulation {
             }
         }
         core.prefetch_caches = l1_misses * PREFETCH_MISS_SHARE >= refs.len() as u64;
+    }
+
+    /// Stage 2 without caches (and without an export to write): every
+    /// reference is served by memory, so only the counts and the cycles
+    /// remain. The cycles are added one reference at a time, in order, as
+    /// the general stage does (the same sums, to the last bit).
+    #[inline(never)]
+    fn memory_stage(&mut self, i: usize) {
+        let core = &mut self.cores[i];
+        let t = &self.timing;
+        let (walk_cycles, data_cycles) = (t.walk_cycles(MEMORY), t.data_cycles(MEMORY));
+        let mut counts = [0u64; 4];
+        for &kind in &core.refs.kinds {
+            counts[kind.index() & 3] += 1;
+            if kind == RefKind::Walk {
+                core.stats.cycles_translation += walk_cycles;
+            } else {
+                core.stats.cycles_data += data_cycles;
+            }
+        }
+        for (kind, n) in counts.into_iter().enumerate() {
+            let entry = if kind == RefKind::Walk.index() { t.walk_entry } else { 0 };
+            core.stats.flow[entry & 3][MEMORY][FLOW_CLASS[kind]] += n;
+        }
     }
 
     /// Warm-up ends for the whole machine at once, when every core has

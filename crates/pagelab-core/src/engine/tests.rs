@@ -275,6 +275,31 @@ fn the_same_seed_gives_identical_statistics() {
 }
 
 #[test]
+fn without_caches_the_memory_stage_gives_the_general_stages_statistics() {
+    // An export makes the engine take the general cache stage even with
+    // the caches disabled; without one it takes the shortcut. Every
+    // statistic (cycles to the last bit) must agree, for each walker entry.
+    for walker in ["l1d", "llc", "none"] {
+        let run = |export: bool| {
+            let level = format!("machine.walker.cache_level=\"{walker}\"");
+            let cfg = config(&["workload.accesses=20000", "workload.footprint=\"64MiB\"", "machine.cache.enabled=false", &level]);
+            let mut sim = Simulation::new(cfg).unwrap();
+            let dir = std::env::temp_dir().join(format!("pagelab-memory-stage-{}-{walker}", std::process::id()));
+            if export {
+                sim.export_phys(&dir).unwrap();
+            }
+            sim.run().unwrap();
+            sim.finish().unwrap();
+            let _ = std::fs::remove_file(&dir);
+            serde_json::to_string(&sim.stats()).unwrap()
+        };
+        let (shortcut, general) = (run(false), run(true));
+        assert!(shortcut.contains("\"cycles.translation\""));
+        assert_eq!(shortcut, general, "walker entry {walker}");
+    }
+}
+
+#[test]
 fn the_engines_view_of_cache_traffic_agrees_with_the_hierarchy() {
     let cfg = config(&["workload.accesses=20000", "workload.footprint=\"64MiB\""]);
     let mut sim = Simulation::new(cfg).unwrap();
