@@ -233,6 +233,8 @@ pub struct Pwc {
     latency: u32,
     /// Virtual-address bits translated (48 or 57).
     va_bits: u32,
+    /// The mask of those bits.
+    va_mask: u64,
     /// `caches[i]` caches entries of level `i + 2` (PDE, PDPTE, PML4E, PML5E).
     caches: [Array; 4],
     /// `missed[i]`: the key `caches[i]` last missed in a lookup, until it
@@ -241,6 +243,9 @@ pub struct Pwc {
     /// search for it (only filling a key can make it present;
     /// invalidations only remove). `NO_KEY` when none.
     missed: [u64; 4],
+    /// Hits by cache (`caches[i]`), kept apart from `stats` so that a hit
+    /// counts without a `match` on its level.
+    hits: [u64; 4],
     stats: PwcStats,
 }
 
@@ -270,8 +275,10 @@ impl Pwc {
             levels,
             latency: cfg.latency,
             va_bits: PAGE_SHIFT + 9 * levels as u32,
+            va_mask: (1u64 << (PAGE_SHIFT + 9 * levels as u32)) - 1,
             caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(cfg.pml4_entries, 4), build(pml5, 5)],
             missed: [NO_KEY; 4],
+            hits: [0; 4],
             stats: PwcStats::default(),
         }
     }
@@ -292,7 +299,7 @@ impl Pwc {
 
     #[inline]
     fn prefix(&self, vaddr: u64, level: u8) -> u64 {
-        (vaddr & ((1u64 << self.va_bits) - 1)) >> Self::prefix_shift(level)
+        (vaddr & self.va_mask) >> Self::prefix_shift(level)
     }
 
     #[inline]
@@ -309,7 +316,7 @@ impl Pwc {
                 let prefix = self.prefix(vaddr.raw(), level);
                 let (key, i) = (Self::key(asid, prefix), level as usize - 2);
                 if let Some(Entry { table, handle }) = self.caches[i].lookup(key, prefix) {
-                    self.count_hit(level);
+                    self.hits[i] += 1;
                     return PwcHit { skip_to_level: level - 1, table, handle };
                 }
                 self.missed[i] = key;
@@ -317,16 +324,6 @@ impl Pwc {
         }
         self.stats.misses += 1;
         PwcHit { skip_to_level: self.levels, table: Pfn::new(0), handle: 0 }
-    }
-
-    fn count_hit(&mut self, level: u8) {
-        let s = &mut self.stats;
-        match level {
-            2 => s.pde_hits += 1,
-            3 => s.pdpte_hits += 1,
-            4 => s.pml4e_hits += 1,
-            _ => s.pml5e_hits += 1,
-        }
     }
 
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
@@ -400,11 +397,13 @@ impl Pwc {
     }
 
     pub fn stats(&self) -> PwcStats {
-        self.stats
+        let [pde_hits, pdpte_hits, pml4e_hits, pml5e_hits] = self.hits;
+        PwcStats { pde_hits, pdpte_hits, pml4e_hits, pml5e_hits, ..self.stats }
     }
 
     pub fn reset_stats(&mut self) {
         self.stats = PwcStats::default();
+        self.hits = [0; 4];
     }
 
     /// Valid entries over all levels.

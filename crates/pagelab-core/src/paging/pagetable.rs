@@ -353,17 +353,22 @@ impl PageTable {
     /// under the bit; a stale line costs one useless prefetch).
     #[inline]
     pub fn prefetch_leaf(&self, vaddr: VirtAddr) {
-        let mut node = self.root;
-        while node.level > 1 {
-            match self.child(node, table_index(vaddr, node.level)) {
-                Some(c) => node = c,
-                None => return,
+        // The descent through the child indexes alone, by the VA bits of
+        // each upper level (the general `child` also checks levels).
+        let mut index = self.root.index as usize;
+        let mut shift = 12 + 9 * (self.levels as u32 - 1);
+        while shift > 12 {
+            let child = self.children[index * PTRS_PER_TABLE + ((vaddr.raw() >> shift) & 511) as usize];
+            if child == NO_CHILD {
+                return;
             }
+            index = child as usize;
+            shift -= 9;
         }
-        if let Some(line) = self.chp_line.get(node.index as usize) {
+        if let Some(line) = self.chp_line.get(index) {
             prefetch(line);
         }
-        let at = node.index as usize * PTRS_PER_TABLE + table_index(vaddr, 1);
+        let at = index * PTRS_PER_TABLE + table_index(vaddr, 1);
         if let Some(e) = self.ptes.entries.get(at) {
             prefetch(e);
         }
