@@ -112,7 +112,7 @@ fn the_walker_fetches_a_colored_huge_page_with_one_line_and_the_l2_tlb_computes_
     assert_eq!((stats.walks, stats.chp_walks), (1, 1));
     let pt = &sim.kernel.proc(1).aspace.pt;
     let table = pt.leaf_slot(BASE).unwrap().node;
-    assert_eq!(refs.addrs[3], pt.node_frame(table).addr().raw());
+    assert_eq!(refs.get(3).0, pt.node_frame(table).addr().raw());
     assert_eq!(first, pt.lookup(BASE).unwrap().frame);
     // Every other page of the region: an L1 miss, an L2 hit on the colored
     // entry, the frame the page table holds (check mode verifies it too).

@@ -358,11 +358,11 @@ impl Simulation {
         let mut caches = self.caches.as_mut();
         let mut l1_misses = 0;
         for j in 0..refs.len() {
-            let (addr, kind) = (refs.addrs[j], refs.kinds[j]);
+            let (addr, kind) = refs.get(j);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
             let level = match caches {
                 Some(ref mut c) if entry < MEMORY => {
-                    if let Some(&ahead) = refs.addrs.get(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
+                    if let Some(ahead) = refs.addr_at(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
                     c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8).index()
@@ -397,7 +397,7 @@ impl Simulation {
         let t = &self.timing;
         let (walk_cycles, data_cycles) = (t.walk_cycles(MEMORY), t.data_cycles(MEMORY));
         let mut counts = [0u64; 4];
-        for &kind in &core.refs.kinds {
+        for kind in core.refs.kinds() {
             counts[kind.index() & 3] += 1;
             if kind == RefKind::Walk {
                 core.stats.cycles_translation += walk_cycles;

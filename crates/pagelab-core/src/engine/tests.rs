@@ -108,8 +108,8 @@ fn walk_references_read_the_real_page_table_addresses() {
     let pt = &sim.kernel.proc(1).aspace.pt;
     // The first reference is the PML4 entry: root frame + index * 8.
     let index = (BASE.raw() >> 39) & 511;
-    assert_eq!(refs.addrs[0], pt.root_frame().addr().raw() + index * 8);
-    assert!(refs.kinds.iter().all(|&k| k == RefKind::Walk));
+    assert_eq!(refs.get(0).0, pt.root_frame().addr().raw() + index * 8);
+    assert!(refs.kinds().all(|k| k == RefKind::Walk));
 }
 
 #[test]
