@@ -362,7 +362,7 @@ impl Simulation {
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
             let level = match caches {
                 Some(ref mut c) if entry < MEMORY => {
-                    if let Some(ahead) = refs.addr_at(j + PREFETCH_DISTANCE).filter(|_| prefetch) {
+                    if let Some(ahead) = prefetch.then(|| refs.addr_at(j + PREFETCH_DISTANCE)).flatten() {
                         c.prefetch(i, crate::units::PhysAddr::new(ahead));
                     }
                     c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8).index()
