@@ -119,8 +119,10 @@ impl<V: Copy + Default> LruMap<V> {
     }
 
     /// [`insert`](Self::insert) of a key the caller knows is absent (a
-    /// lookup just missed it): no search for it.
-    #[inline]
+    /// lookup just missed it): no search for it. (Always inlined: it is
+    /// the page walk's page-walk-cache fill, and LLVM's choice to inline it
+    /// there changed with unrelated code elsewhere.)
+    #[inline(always)]
     pub fn insert_absent(&mut self, key: u64, value: V) -> Option<(u64, V)> {
         debug_assert!(self.find_bucket(key).is_none(), "key {key:#x} is present");
         if self.capacity() == 0 {
@@ -192,14 +194,14 @@ impl<V: Copy + Default> LruMap<V> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, slot: usize) {
         let (p, n) = (self.nodes[slot].prev, self.nodes[slot].next);
         self.nodes[p as usize].next = n;
         self.nodes[n as usize].prev = p;
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_front(&mut self, slot: usize) {
         let sentinel = self.sentinel();
         let first = self.nodes[sentinel].next;
@@ -209,7 +211,7 @@ impl<V: Copy + Default> LruMap<V> {
         self.nodes[sentinel].next = slot as u16;
     }
 
-    #[inline]
+    #[inline(always)]
     fn index(&mut self, key: u64, slot: usize) {
         let mask = self.buckets.len() - 1;
         let mut b = self.home(key);
@@ -222,7 +224,7 @@ impl<V: Copy + Default> LruMap<V> {
 
     /// Removes the key of `slot` from the index, shifting later entries of
     /// its probe run back so that no lookup stops early at the hole.
-    #[inline]
+    #[inline(always)]
     fn unindex(&mut self, slot: usize) {
         let mask = self.buckets.len() - 1;
         let mut hole = self.nodes[slot].bucket as usize;

@@ -531,12 +531,11 @@ impl L1Array {
 
     /// Inserts `entry` under `key` in `set` (`known_absent`: a probe just
     /// missed the key), keeping the region counts.
+    /// Returns the slot it took (`None` for a disabled array).
     #[inline]
-    fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) {
+    fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) -> Option<Slot> {
         let placed = if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
-        let Some(placed) = placed else {
-            return; // a disabled array
-        };
+        let placed = placed?;
         self.counters.fills += 1;
         if placed.fresh {
             self.regions.add(key);
@@ -545,6 +544,7 @@ impl L1Array {
             self.counters.evictions += 1;
             self.regions.remove(old);
         }
+        Some(placed.slot)
     }
 
     /// Drops the entries whose key and value satisfy `pred` (counted as
@@ -596,13 +596,53 @@ impl L1Array {
 struct L1Tlb {
     arrays: [L1Array; 3],
     /// For each page size (by `PageSize as usize`), the index of the array
-    /// a translation of that size fills ([`L1Tlb::array_for`]), or
+    /// a translation of that size fills ([`L1Tlb::array_index_for`]), or
     /// [`NO_ARRAY`]: chosen once, since arrays are enabled for good.
     fill_target: [usize; 3],
     /// [`miss_tag`] of the last access that missed every array, until the
     /// next fill: the fill for that access then knows its key is absent
     /// (invalidations only remove keys, and every fill clears the tag).
     missed: u64,
+    /// The entries the last few hits and fills of this side used; see
+    /// [`Recent`].
+    recent: [Recent; RECENT],
+    /// The next of `recent` to replace (round robin).
+    recent_next: usize,
+    /// Counts the changes to the arrays' keys (fills and invalidations).
+    generation: u64,
+    /// The generation `recent` belongs to: its entries hold only while no
+    /// key has changed since (a side that holds only 4 KiB pages never
+    /// keeps any, and skips their search).
+    recent_generation: u64,
+}
+
+/// How many entries [`L1Tlb::recent`] keeps: stream kernels touch three
+/// or four pages in turn.
+const RECENT: usize = 4;
+
+/// An L1 entry of a huge page that a recent lookup hit or a fill
+/// installed: the page it translates (asid, and page index at its array's
+/// size) and where it sits. (4 KiB entries are not kept: their arrays are
+/// filled too often for the shortcut to pay.) A lookup of an address in that page takes this entry without
+/// probing the arrays, with the same effect as the probe: the same entry
+/// (the value is read from its slot), the hit counted in its array, the
+/// slot touched. Kept only while the arrays' keys do not change (every
+/// fill and invalidation forgets them all), and only for an entry no
+/// smaller array can overrule anywhere in its page (see
+/// [`L1Tlb::may_remember`]). A simulator shortcut, not a hardware
+/// structure: it changes no result.
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    index: u64,
+    asid: Asid,
+    shift: u8,
+    array: u8,
+    slot: u32,
+}
+
+impl Recent {
+    /// Matches no address (page indexes have at most 45 bits).
+    const NONE: Recent = Recent { index: u64::MAX, asid: 0, shift: 0, array: 0, slot: 0 };
 }
 
 /// No L1 array can take a translation of this size.
@@ -619,7 +659,16 @@ fn miss_tag(asid: Asid, mvpn: u64) -> u64 {
 
 impl L1Tlb {
     fn new(arrays: [L1Array; 3]) -> Self {
-        let mut side = L1Tlb { arrays, fill_target: [NO_ARRAY; 3], missed: NO_MISS };
+        let mut side =
+            L1Tlb {
+            arrays,
+            fill_target: [NO_ARRAY; 3],
+            missed: NO_MISS,
+            recent: [Recent::NONE; RECENT],
+            recent_next: 0,
+            generation: 1,
+            recent_generation: 0,
+        };
         for size in PageSize::ALL {
             side.fill_target[size as usize] = side.array_index_for(size);
         }
@@ -628,7 +677,23 @@ impl L1Tlb {
 
     #[inline]
     fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
-        for array in &mut self.arrays {
+        if self.recent_generation == self.generation {
+            if let Some(r) = self.recent.iter().find(|r| r.index == mvpn >> r.shift && r.asid == asid) {
+                let array = &mut self.arrays[r.array as usize];
+                let slot = r.slot as Slot;
+                array.sa.touch(slot);
+                array.counters.hits += 1;
+                return Some(array.translation(array.sa.value(slot), mvpn));
+            }
+        }
+        self.probe(asid, mvpn)
+    }
+
+    /// The lookup through the arrays, smallest page first.
+    #[inline]
+    fn probe(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
+        for k in 0..self.arrays.len() {
+            let array = &mut self.arrays[k];
             // An empty array (the 2 MiB and 1 GiB ones of a 4 KiB workload,
             // a disabled one), or one with nothing in the address's region,
             // cannot hit: skip its probe.
@@ -642,10 +707,49 @@ impl L1Tlb {
             if let Some(slot) = array.sa.find(set, key) {
                 array.sa.touch(slot);
                 array.counters.hits += 1;
-                return Some(array.translation(array.sa.value(slot), mvpn));
+                let t = array.translation(array.sa.value(slot), mvpn);
+                self.remember(k, slot, asid, mvpn);
+                return Some(t);
             }
         }
         None
+    }
+
+    /// Whether an entry of array `k` translating `mvpn` may be kept in
+    /// `recent`: no smaller array holds anything in its page (one that did
+    /// would take precedence for some address of it). For the 2 MiB array
+    /// the 4 KiB array's region count answers exactly that (its regions
+    /// are 2 MiB); for the 1 GiB array only empty smaller arrays do.
+    #[inline]
+    fn may_remember(&self, k: usize, asid: Asid, mvpn: u64) -> bool {
+        let [small, mid, _] = &self.arrays;
+        match k {
+            0 => false, // not worth keeping (see `Recent`)
+            1 => small.sa.is_empty() || !small.regions.may_hold(small.set_and_key(asid, mvpn).1),
+            _ => small.sa.is_empty() && mid.sa.is_empty(),
+        }
+    }
+
+    /// (Out of line: inlined, it crowded the registers of the 4 KiB fill,
+    /// which never calls it.)
+    #[inline(never)]
+    fn remember(&mut self, k: usize, slot: Slot, asid: Asid, mvpn: u64) {
+        if !self.may_remember(k, asid, mvpn) {
+            return;
+        }
+        if self.recent_generation != self.generation {
+            self.recent = [Recent::NONE; RECENT];
+            self.recent_generation = self.generation;
+        }
+        let shift = self.arrays[k].pages_shift;
+        self.recent[self.recent_next] = Recent { index: mvpn >> shift, asid, shift: shift as u8, array: k as u8, slot: slot as u32 };
+        self.recent_next = (self.recent_next + 1) % RECENT;
+    }
+
+    /// Records a change of the arrays' keys: every `recent` entry lapses.
+    #[inline]
+    fn keys_changed(&mut self) {
+        self.generation += 1;
     }
 
     fn peek(&self, asid: Asid, mvpn: u64) -> Option<Translation> {
@@ -662,13 +766,9 @@ impl L1Tlb {
         self.arrays.iter().rposition(|a| a.size <= size && !a.sa.is_disabled()).unwrap_or(NO_ARRAY)
     }
 
-    /// The array a translation of `size` fills (see `array_index_for`).
-    #[inline]
-    fn array_for(&mut self, size: PageSize) -> Option<&mut L1Array> {
-        self.arrays.get_mut(self.fill_target[size as usize])
-    }
-
+    /// Applies an invalidation to every array.
     fn for_each_array(&mut self, mut f: impl FnMut(&mut L1Array) -> usize) -> usize {
+        self.keys_changed();
         self.arrays.iter_mut().map(&mut f).sum()
     }
 }
@@ -1067,14 +1167,19 @@ impl Tlb {
         // this side: the key is in none of them.
         let known_absent = side.missed == miss_tag(entry.asid, mvpn);
         side.missed = NO_MISS;
-        let Some(array) = side.array_for(piece) else {
-            return;
+        let k = side.fill_target[piece as usize];
+        let Some(array) = side.arrays.get_mut(k) else {
+            return; // no array takes pages of this size
         };
         let piece_base = vaddr.align_down(array.size.bytes());
         let l1_entry =
             L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
         let (set, key) = array.set_and_key(entry.asid, mvpn);
-        array.insert(set, key, l1_entry, known_absent);
+        let placed = array.insert(set, key, l1_entry, known_absent);
+        side.keys_changed();
+        if let Some(slot) = placed.filter(|_| k > 0) {
+            side.remember(k, slot, entry.asid, mvpn);
+        }
     }
 
     /// After a walk for an access to `vaddr`: caches `entry` in the L2 (a
@@ -1318,6 +1423,28 @@ mod tests {
         assert_eq!((c.l2_entries, c.l2_ways, c.policy), (2048, 16, Replacement::Random));
         assert_eq!(c.l1_4k_entries, 64);
         assert!(toml::from_str::<TlbConfig>("l2_entires = 2048").is_err());
+    }
+
+    #[test]
+    fn a_4k_entry_keeps_precedence_over_a_recently_used_2m_entry() {
+        // A 2 MiB entry used recently is taken without probing the arrays,
+        // but only while the 4 KiB array holds nothing in its 2 MiB page:
+        // a 4 KiB entry filled inside that page (a perforated page's hole,
+        // say) must win for its address, and the 2 MiB entry for the rest.
+        let mut tlb = Tlb::new(&TlbConfig::default(), 0);
+        let base = 0x4000_0000;
+        tlb.fill_after_walk(page2m(A, base, 0x1000), va(base), false);
+        for _ in 0..3 {
+            assert_eq!(frame(tlb.lookup(A, va(base + 0x5000), false)), Some(0x1005));
+        }
+        let hole = base + 0x7000;
+        tlb.fill_l1(&page4k(A, hole, 0x9999), va(hole), false);
+        for _ in 0..3 {
+            assert_eq!(frame(tlb.lookup(A, va(hole), false)), Some(0x9999));
+            assert_eq!(frame(tlb.lookup(A, va(base + 0x5000), false)), Some(0x1005));
+        }
+        let s = tlb.stats();
+        assert_eq!((s.l1d_4k.hits, s.l1d_2m.hits), (3, 6));
     }
 
     #[test]
@@ -1615,7 +1742,18 @@ mod tests {
 
             fn access(&mut self, asid: Asid, vaddr: VirtAddr, write: bool, instr: bool) {
                 let current = self.find(asid, vaddr);
+                // The same lookup without the L1's recent entries must give
+                // the same translation, counters and replacement state.
+                let mut plain = self.tlb.clone();
+                plain.l1d.keys_changed();
+                plain.l1i.keys_changed();
+                let expected = plain.lookup(asid, vaddr, instr);
                 let got = self.tlb.lookup(asid, vaddr, instr);
+                assert_eq!(got.translation(), expected.translation(), "{vaddr:?}: the recent entries changed the lookup");
+                assert_eq!(self.tlb.stats(), plain.stats());
+                for (a, b) in [(&self.tlb.l1d, &plain.l1d), (&self.tlb.l1i, &plain.l1i)] {
+                    assert_eq!(format!("{:?}", a.arrays), format!("{:?}", b.arrays));
+                }
                 match (got.translation(), current) {
                     (Some(t), Some(i)) => {
                         let e = self.maps[i];
