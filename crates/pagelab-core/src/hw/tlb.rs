@@ -21,6 +21,13 @@
 //! array pays `l2_latency` more, whether the L2 hits or not (a miss then also
 //! pays the walk, which the walker prices). [`Tlb::latency`] applies this.
 //!
+//! Two simulator shortcuts, neither a hardware structure, keep the L1
+//! probe cheap without changing any outcome: each L1 array counts its
+//! entries by region (`RegionCounts`), so a probe skips an array that
+//! holds nothing near the address, and each side keeps its last few
+//! huge-page entries used (`Recent`), taken without a probe while they
+//! stay valid.
+//!
 //! Who calls what: the MMU calls [`Tlb::lookup`] once per access. On an L2 hit
 //! `lookup` itself fills the L1 (the rule of [`Tlb::fill_l1`]). On a miss the
 //! MMU walks and calls [`Tlb::fill_after_walk`]. After setting a PTE's D bit
