@@ -48,10 +48,6 @@ impl RefBuf {
     pub fn addr_at(&self, j: usize) -> Option<u64> {
         self.refs.get(j).map(|&r| r & ADDR_MASK)
     }
-    /// Every reference, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, RefKind)> + '_ {
-        self.refs.iter().map(|&r| unpack(r))
-    }
     /// The kind of every reference, in order.
     #[inline]
     pub fn kinds(&self) -> impl Iterator<Item = RefKind> + '_ {

@@ -537,8 +537,8 @@ impl L1Array {
     }
 
     /// Inserts `entry` under `key` in `set` (`known_absent`: a probe just
-    /// missed the key), keeping the region counts.
-    /// Returns the slot it took (`None` for a disabled array).
+    /// missed the key), keeping the region counts; returns the slot it
+    /// took (`None` for a disabled array).
     #[inline]
     fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) -> Option<Slot> {
         let placed = if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
@@ -629,15 +629,15 @@ const RECENT: usize = 4;
 
 /// An L1 entry of a huge page that a recent lookup hit or a fill
 /// installed: the page it translates (asid, and page index at its array's
-/// size) and where it sits. (4 KiB entries are not kept: their arrays are
-/// filled too often for the shortcut to pay.) A lookup of an address in that page takes this entry without
-/// probing the arrays, with the same effect as the probe: the same entry
-/// (the value is read from its slot), the hit counted in its array, the
-/// slot touched. Kept only while the arrays' keys do not change (every
-/// fill and invalidation forgets them all), and only for an entry no
-/// smaller array can overrule anywhere in its page (see
-/// [`L1Tlb::may_remember`]). A simulator shortcut, not a hardware
-/// structure: it changes no result.
+/// size) and where it sits. A lookup of an address in that page takes
+/// this entry without probing the arrays, with the same effect as the
+/// probe: the same entry (the value is read from its slot), the hit
+/// counted in its array, the slot touched. Kept only while the arrays'
+/// keys do not change (every fill and invalidation makes them lapse), and
+/// only for an entry no smaller array can overrule anywhere in its page
+/// (see [`L1Tlb::may_remember`]). 4 KiB entries are not kept: their
+/// arrays are filled too often for the shortcut to pay. A simulator
+/// shortcut, not a hardware structure: it changes no result.
 #[derive(Debug, Clone, Copy)]
 struct Recent {
     index: u64,
@@ -666,8 +666,7 @@ fn miss_tag(asid: Asid, mvpn: u64) -> u64 {
 
 impl L1Tlb {
     fn new(arrays: [L1Array; 3]) -> Self {
-        let mut side =
-            L1Tlb {
+        let mut side = L1Tlb {
             arrays,
             fill_target: [NO_ARRAY; 3],
             missed: NO_MISS,
@@ -737,8 +736,10 @@ impl L1Tlb {
         }
     }
 
-    /// (Out of line: inlined, it crowded the registers of the 4 KiB fill,
-    /// which never calls it.)
+    /// Keeps array `k`'s entry in `slot`, translating `mvpn`, in `recent`
+    /// if [`may_remember`](Self::may_remember) allows. (Out of line:
+    /// inlined, it crowded the registers of the 4 KiB fill, which never
+    /// calls it.)
     #[inline(never)]
     fn remember(&mut self, k: usize, slot: Slot, asid: Asid, mvpn: u64) {
         if !self.may_remember(k, asid, mvpn) {
