@@ -433,6 +433,21 @@ mod tests {
     }
 
     #[test]
+    fn a_hit_returns_the_handle_its_fill_gave() {
+        // Fully associative and set-associative caches alike hand back the
+        // walker's handle of the table with its frame.
+        for ways in [0, 4] {
+            let mut pwc = Pwc::new(&PwcConfig { ways, ..PwcConfig::default() }, 4, 0);
+            let x = 0x7f12_3456_7000;
+            pwc.fill_table(A, va(x), 3, Pfn::new(0x30), 7);
+            pwc.fill_table(A, va(x), 2, Pfn::new(0x20), 11);
+            assert_eq!(pwc.lookup(A, va(x + 0x1000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x20), handle: 11 });
+            let y = x + 5 * MIB2;
+            assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 2, table: Pfn::new(0x30), handle: 7 });
+        }
+    }
+
+    #[test]
     fn deepest_hit_wins_and_neighbours_share_upper_levels() {
         let mut pwc = Pwc::new(&PwcConfig::default(), 4, 0);
         let x = 0x7f12_3456_7000;
