@@ -121,8 +121,8 @@ impl Mmu {
         stats.cycles_translation += self.pwc_latency;
         // A hit names the table to continue in (its handle is the table's
         // slab index), so nothing above it is read, in hardware or in
-        // software. After a PDE hit the CHP bit comes from the table: the
-        // PDE-cache entry carries the bit of the entry it cached.
+        // software. After a PDE hit the CHP bit comes from the table's side
+        // line, which mirrors its PMD entry's current bit.
         let (mut node, mut colored_huge) = if hit.skip_to_level < pt.levels() {
             stats.pwc_hits += 1;
             let node = pt.node_from_handle(hit.skip_to_level, hit.handle);
@@ -154,7 +154,7 @@ impl Mmu {
                 };
             }
             let child = child.expect("a present non-leaf entry has a child table");
-            self.pwc.fill_table(asid, vaddr, level, pte.pfn(), child.handle());
+            self.pwc.fill(asid, vaddr, level, pte.pfn(), child.handle());
             colored_huge = level == 2 && pte.is_colored_huge();
             node = child;
         }

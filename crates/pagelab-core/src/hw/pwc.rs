@@ -106,7 +106,7 @@ pub struct PwcHit {
     /// Frame of the table at `skip_to_level`. Meaningless (zero) when
     /// nothing hit: the walk then starts at its root (CR3).
     pub table: Pfn,
-    /// The walker's handle for that table, as given to [`Pwc::fill_table`]
+    /// The walker's handle for that table, as given to [`Pwc::fill`]
     /// (zero when nothing hit).
     pub handle: u32,
 }
@@ -187,9 +187,7 @@ impl Array {
                 m.insert(key, table);
             }
             Array::Sets(sa) => {
-                if !sa.is_disabled() {
-                    sa.insert(sa.set_of(index), key, table);
-                }
+                sa.insert(sa.set_of(index), key, table);
             }
         }
     }
@@ -327,15 +325,10 @@ impl Pwc {
     }
 
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
-    /// `vaddr` and found it pointing at the table in `table_pfn`.
-    pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn) {
-        self.fill_table(asid, vaddr, level, table_pfn, 0);
-    }
-
-    /// [`fill`](Self::fill), keeping `handle` with the entry (returned by
-    /// the lookups that hit it).
+    /// `vaddr` and found it pointing at the table in `table_pfn`, which the
+    /// walker calls `handle` (returned by the lookups that hit the entry).
     #[inline]
-    pub fn fill_table(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn, handle: u32) {
+    pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn, handle: u32) {
         debug_assert!((2..=self.levels).contains(&level), "level {level} has no paging-structure cache");
         if !self.enabled || !(2..=self.levels).contains(&level) {
             return;
@@ -427,9 +420,9 @@ mod tests {
     /// Fills what a 4-level walk of `x` reads: PML4E -> PDPT at `t + 3`,
     /// PDPTE -> PD at `t + 2`, PDE -> PT at `t + 1`.
     fn walk(pwc: &mut Pwc, asid: Asid, x: u64, t: u64) {
-        pwc.fill(asid, va(x), 4, Pfn::new(t + 3));
-        pwc.fill(asid, va(x), 3, Pfn::new(t + 2));
-        pwc.fill(asid, va(x), 2, Pfn::new(t + 1));
+        pwc.fill(asid, va(x), 4, Pfn::new(t + 3), 0);
+        pwc.fill(asid, va(x), 3, Pfn::new(t + 2), 0);
+        pwc.fill(asid, va(x), 2, Pfn::new(t + 1), 0);
     }
 
     #[test]
@@ -439,8 +432,8 @@ mod tests {
         for ways in [0, 4] {
             let mut pwc = Pwc::new(&PwcConfig { ways, ..PwcConfig::default() }, 4, 0);
             let x = 0x7f12_3456_7000;
-            pwc.fill_table(A, va(x), 3, Pfn::new(0x30), 7);
-            pwc.fill_table(A, va(x), 2, Pfn::new(0x20), 11);
+            pwc.fill(A, va(x), 3, Pfn::new(0x30), 7);
+            pwc.fill(A, va(x), 2, Pfn::new(0x20), 11);
             assert_eq!(pwc.lookup(A, va(x + 0x1000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x20), handle: 11 });
             let y = x + 5 * MIB2;
             assert_eq!(pwc.lookup(A, va(y)), PwcHit { skip_to_level: 2, table: Pfn::new(0x30), handle: 7 });
@@ -511,8 +504,8 @@ mod tests {
     fn five_level_paging_adds_a_pml5e_cache() {
         let mut pwc = Pwc::new(&PwcConfig::default(), 5, 0);
         let x = 0x0100_0000_0000_0000; // bit 56 region 1 of the PML5
-        pwc.fill(A, va(x), 5, Pfn::new(0x50));
-        pwc.fill(A, va(x), 2, Pfn::new(0x20));
+        pwc.fill(A, va(x), 5, Pfn::new(0x50), 0);
+        pwc.fill(A, va(x), 2, Pfn::new(0x20), 0);
         assert_eq!(pwc.lookup(A, va(x + 0x3000)), PwcHit { skip_to_level: 1, table: Pfn::new(0x20), handle: 0 });
         // Another 256 TiB of the same PML5 entry: PML5E hit, read the PML4E.
         let y = x + (1 << 47);
@@ -529,10 +522,10 @@ mod tests {
         let cfg = PwcConfig { pde_entries: 2, ..PwcConfig::default() };
         let mut pwc = Pwc::new(&cfg, 4, 0);
         for i in 0..2 {
-            pwc.fill(A, va(i * MIB2), 2, Pfn::new(0x10 + i));
+            pwc.fill(A, va(i * MIB2), 2, Pfn::new(0x10 + i), 0);
         }
         assert_eq!(pwc.lookup(A, va(0)).skip_to_level, 1); // region 0 now MRU
-        pwc.fill(A, va(2 * MIB2), 2, Pfn::new(0x12));
+        pwc.fill(A, va(2 * MIB2), 2, Pfn::new(0x12), 0);
         assert_eq!(pwc.lookup(A, va(MIB2)).skip_to_level, 4);
         assert_eq!(pwc.lookup(A, va(0)).table, Pfn::new(0x10));
     }
