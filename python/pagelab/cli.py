@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pagelab import _pagelab
 from pagelab.api import run
+from pagelab.executors import WorkerDied
 from pagelab.output import write_run
 from pagelab.table import print_summary
 
@@ -255,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pagelab: interrupted", file=sys.stderr)
         return 130
+    except WorkerDied as e:
+        print(f"pagelab: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Executors: run a sweep's configurations somewhere and hand each result
 back to the parent, which alone writes the results store.
 
-- `LocalExecutor(jobs)`: a `ProcessPoolExecutor` with `jobs` worker
-  processes (default: every core). Workers are spawned, not forked, so none
-  of them inherits the parent's open DuckDB file.
+- `LocalExecutor(jobs)`: `jobs` worker processes (default: every core),
+  each fed one task at a time over its own pipe. Workers are spawned, not
+  forked, so none of them inherits the parent's open DuckDB file.
 - `RayExecutor(jobs, address)`: the same on a Ray cluster
   (`ray.init(address=...)`) or a local Ray instance (`num_cpus=jobs`, no
   dashboard), shut down again when the sweep ends if the executor started
@@ -48,16 +48,33 @@ def run_task(task: Task) -> dict[str, Any]:
     return {"hash": h, "stats": r.stats, "config_toml": r.config_toml, "seconds": r.seconds}
 
 
-def _worker_init(parent: int) -> None:
-    """Workers leave Ctrl-C to the parent, which stops them; and they exit
-    when the parent is gone (killed with SIGKILL, it cannot stop them, and
-    a sweep's workers would run on for hours). The simulator releases the
-    GIL, so the watching thread runs during a run."""
+def _worker_main(conn, parent: int) -> None:
+    """A local worker: runs the tasks the parent sends down `conn` until it
+    sends None or goes away. Ctrl-C is left to the parent, which stops the
+    workers; and a worker exits when the parent is gone (killed with
+    SIGKILL, it cannot stop them, and a sweep's workers would run on for
+    hours). The simulator releases the GIL, so the watching thread runs
+    during a run."""
     import signal
     import threading
+    import traceback
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="exit-with-parent").start()
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            res = run_task(task)
+        except Exception:
+            # Not a simulator error: a bug, shown in the parent with its
+            # traceback from here.
+            res = {"hash": task[0], "crash": traceback.format_exc()}
+        conn.send(res)
 
 
 def _exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
@@ -68,7 +85,23 @@ def _exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
     os._exit(1)
 
 
+class WorkerDied(RuntimeError):
+    """A local worker process ended in the middle of a run (killed, or out
+    of memory) or raised something other than a simulator error."""
+
+
 class LocalExecutor:
+    """`jobs` spawned worker processes (spawned, not forked: none inherits
+    the parent's open DuckDB file), each with its own pipe; the parent
+    sends one task at a time to each and waits on all pipes at once.
+
+    Why not `concurrent.futures.ProcessPoolExecutor`, used before: after
+    Ctrl-C the workers are terminated mid-run, and the pool's management
+    thread, which the interpreter joins at exit, has known hangs then
+    (CPython gh-132969); a sweep on it once failed to exit after Ctrl-C in
+    CI (not reproduced here). Here the parent has no thread: a worker
+    that dies closes its pipe, which the parent reads as end of file."""
+
     name = "local"
 
     def __init__(self, jobs: int | None = None):
@@ -81,30 +114,91 @@ class LocalExecutor:
             for t in tasks:
                 on_result(run_task(t))
             return
-        import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-        pool = ProcessPoolExecutor(
-            max_workers=min(self.jobs, len(tasks)),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(os.getpid(),),
-        )
+        workers: list = []
         try:
-            pending = {pool.submit(run_task, t) for t in tasks}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_result(f.result())
+            for _ in range(min(self.jobs, len(tasks))):
+                workers.append(_Worker())
+            _dispatch(workers, tasks, on_result)
+            for w in workers:
+                w.stop()
         except BaseException:
             # Ctrl-C (or a failure in the parent): stop at once; the runs in
             # flight are lost, and only they.
-            procs = list(getattr(pool, "_processes", {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in procs:
-                proc.terminate()
+            for w in workers:
+                w.stop(kill=True)
             raise
-        pool.shutdown(wait=True)
+
+
+class _Worker:
+    def __init__(self):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        # daemon: should the parent die of an exception before stopping it,
+        # multiprocessing terminates it at exit.
+        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid()), daemon=True, name="pagelab-worker")
+        try:
+            self.proc.start()
+        finally:
+            # The parent keeps only its end: when the worker dies, its end
+            # closes and the parent reads end of file.
+            child.close()
+        self.task: Task | None = None
+
+    def send(self, task: Task) -> None:
+        self.task = task
+        self.conn.send(task)
+
+    def receive(self) -> dict[str, Any]:
+        try:
+            res = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(timeout=5)
+            raise WorkerDied(
+                f"a worker process ended (exit code {self.proc.exitcode}) while running configuration {self.task[0] if self.task else '?'}"
+            ) from None
+        if "crash" in res:
+            raise WorkerDied(f"configuration {res['hash']} raised in its worker process:\n{res['crash']}")
+        self.task = None
+        return res
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.terminate()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass  # already gone
+        self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def _dispatch(workers: list[_Worker], tasks: Sequence[Task], on_result: OnResult) -> None:
+    """Keeps every worker busy until `tasks` are done; results go to
+    `on_result` as they arrive."""
+    from multiprocessing.connection import wait
+
+    todo = iter(tasks)
+    busy: dict[Any, _Worker] = {}
+    for w in workers:
+        t = next(todo, None)
+        if t is None:
+            break
+        w.send(t)
+        busy[w.conn] = w
+    while busy:
+        for conn in wait(list(busy)):
+            w = busy.pop(conn)
+            on_result(w.receive())
+            t = next(todo, None)
+            if t is not None:
+                w.send(t)
+                busy[conn] = w
 
 
 class RayExecutor:
