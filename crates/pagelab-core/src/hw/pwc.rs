@@ -156,6 +156,11 @@ impl PwcStats {
 
 const ASID_SHIFT: u32 = 48;
 
+/// Fully associative caches of at most this many entries are one set of a
+/// [`SetAssoc`] (same exact LRU, different bookkeeping); larger ones an
+/// [`LruMap`].
+const SMALL_FULL: usize = 8;
+
 /// What one entry holds: the next table's frame and the walker's handle
 /// for it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -264,6 +269,12 @@ impl Pwc {
                 // beside a 4-way PDE cache; the unused PML5E cache of
                 // 4-level paging, 0 entries) is a single fully associative
                 // set, where `entries / ways` would be 0 sets.
+                // A small fully associative cache (Intel's 2-entry PML4E
+                // and 4-entry PDPTE caches) is scanned: a few key compares
+                // cost less than the map's hashing and list upkeep.
+                (n, w) if (w == 0 || n <= w) && n as usize <= SMALL_FULL => {
+                    Array::Sets(SetAssoc::fully_associative(n as usize, Replacement::Lru, seed))
+                }
                 (n, w) if w == 0 || n <= w => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
@@ -513,6 +524,43 @@ mod tests {
         // Another PML5 slot: nothing.
         assert_eq!(pwc.lookup(A, va(x ^ (1 << 56))).skip_to_level, 5);
         assert_eq!(pwc.stats().pml5e_hits, 1);
+    }
+
+    #[test]
+    fn small_caches_scanned_agree_with_the_lru_map() {
+        // The two exact-LRU representations of a fully associative cache
+        // give the same hits, values and occupancy under random lookups,
+        // fills (of keys just missed, and of any key) and invalidations,
+        // with few enough keys that evictions are frequent.
+        use rand_xoshiro::rand_core::{Rng, SeedableRng};
+        for n in 1..=SMALL_FULL {
+            let mut map = Array::Full(LruMap::new(n));
+            let mut scan = Array::Sets(SetAssoc::fully_associative(n, Replacement::Lru, 0));
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(n as u64);
+            for step in 0..20_000u32 {
+                let key = rng.next_u64() % (n as u64 + 3);
+                let entry = Entry { table: Pfn::new(step as u64), handle: step };
+                match rng.next_u64() % 8 {
+                    0..=3 => {
+                        let (a, b) = (map.lookup(key, key), scan.lookup(key, key));
+                        assert_eq!(a, b, "lookup of {key} at step {step}, {n} entries");
+                        if a.is_none() && rng.next_u64() % 2 == 0 {
+                            map.insert_absent(key, key, entry);
+                            scan.insert_absent(key, key, entry);
+                        }
+                    }
+                    4..=6 => {
+                        map.insert(key, key, entry);
+                        scan.insert(key, key, entry);
+                    }
+                    _ => {
+                        let gone = |k: u64, _| k == key || k == key + 1;
+                        assert_eq!(map.invalidate_if(gone), scan.invalidate_if(gone), "step {step}");
+                    }
+                }
+                assert_eq!(map.len(), scan.len(), "occupancy at step {step}, {n} entries");
+            }
+        }
     }
 
     #[test]
