@@ -131,33 +131,37 @@ impl Mmu {
         } else {
             (pt.root(), false)
         };
-        loop {
+        let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
+        // The upper levels: each present entry is a huge leaf or leads to
+        // a table one level down, which the page-walk cache learns.
+        while pt.node_level(node) > 1 {
             let level = pt.node_level(node);
-            if level == 1 && colored_huge {
-                return walk_colored_huge(pt, node, vaddr, write, refs, stats);
-            }
-            let (pte, addr, child) = pt.read(node, vaddr);
+            let (pte, addr, child) = pt.read_upper(node, vaddr);
             refs.push(addr, RefKind::Walk);
             stats.walk_mem_refs += 1;
             if !pte.present() {
                 return Walk::NotPresent;
             }
-            if level == 1 || pte.is_huge() {
+            if pte.is_huge() {
                 let slot = crate::paging::LeafSlot { node, index: crate::paging::pagetable::table_index(vaddr, level), level };
-                let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
                 pt.set_bits(slot, bits);
-                return Walk::Leaf {
-                    pte_frame: pte.pfn(),
-                    size: level_size(level),
-                    writable: pte.writable(),
-                    dirty: write || pte.dirty(),
-                };
+                return Walk::Leaf { pte_frame: pte.pfn(), size: level_size(level), writable: pte.writable(), dirty: write || pte.dirty() };
             }
             let child = child.expect("a present non-leaf entry has a child table");
             self.pwc.fill(asid, vaddr, level, pte.pfn(), child.handle());
             colored_huge = level == 2 && pte.is_colored_huge();
             node = child;
         }
+        if colored_huge {
+            return walk_colored_huge(pt, node, vaddr, write, refs, stats);
+        }
+        let (pte, addr) = pt.read_leaf_and_set(node, vaddr, bits);
+        refs.push(addr, RefKind::Walk);
+        stats.walk_mem_refs += 1;
+        if !pte.present() {
+            return Walk::NotPresent;
+        }
+        Walk::Leaf { pte_frame: pte.pfn(), size: PageSize::Size4K, writable: pte.writable(), dirty: write || pte.dirty() }
     }
 
     /// A store through a clean TLB entry: the hardware sets the PTE's dirty

@@ -212,6 +212,36 @@ impl PageTable {
         (pte, addr, self.child(node, idx))
     }
 
+    /// [`read`](Self::read) of a table above the leaves (level >= 2), for
+    /// the walker's loop: no branch on the level for the slab, and the
+    /// child index read unconditionally.
+    #[inline(always)]
+    pub fn read_upper(&self, node: NodeId, vaddr: VirtAddr) -> (Pte, PhysAddr, Option<NodeId>) {
+        debug_assert!(node.level >= 2);
+        let idx = table_index(vaddr, node.level);
+        let at = node.index as usize * PTRS_PER_TABLE + idx;
+        let pte = Pte::from_raw(self.upper.entries[at]);
+        let addr = self.upper.frames[node.index as usize].addr().add((idx * 8) as u64);
+        let c = self.children[at];
+        (pte, addr, (c != NO_CHILD).then_some(NodeId { index: c, level: node.level - 1 }))
+    }
+
+    /// The walker's last step in PTE page `node`: reads `vaddr`'s entry
+    /// and, if it is present, sets `bits` (A, D) in it. Returns the entry
+    /// as read (before the bits) and its physical address.
+    #[inline(always)]
+    pub fn read_leaf_and_set(&mut self, node: NodeId, vaddr: VirtAddr, bits: u64) -> (Pte, PhysAddr) {
+        debug_assert_eq!(node.level, 1);
+        let idx = table_index(vaddr, 1);
+        let addr = self.ptes.frames[node.index as usize].addr().add((idx * 8) as u64);
+        let entry = &mut self.ptes.entries[node.index as usize * PTRS_PER_TABLE + idx];
+        let pte = Pte::from_raw(*entry);
+        if pte.present() {
+            *entry |= bits;
+        }
+        (pte, addr)
+    }
+
     /// The table of `level` whose [`NodeId::handle`] is `handle`. It must
     /// be live: the caller got the handle from a table it has not freed
     /// since (a page-walk-cache entry is invalidated with its table).
