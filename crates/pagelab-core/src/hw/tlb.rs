@@ -490,6 +490,10 @@ struct L1Array {
 
 /// Buckets of [`RegionCounts`].
 const REGION_BUCKETS: usize = 64;
+/// The L1 probe consults [`RegionCounts`] only for an array with fewer
+/// entries than this (a quarter of the buckets: most of them then count
+/// nothing).
+const REGION_SPARSE: usize = REGION_BUCKETS / 4;
 
 /// An L1 array's entries counted by a hash of their region: the aligned
 /// block of 512 of the array's pages (2 MiB for the 4 KiB array) in one
@@ -707,7 +711,12 @@ impl L1Tlb {
                 continue;
             }
             let (set, key) = array.set_and_key(asid, mvpn);
-            if !array.regions.may_hold(key) {
+            // The region count pays where the array holds a few entries
+            // (a 2 MiB workload's unaligned tails). In a full one most
+            // buckets count something, and the answer, a coin toss for
+            // random addresses, costs the host a misprediction; the probe
+            // alone is cheaper.
+            if array.sa.len() < REGION_SPARSE && !array.regions.may_hold(key) {
                 continue;
             }
             if let Some(slot) = array.sa.find(set, key) {
