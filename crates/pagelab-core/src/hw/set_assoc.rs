@@ -145,7 +145,8 @@ impl<V: Copy + Default> SetAssoc<V> {
     pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
         debug_assert_ne!(key, INVALID_KEY);
         let base = self.base(set);
-        self.keys[base..base + self.ways].iter().position(|&k| k == key).map(|w| base + w)
+        let keys = &self.keys[base..base + self.ways];
+        by_ways!(self.ways, N => match_way::<N>(keys, key), _ => keys.iter().position(|&k| k == key)).map(|w| base + w)
     }
 
     /// Looks `key` up in `set`; a hit counts as a use (LRU).
@@ -396,6 +397,20 @@ fn scan<const N: usize>(keys: &[u64], stamps: &[u64], key: u64) -> (Option<usize
         oldest_stamp = if older { stamps[w] } else { oldest_stamp };
     }
     ((present < N).then_some(present), oldest)
+}
+
+/// The way of a set of `N` ways holding `key`, without a branch per way:
+/// where a hit lands is random (the way a fill found free), and a scan
+/// that stops there costs the host a misprediction on most hits.
+#[inline(always)]
+fn match_way<const N: usize>(keys: &[u64], key: u64) -> Option<usize> {
+    let keys: &[u64; N] = keys.try_into().expect("a set of N ways");
+    let mut hits = 0u32;
+    for (w, &k) in keys.iter().enumerate() {
+        hits |= ((k == key) as u32) << w;
+    }
+    // Keys are unique in a set: at most one bit is set.
+    (hits != 0).then(|| hits.trailing_zeros() as usize)
 }
 
 /// [`scan`] for any number of ways.
