@@ -156,11 +156,6 @@ impl PwcStats {
 
 const ASID_SHIFT: u32 = 48;
 
-/// Fully associative caches of at most this many entries are one set of a
-/// [`SetAssoc`] (same exact LRU, different bookkeeping); larger ones an
-/// [`LruMap`].
-const SMALL_FULL: usize = 8;
-
 /// What one entry holds: the next table's frame and the walker's handle
 /// for it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -268,13 +263,12 @@ impl Pwc {
                 // of at most `ways` entries (Intel's 2-entry PML4E cache
                 // beside a 4-way PDE cache; the unused PML5E cache of
                 // 4-level paging, 0 entries) is a single fully associative
-                // set, where `entries / ways` would be 0 sets.
-                // A small fully associative cache (Intel's 2-entry PML4E
-                // and 4-entry PDPTE caches) is scanned: a few key compares
-                // cost less than the map's hashing and list upkeep.
-                (n, w) if (w == 0 || n <= w) && n as usize <= SMALL_FULL => {
-                    Array::Sets(SetAssoc::fully_associative(n as usize, Replacement::Lru, seed))
-                }
+                // set, where `entries / ways` would be 0 sets. Fully
+                // associative caches are LRU maps, even the smallest: as
+                // scanned `SetAssoc` sets, the 2-entry PML4E and 4-entry
+                // PDPTE caches took fewer instructions but ran slower (the
+                // walk's branch on each level's kind of cache alternated;
+                // docs/speed.md, fifth round).
                 (n, w) if w == 0 || n <= w => Array::Full(LruMap::new(n as usize)),
                 (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
             }
@@ -527,13 +521,13 @@ mod tests {
     }
 
     #[test]
-    fn small_caches_scanned_agree_with_the_lru_map() {
-        // The two exact-LRU representations of a fully associative cache
-        // give the same hits, values and occupancy under random lookups,
-        // fills (of keys just missed, and of any key) and invalidations,
-        // with few enough keys that evictions are frequent.
+    fn the_lru_map_agrees_with_a_scanned_set() {
+        // The LRU map and a fully associative SetAssoc (exact LRU by
+        // stamps) give the same hits, values and occupancy under random
+        // lookups, fills (of keys just missed, and of any key) and
+        // invalidations, with few enough keys that evictions are frequent.
         use rand_xoshiro::rand_core::{Rng, SeedableRng};
-        for n in 1..=SMALL_FULL {
+        for n in 1..=8 {
             let mut map = Array::Full(LruMap::new(n));
             let mut scan = Array::Sets(SetAssoc::fully_associative(n, Replacement::Lru, 0));
             let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(n as u64);
