@@ -120,3 +120,19 @@ def zstd_decompress(data: bytes) -> bytes | None:
 @pytest.fixture
 def small_toml(tmp_path) -> Path:
     return write_toml(tmp_path / "small.toml", SMALL)
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state, parent, ...),
+    or None when the process is gone or a zombie."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields
+
+
+def live_children(pid: int) -> list[int]:
+    """Live child processes of `pid`."""
+    pids = (int(e) for e in os.listdir("/proc") if e.isdigit())
+    return [p for p in pids if (f := proc_stat(p)) is not None and int(f[1]) == pid]

@@ -10,26 +10,23 @@ import pytest
 
 from pagelab.executors import LocalExecutor, WorkerDied
 
+from conftest import live_children
+
 QUICK = {"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "gups", "footprint": "8MiB", "accesses": 20000}}
 LONG = {"machine": {"phys_mem": "256MiB"}, "workload": {"kind": "gups", "footprint": "64MiB", "accesses": 50_000_000}}
 
 
-def _children() -> list[int]:
-    """Live (not zombie) worker processes of this process (spawned ones:
+def _workers() -> list[int]:
+    """Live worker processes of this process (spawned ones:
     multiprocessing's resource tracker, also a child, is not one)."""
-    me = str(os.getpid())
-    found = []
-    for e in os.listdir("/proc"):
-        if not e.isdigit():
-            continue
+
+    def spawned(pid: int) -> bool:
         try:
-            fields = open(f"/proc/{e}/stat").read().rsplit(")", 1)[1].split()
-            cmdline = open(f"/proc/{e}/cmdline", "rb").read()
+            return b"spawn_main" in open(f"/proc/{pid}/cmdline", "rb").read()
         except OSError:
-            continue
-        if fields[1] == me and fields[0] != "Z" and b"spawn_main" in cmdline:
-            found.append(int(e))
-    return found
+            return False
+
+    return [p for p in live_children(os.getpid()) if spawned(p)]
 
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
@@ -43,7 +40,7 @@ def test_every_task_comes_back_once():
     assert all("stats" in r for r in results)
     # Different seeds, different runs: the results are not one run's copies.
     assert len({r["stats"]["cycles"] for r in results}) > 1
-    assert _children() == []
+    assert _workers() == []
 
 
 def test_a_simulator_error_comes_back_as_a_result():
@@ -53,7 +50,7 @@ def test_a_simulator_error_comes_back_as_a_result():
     by_hash = {r["hash"]: r for r in results}
     assert "stats" in by_hash["ok"]
     assert "no-such-kind" in by_hash["bad"]["error"]
-    assert _children() == []
+    assert _workers() == []
 
 
 def test_a_crash_in_a_worker_names_the_run_and_stops_the_others():
@@ -62,14 +59,14 @@ def test_a_crash_in_a_worker_names_the_run_and_stops_the_others():
     tasks = [("long", LONG, []), ("crash", 12345, [])]
     with pytest.raises(WorkerDied, match=r"(?s)configuration crash raised.*TypeError"):
         LocalExecutor(2).run(tasks, lambda r: None)
-    assert _children() == [], "the worker still running was not stopped"
+    assert _workers() == [], "the worker still running was not stopped"
 
 
 def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
     def kill_a_worker():
         deadline = time.time() + 30
         while time.time() < deadline:
-            kids = _children()
+            kids = _workers()
             if len(kids) == 2:
                 time.sleep(1.0)  # both are running their long task
                 os.kill(kids[0], signal.SIGKILL)
@@ -83,4 +80,4 @@ def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
             LocalExecutor(2).run([("a", LONG, []), ("b", LONG, [])], lambda r: None)
     finally:
         killer.join()
-    assert _children() == []
+    assert _workers() == []

@@ -15,7 +15,7 @@ from pagelab.executors import RUN_LOG_ENV
 from pagelab.store import Store
 from pagelab.sweep import Sweep, expand, load_sweep, run_sweep
 
-from conftest import pagelab_command, run_cli
+from conftest import live_children, pagelab_command, proc_stat, run_cli
 
 pytest.importorskip("duckdb")
 
@@ -113,22 +113,6 @@ def test_identical_points_run_once(tmp_path):
     assert len(o.frame()) == 3
 
 
-def _stat(pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name (state, parent, ...),
-    or None when the process is gone or a zombie."""
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] == "Z" else fields
-
-
-def _children(pid: int) -> list[int]:
-    """Live child processes of `pid`."""
-    pids = (int(e) for e in os.listdir("/proc") if e.isdigit())
-    return [p for p in pids if (f := _stat(p)) is not None and int(f[1]) == pid]
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 def test_workers_exit_when_the_sweep_is_killed(tmp_path):
     """kill -9 of the sweep alone (not its process group): its pool workers
@@ -152,7 +136,7 @@ workload = { kind = "gups", footprint = "64MiB", accesses = 200000000 }
         deadline = time.time() + 60
         while time.time() < deadline and (not log.exists() or len(log.read_text().split()) < 2):
             time.sleep(0.05)
-        workers = _children(proc.pid)
+        workers = live_children(proc.pid)
         assert len(workers) >= 2, "the pool's workers did not start"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -160,7 +144,7 @@ workload = { kind = "gups", footprint = "64MiB", accesses = 200000000 }
         alive = workers
         while alive and time.time() < deadline:
             time.sleep(0.1)
-            alive = [w for w in alive if _stat(w) is not None]
+            alive = [w for w in alive if proc_stat(w) is not None]
         assert not alive, f"workers {alive} outlived the sweep"
     finally:
         try:  # the workers share the sweep's new session and process group

@@ -114,7 +114,7 @@ class LocalExecutor:
             for t in tasks:
                 on_result(run_task(t))
             return
-        workers: list = []
+        workers: list[_Worker] = []
         try:
             for _ in range(min(self.jobs, len(tasks))):
                 workers.append(_Worker())

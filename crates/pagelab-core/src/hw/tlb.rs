@@ -723,34 +723,45 @@ impl L1Tlb {
                 array.sa.touch(slot);
                 array.counters.hits += 1;
                 let t = array.translation(array.sa.value(slot), mvpn);
-                self.remember(k, slot, asid, mvpn);
+                self.note_use(k, slot, asid, mvpn);
                 return Some(t);
             }
         }
         None
     }
 
-    /// Whether an entry of array `k` translating `mvpn` may be kept in
-    /// `recent`: no smaller array holds anything in its page (one that did
-    /// would take precedence for some address of it). For the 2 MiB array
-    /// the 4 KiB array's region count answers exactly that (its regions
-    /// are 2 MiB); for the 1 GiB array only empty smaller arrays do.
+    /// A hit or fill of array `k`'s entry in `slot`, translating `mvpn`:
+    /// a huge page's entry may be kept in `recent`; a 4 KiB one never is
+    /// (see [`Recent`]), and costs no call.
+    #[inline(always)]
+    fn note_use(&mut self, k: usize, slot: Slot, asid: Asid, mvpn: u64) {
+        if k > 0 {
+            self.remember(k, slot, asid, mvpn);
+        }
+    }
+
+    /// Whether an entry of huge-page array `k` (1 or 2) translating `mvpn`
+    /// may be kept in `recent`: no smaller array holds anything in its
+    /// page (one that did would take precedence for some address of it).
+    /// For the 2 MiB array the 4 KiB array's region count answers exactly
+    /// that (its regions are 2 MiB); for the 1 GiB array only empty smaller
+    /// arrays do.
     #[inline]
     fn may_remember(&self, k: usize, asid: Asid, mvpn: u64) -> bool {
         let [small, mid, _] = &self.arrays;
         match k {
-            0 => false, // not worth keeping (see `Recent`)
             1 => small.sa.is_empty() || !small.regions.may_hold(small.set_and_key(asid, mvpn).1),
             _ => small.sa.is_empty() && mid.sa.is_empty(),
         }
     }
 
-    /// Keeps array `k`'s entry in `slot`, translating `mvpn`, in `recent`
-    /// if [`may_remember`](Self::may_remember) allows. (Out of line:
-    /// inlined, it crowded the registers of the 4 KiB fill, which never
-    /// calls it.)
+    /// Keeps huge-page array `k`'s entry in `slot`, translating `mvpn`, in
+    /// `recent` if [`may_remember`](Self::may_remember) allows. (Out of
+    /// line: inlined, it crowded the registers of the 4 KiB fill, which
+    /// never calls it.)
     #[inline(never)]
     fn remember(&mut self, k: usize, slot: Slot, asid: Asid, mvpn: u64) {
+        debug_assert!(k > 0, "4 KiB entries are not kept");
         if !self.may_remember(k, asid, mvpn) {
             return;
         }
@@ -1194,8 +1205,8 @@ impl Tlb {
         let (set, key) = array.set_and_key(entry.asid, mvpn);
         let placed = array.insert(set, key, l1_entry, known_absent);
         side.keys_changed();
-        if let Some(slot) = placed.filter(|_| k > 0) {
-            side.remember(k, slot, entry.asid, mvpn);
+        if let Some(slot) = placed {
+            side.note_use(k, slot, entry.asid, mvpn);
         }
     }
 

@@ -202,19 +202,10 @@ impl PageTable {
         self.children[node.index as usize * PTRS_PER_TABLE + idx] = child;
     }
 
-    /// The entry of `node` for `vaddr`, its physical address, and the child
-    /// table it points to (if it points to one).
-    #[inline(always)]
-    pub fn read(&self, node: NodeId, vaddr: VirtAddr) -> (Pte, PhysAddr, Option<NodeId>) {
-        let idx = table_index(vaddr, node.level);
-        let pte = Pte::from_raw(self.raw_entry(node, idx));
-        let addr = self.node_frame(node).addr().add((idx * 8) as u64);
-        (pte, addr, self.child(node, idx))
-    }
-
-    /// [`read`](Self::read) of a table above the leaves (level >= 2), for
-    /// the walker's loop: no branch on the level for the slab, and the
-    /// child index read unconditionally.
+    /// The walker's read in a table above the leaves (level >= 2): the
+    /// entry for `vaddr`, its physical address, and the child table it
+    /// points to (if it points to one). No branch on the level for the
+    /// slab.
     #[inline(always)]
     pub fn read_upper(&self, node: NodeId, vaddr: VirtAddr) -> (Pte, PhysAddr, Option<NodeId>) {
         debug_assert!(node.level >= 2);
@@ -685,15 +676,25 @@ mod tests {
     }
 
     #[test]
-    fn read_gives_the_physical_address_of_each_entry() {
+    fn the_walkers_reads_give_the_physical_address_of_each_entry() {
         let (mut mem, mut pt) = setup();
         let va = VirtAddr::new((3u64 << 39) | (5 << 30) | (7 << 21) | (9 << 12));
         pt.map(va, Pfn::new(0x300), PageSize::Size4K, true, &mut mem).unwrap();
-        let (pte, addr, child) = pt.read(pt.root(), va);
-        assert!(pte.present());
-        assert_eq!(addr, pt.root_frame().addr().add(3 * 8));
-        let child = child.unwrap();
-        assert_eq!(pte.pfn(), pt.node_frame(child));
+        // Down the upper levels: entry 3, 5, 7 of each table.
+        let mut node = pt.root();
+        for index in [3, 5, 7] {
+            let (pte, addr, child) = pt.read_upper(node, va);
+            assert!(pte.present());
+            assert_eq!(addr, pt.node_frame(node).addr().add(index * 8));
+            let child = child.unwrap();
+            assert_eq!(pte.pfn(), pt.node_frame(child));
+            node = child;
+        }
+        // The PTE: entry 9, read before the bits, which are then set.
+        let (pte, addr) = pt.read_leaf_and_set(node, va, ACCESSED);
+        assert_eq!((pte.pfn(), pte.accessed()), (Pfn::new(0x300), false));
+        assert_eq!(addr, pt.node_frame(node).addr().add(9 * 8));
+        assert!(pt.lookup(va).unwrap().pte.accessed());
         let leaves = pt.leaves_in(VirtAddr::new(0), VirtAddr::new(u64::MAX >> 16));
         assert_eq!(leaves.len(), 1);
         assert_eq!(leaves[0].0, va);
