@@ -4,8 +4,8 @@
 //! the host can fetch ahead in both of the simulator's large tables:
 //!
 //! 1. translation: every access of the quantum goes through the MMU (TLBs,
-//!    walk, faults), prefetching the leaf page-table entry of the access a
-//!    few positions ahead; the walk references and the data reference of
+//!    walk, faults), prefetching the leaf page-table entries of the
+//!    accesses ahead in bursts of 16; the walk references and the data reference of
 //!    each access are appended, in program order, to the core's `RefBuf`;
 //! 2. caches: the references run through the hierarchy in that order,
 //!    prefetching the cache sets of references a few positions ahead, and
