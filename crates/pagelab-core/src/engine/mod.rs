@@ -5,8 +5,9 @@
 //!
 //! 1. translation: every access of the quantum goes through the MMU (TLBs,
 //!    walk, faults), prefetching the leaf page-table entries of the
-//!    accesses ahead in bursts of 16; the walk references and the data reference of
-//!    each access are appended, in program order, to the core's `RefBuf`;
+//!    accesses ahead in bursts of 16; the walk references and the data
+//!    reference of each access are appended, in program order, to the
+//!    core's `RefBuf`;
 //! 2. caches: the references run through the hierarchy in that order,
 //!    prefetching the cache sets of references a few positions ahead, and
 //!    each one's latency is charged to translation or data.
@@ -326,8 +327,9 @@ impl Simulation {
         let mut next_burst = core.pos;
         for j in core.pos..end {
             if prefetch && j == next_burst {
-                // The burst after this one (the first burst also covers
-                // the accesses before it, which no earlier burst did).
+                // The accesses of the next burst. The stage's first burst
+                // also covers the rest of the current one, which no
+                // earlier burst of this stage prefetched.
                 let from = if j == core.pos { j } else { j + PREFETCH_BURST };
                 next_burst = j - j % PREFETCH_BURST + PREFETCH_BURST;
                 let to = (next_burst + PREFETCH_BURST).min(core.batch.accesses.len());
