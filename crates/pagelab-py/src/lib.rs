@@ -167,7 +167,7 @@ fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDi
     let orders = 0..snap.free.len() as u8;
     d.set_item("fragmentation_index", orders.clone().map(|o| f::fragmentation_index(&snap.free, o)).collect::<Vec<_>>())?;
     d.set_item("unusable_index", orders.map(|o| f::unusable_free_index(&snap.free, o)).collect::<Vec<_>>())?;
-    d.set_item("fi", f::fi_chp_from(&snap.free, snap.frames()))?;
+    d.set_item("fi", f::fi_from(&snap.free, snap.frames()))?;
     Ok(d)
 }
 

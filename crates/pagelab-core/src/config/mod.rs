@@ -235,7 +235,7 @@ impl SimConfig {
         m.tlb.validate("machine.tlb")?;
         m.pwc.validate("machine.pwc")?;
         m.cache.validate("machine.cache")?;
-        self.os.validate("os", m)?;
+        self.os.validate("os", m.phys_mem.bytes(), m.max_order)?;
         for (i, w) in self.workload_list().iter().enumerate() {
             let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };
             w.validate(&prefix)?;
@@ -246,5 +246,20 @@ impl SimConfig {
     /// The resolved configuration as TOML (every default written out).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
+    }
+}
+
+impl SimConfig {
+    /// The page colors the OS uses: `os.coloring.bits`, else the machine's
+    /// `color_bits`, else the LLC's set-index bits at or above bit 12.
+    pub fn color_map(&self) -> Result<crate::hw::cache::ColorMap> {
+        use crate::hw::cache::ColorMap;
+        if !self.os.coloring.bits.is_empty() {
+            ColorMap::new(&self.os.coloring.bits, "os.coloring.bits")
+        } else if !self.machine.color_bits.is_empty() {
+            ColorMap::new(&self.machine.color_bits, "machine.color_bits")
+        } else {
+            Ok(ColorMap::from_llc(&self.machine.cache.llc.geometry()))
+        }
     }
 }

@@ -21,7 +21,7 @@ use crate::hw::pwc::Pwc;
 use crate::hw::tlb::{EntryKind, Tlb, TlbEntry, TlbLookup};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
-use crate::policy::Kernel;
+use crate::os::Kernel;
 use crate::units::{Asid, PageSize, Pfn, VirtAddr};
 
 /// The hardware state of one core's MMU.
@@ -187,7 +187,7 @@ impl Mmu {
 
     /// Applies one shootdown: TLB entries and page-walk-cache entries of
     /// its address space overlapping its range are dropped.
-    pub fn shoot_down(&mut self, s: &crate::policy::Shootdown) {
+    pub fn shoot_down(&mut self, s: &crate::os::Shootdown) {
         self.tlb.invalidate_range(s.asid, s.start, s.end);
         self.pwc.invalidate_range(s.asid, s.start, s.end);
     }

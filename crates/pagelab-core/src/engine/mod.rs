@@ -24,7 +24,7 @@ pub mod timing;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod chp_tests;
+pub(crate) mod testutil;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
@@ -41,7 +41,7 @@ use crate::error::Result;
 use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
-use crate::policy::Kernel;
+use crate::os::{Boot, Kernel, ProcessSpec};
 use crate::workload::{self, AccessKind, Batch, MapEvent};
 
 /// How far ahead the cache stage prefetches (references).
@@ -103,7 +103,7 @@ impl Simulation {
     pub fn with_workloads(cfg: SimConfig, workloads: Vec<Box<dyn crate::workload::Workload>>) -> Result<Simulation> {
         cfg.validate()?;
         let m = &cfg.machine;
-        let mut kernel = Kernel::new(&cfg)?;
+        let mut kernel = boot_kernel(&cfg)?;
         let caches = m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         let mut cores = Vec::new();
         let mut expected_accesses = Some(0u64);
@@ -114,15 +114,14 @@ impl Simulation {
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
             expected_accesses = expected_accesses.zip(workload.total_accesses()).map(|(a, b)| a + b);
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
-            let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
-            kernel.set_chp(asid, w.chp);
+            let asid = kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
             let mmu = Mmu {
                 tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
                 pwc_latency: m.pwc.latency as f64,
                 check: cfg.run.check_translations,
-                chp_stride_shift: kernel.chp_stride_shift(),
+                chp_stride_shift: crate::systems::chp::stride_shift(kernel.color_map()),
             };
             cores.push(Core {
                 id,
@@ -451,7 +450,7 @@ impl Simulation {
             core.mmu.tlb.reset_stats();
             core.mmu.pwc.reset_stats();
         }
-        self.kernel.stats.reset();
+        self.kernel.reset_stats();
         if let Some(c) = &mut self.caches {
             c.reset_stats();
         }
@@ -488,3 +487,15 @@ impl Simulation {
     }
 }
 
+/// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
+fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
+    let m = &cfg.machine;
+    let boot = Boot {
+        frames: m.phys_mem.bytes() >> 12,
+        max_order: m.max_order,
+        paging_levels: m.paging_levels,
+        colors: cfg.color_map()?,
+        costs: cfg.os.fault_cost.clone(),
+    };
+    crate::systems::boot(&cfg.os, boot, m.freq_ghz, cfg.run.seed)
+}

@@ -8,27 +8,8 @@ use std::collections::BTreeMap;
 use super::core::CoreStats;
 use super::timing::MEMORY;
 use super::Simulation;
-use crate::phys::fragmentation;
-use crate::units::PageSize;
 
-/// One statistic: counts stay integers so sums are exact.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-#[serde(untagged)]
-pub enum Stat {
-    Int(u64),
-    Float(f64),
-}
-
-impl Stat {
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Stat::Int(v) => v as f64,
-            Stat::Float(v) => v,
-        }
-    }
-}
-
-pub type Stats = BTreeMap<String, Stat>;
+pub use crate::stat::{Stat, Stats};
 
 pub(super) fn collect(sim: &Simulation) -> Stats {
     let mut out = Stats::new();
@@ -153,56 +134,5 @@ fn tlb_arrays(out: &mut Stats, core: &super::core::Core) {
 }
 
 fn kernel_stats(out: &mut Stats, sim: &Simulation) {
-    let k = &sim.kernel;
-    for (size, name) in [(PageSize::Size4K, "4k"), (PageSize::Size2M, "2m"), (PageSize::Size1G, "1g")] {
-        let bytes: u64 = k.procs.iter().map(|p| p.aspace.mapped_bytes(size)).sum();
-        out.insert(format!("mem.mapped.{name}"), Stat::Int(bytes));
-    }
-    let tables: u64 = k.procs.iter().map(|p| p.aspace.pt.table_pages()).sum();
-    out.insert("mem.pagetables".into(), Stat::Int(tables * 4096));
-    let free = k.mem.free_blocks_per_order();
-    out.insert("phys.fi".into(), Stat::Float(fragmentation::fi_chp(&k.mem)));
-    out.insert("phys.free".into(), Stat::Int(k.mem.free_pages() * 4096));
-    out.insert("phys.fragmentation_index.9".into(), Stat::Float(fragmentation::fragmentation_index(&free, 9)));
-    out.insert("phys.unusable_index.9".into(), Stat::Float(fragmentation::unusable_free_index(&free, 9)));
-    let s = &k.stats;
-    let ints = [
-        ("os.faults.base", s.faults_by_kind[0]),
-        ("os.faults.colored", s.faults_by_kind[1]),
-        ("os.faults.thp", s.faults_by_kind[2]),
-        ("os.faults.hugetlb_2m", s.faults_by_kind[3]),
-        ("os.faults.hugetlb_1g", s.faults_by_kind[4]),
-        ("os.faults.chp", s.faults_by_kind[5]),
-        ("os.chp.attempts", s.chp_attempts),
-        ("os.chp.success", s.chp_success),
-        ("os.chp.fallback", s.chp_fallback),
-        ("os.chp.cache_hits", s.chp_cache_hits),
-        ("os.chp.blocks", s.chp_blocks),
-        ("os.chp.returned", s.chp_returned),
-        ("os.chp.demoted", s.chp_demoted),
-        ("os.thp.fault_fallback", s.thp_fault_fallback),
-        ("os.hugetlb.fallback", s.hugetlb_fallback),
-        ("os.coloring.refills", s.coloring_refills),
-        ("os.splits", s.splits),
-        ("os.shootdowns", s.shootdowns),
-        ("os.pages_copied", s.pages_copied),
-        ("os.compaction.runs", s.compaction_runs),
-        ("os.compaction.migrated", s.compaction_migrated),
-        ("os.compaction.failed", s.compaction_failed),
-        ("os.auto_vmas", s.auto_vmas),
-        ("os.auto_vmas_after_munmap", s.auto_vmas_after_munmap),
-        ("khugepaged.wakeups", s.khugepaged_wakeups),
-    ];
-    for (name, v) in ints {
-        out.insert(name.into(), Stat::Int(v));
-    }
-    if let crate::policy::Policy::Chp(state) = &k.policy {
-        out.insert("os.chp.cached".into(), Stat::Int(state.cached()));
-    }
-    let attempts = s.chp_attempts.max(1) as f64;
-    out.insert("os.chp.success_ratio".into(), Stat::Float(s.chp_success as f64 / attempts));
-    for result in ["succeed", "pmd_mapped", "pmd_null", "exceed_none_pte", "alloc_huge_page_fail"] {
-        out.insert(format!("khugepaged.{result}"), Stat::Int(s.khugepaged.get(result).copied().unwrap_or(0)));
-    }
-    out.insert("khugepaged.cpu_cycles".into(), Stat::Float(s.khugepaged_cycles));
+    sim.kernel.report(&crate::systems::idle_stats(), out);
 }

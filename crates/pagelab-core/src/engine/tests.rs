@@ -2,61 +2,11 @@
 //! determinism. Each builds a machine from a small configuration and runs
 //! either a scripted workload or a generator.
 
+use super::testutil::*;
 use super::*;
 use crate::config::parse_config;
 use crate::units::{PageSize, Pfn, VirtAddr};
 use crate::workload::{Access, Workload};
-
-/// A workload that replays a fixed list of batches.
-pub(super) struct Script {
-    pub(super) batches: Vec<Batch>,
-}
-
-impl Workload for Script {
-    fn name(&self) -> &str {
-        "script"
-    }
-    fn next_batch(&mut self, batch: &mut Batch, _max: usize) -> bool {
-        if self.batches.is_empty() {
-            return false;
-        }
-        *batch = self.batches.remove(0);
-        !self.batches.is_empty()
-    }
-    fn footprint(&self) -> u64 {
-        0
-    }
-}
-
-pub(super) const BASE: VirtAddr = VirtAddr::new(0x7f00_0000_0000);
-
-pub(super) fn config(extra: &[&str]) -> SimConfig {
-    let text = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\ninit = \"none\"\n";
-    let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-    parse_config(text, "test.toml", &overrides).unwrap()
-}
-
-pub(super) fn mmap(start: VirtAddr, len: u64) -> (u32, MapEvent) {
-    (0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() })
-}
-
-pub(super) fn stores(start: VirtAddr, pages: u64) -> Vec<Access> {
-    (0..pages).map(|i| Access::store(start.add(i * 4096), 8, 1)).collect()
-}
-
-pub(super) fn batch(events: Vec<(u32, MapEvent)>, accesses: Vec<Access>) -> Batch {
-    Batch { accesses, events, trailing_instrs: 0 }
-}
-
-pub(super) fn simulate(cfg: SimConfig, batches: Vec<Batch>) -> Result<Simulation> {
-    let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })])?;
-    sim.run()?;
-    Ok(sim)
-}
-
-pub(super) fn stat(sim: &Simulation, name: &str) -> f64 {
-    sim.stats().get(name).unwrap_or_else(|| panic!("no statistic {name}")).as_f64()
-}
 
 /// Translates `vaddr` on a fresh MMU (cold TLB and PWC) of `sim`'s machine
 /// and returns the number of walk references.
@@ -66,21 +16,6 @@ fn cold_walk_refs(sim: &mut Simulation, mmu: &mut Mmu, vaddr: VirtAddr) -> usize
     mmu.translate(&mut sim.kernel, req(vaddr), &mut refs, &mut stats).unwrap();
     assert_eq!(stats.walk_mem_refs as usize, refs.len());
     refs.len()
-}
-
-pub(super) fn req(vaddr: VirtAddr) -> mmu::Request {
-    mmu::Request { asid: 1, vaddr, write: false, instr: false }
-}
-
-pub(super) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
-    Mmu {
-        tlb: Tlb::new(&cfg.machine.tlb, 1),
-        pwc: Pwc::new(&cfg.machine.pwc, 4, 1),
-        l2_tlb_latency: 9.0,
-        pwc_latency: 1.0,
-        check: true,
-        chp_stride_shift: 0,
-    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //!   -1 when it would succeed.
 //! - [`unusable_free_index`] (mm/vmstat.c): the share of *free* memory that
 //!   is in blocks smaller than order k.
-//! - [`fi_chp`]: F_i as the Colored Huge Pages paper defines it, "the
+//! - [`fi`]: F_i as the Colored Huge Pages paper defines it, "the
 //!   fraction of physical memory that cannot be backed by the currently
 //!   available huge pages": 1 - (frames in free blocks of order >= 9) /
 //!   (all frames). It is relative to *total* memory, so a fresh machine has
@@ -92,7 +92,7 @@ pub fn unusable_free_index(free: &[u64], order: u8) -> f64 {
 
 /// The CHP paper's F_i from free blocks per order: 1 - (frames in free
 /// blocks of order >= 9) / `nr_frames`. 0 when `nr_frames` is 0.
-pub fn fi_chp_from(free: &[u64], nr_frames: u64) -> f64 {
+pub fn fi_from(free: &[u64], nr_frames: u64) -> f64 {
     if nr_frames == 0 {
         return 0.0;
     }
@@ -108,7 +108,7 @@ pub fn fi_chp_from(free: &[u64], nr_frames: u64) -> f64 {
 /// The CHP paper's F_i of a machine: the fraction of all of physical memory
 /// that free 2 MiB blocks cannot back (see the module documentation). A
 /// machine whose size is not a multiple of 2 MiB starts above 0.
-pub fn fi_chp(mem: &PhysMem) -> f64 {
+pub fn fi(mem: &PhysMem) -> f64 {
     1.0 - mem.free_pages_at_or_above(Order::new(PAGEBLOCK_ORDER)) as f64 / mem.nr_frames() as f64
 }
 
@@ -150,7 +150,7 @@ fn validate(target_fi: f64, holes_per_block: u32) -> Result<()> {
     Ok(())
 }
 
-/// Fragments `mem` until F_i ([`fi_chp`]) reaches `target_fi`: fully free
+/// Fragments `mem` until F_i ([`fi`]) reaches `target_fi`: fully free
 /// pageblocks, drawn at random from `seed`, each get `holes_per_block`
 /// unmovable kernel frames placed by `pattern`, and are marked UNMOVABLE (as
 /// the stealing of an unmovable allocation would). Each pageblock raises F_i
@@ -168,7 +168,7 @@ pub fn inject(
     seed: u64,
 ) -> Result<InjectReport> {
     validate(target_fi, holes_per_block)?;
-    let fi_now = fi_chp(mem);
+    let fi_now = fi(mem);
     if target_fi <= 0.0 || fi_now >= target_fi {
         return Ok(InjectReport {
             fi_reached: fi_now,
@@ -180,7 +180,7 @@ pub fn inject(
         mem.free_pages_at_or_above(Order::new(PAGEBLOCK_ORDER)),
         mem.nr_frames(),
     );
-    // The same formula as fi_chp, after `blocks` more pageblocks are spoilt.
+    // The same formula as fi, after `blocks` more pageblocks are spoilt.
     let fi_after =
         |blocks: u64| 1.0 - (backed - blocks * PAGEBLOCK_NR_PAGES) as f64 / nr_frames as f64;
     let Some(needed) = (1..=candidates.len() as u64).find(|&blocks| fi_after(blocks) >= target_fi)
@@ -201,7 +201,7 @@ pub fn inject(
         pin_holes(mem, pb, &offsets);
     }
     let report = InjectReport {
-        fi_reached: fi_chp(mem),
+        fi_reached: fi(mem),
         blocks_fragmented: needed,
         frames_pinned: needed * holes_per_block as u64,
     };
@@ -311,17 +311,17 @@ mod tests {
         free[0] = 100;
         free[9] = 1;
         free[10] = 1;
-        assert_eq!(fi_chp_from(&free, 4096), 0.625);
+        assert_eq!(fi_from(&free, 4096), 0.625);
         // A fresh 8 MiB machine: 0. Take 1 frame: its order-10 block splits,
         // leaving order-9 blocks worth 1536 of 2048 frames: 0.25.
         let mut mem = PhysMem::new(2048, 10).unwrap();
-        assert_eq!(fi_chp(&mem), 0.0);
+        assert_eq!(fi(&mem), 0.0);
         mem.alloc(o(0), Migratetype::Movable, FrameOwner::Kernel)
             .unwrap();
-        assert_eq!(fi_chp(&mem), 0.25);
-        assert_eq!(fi_chp_from(&mem.free_blocks_per_order(), 2048), 0.25);
+        assert_eq!(fi(&mem), 0.25);
+        assert_eq!(fi_from(&mem.free_blocks_per_order(), 2048), 0.25);
         // 1000 frames: only the first 512 can ever be a huge page.
-        assert!((fi_chp(&PhysMem::new(1000, 9).unwrap()) - 0.488).abs() < 1e-12);
+        assert!((fi(&PhysMem::new(1000, 9).unwrap()) - 0.488).abs() < 1e-12);
     }
 
     /// Pfns of the kernel frames, lowest first.
@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(report.blocks_fragmented, 17);
         assert_eq!(report.frames_pinned, 17 * 25);
         assert_eq!(report.fi_reached, 17.0 / 32.0);
-        assert_eq!(fi_chp(&mem), report.fi_reached);
+        assert_eq!(fi(&mem), report.fi_reached);
         assert_eq!(mem.free_pages(), 16384 - 17 * 25);
         mem.check_invariants().unwrap();
         // Fragmented pageblocks are unmovable, the others still movable.

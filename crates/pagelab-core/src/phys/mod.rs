@@ -27,7 +27,7 @@ pub use buddy::{
 };
 pub use compaction::{compact, CompactionStats};
 pub use fragmentation::{
-    fi_chp, fi_chp_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern,
+    fi, fi_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern,
 };
 pub use frame::FrameOwner;
 pub use migratetype::{Migratetype, NR_MIGRATETYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};

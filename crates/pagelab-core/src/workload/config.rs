@@ -194,6 +194,16 @@ impl Default for WorkloadConfig {
 const MAX_FOOTPRINT: u64 = 64 << 40;
 
 impl WorkloadConfig {
+    /// The systems of the chain this process does not use
+    /// (`os::ProcessSpec::opt_out`).
+    pub fn opted_out_systems(&self) -> Vec<&'static str> {
+        if self.chp {
+            Vec::new()
+        } else {
+            vec!["chp"]
+        }
+    }
+
     /// `write_fraction` with the kind's default.
     pub fn effective_write_fraction(&self) -> f64 {
         let default = if self.kind == WorkloadKind::Gups {

@@ -8,9 +8,12 @@
 //! installs the huge PMD and shoots down the range. Each range's outcome is
 //! counted under Linux's scan_result name.
 
-use super::Kernel;
-use crate::config::ThpConfig;
+use std::collections::BTreeMap;
+
+use super::ThpConfig;
+use crate::os::{Daemon, Kernel};
 use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::stat::{Stat, Stats};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::units::{Order, PageSize, VirtAddr};
 
@@ -31,6 +34,14 @@ pub enum ScanResult {
 }
 
 impl ScanResult {
+    pub const ALL: [ScanResult; 5] = [
+        ScanResult::Succeed,
+        ScanResult::PmdMapped,
+        ScanResult::PmdNull,
+        ScanResult::ExceedNonePte,
+        ScanResult::AllocHugePageFail,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             ScanResult::Succeed => "succeed",
@@ -50,6 +61,11 @@ pub struct Khugepaged {
     max_ptes_none: u32,
     /// Where the scan resumes: process index and address.
     cursor: (usize, VirtAddr),
+    /// Outcomes by name (scan_result).
+    outcomes: BTreeMap<&'static str, u64>,
+    wakeups: u64,
+    /// CPU time spent on its own core (not charged to workloads).
+    cpu_cycles: f64,
 }
 
 impl Khugepaged {
@@ -61,19 +77,55 @@ impl Khugepaged {
             pages_to_scan: cfg.pages_to_scan,
             max_ptes_none: cfg.max_ptes_none,
             cursor: (0, VirtAddr::new(0)),
+            outcomes: BTreeMap::new(),
+            wakeups: 0,
+            cpu_cycles: 0.0,
         }
+    }
+
+    fn report_counters(outcomes: &BTreeMap<&'static str, u64>, wakeups: u64, cpu_cycles: f64, out: &mut Stats) {
+        out.insert("khugepaged.wakeups".into(), Stat::Int(wakeups));
+        for result in ScanResult::ALL {
+            let n = outcomes.get(result.name()).copied().unwrap_or(0);
+            out.insert(format!("khugepaged.{}", result.name()), Stat::Int(n));
+        }
+        out.insert("khugepaged.cpu_cycles".into(), Stat::Float(cpu_cycles));
+    }
+
+    /// Its statistics' names, all zero (when it does not run).
+    pub fn idle_stats(out: &mut Stats) {
+        Self::report_counters(&BTreeMap::new(), 0, 0.0, out);
+    }
+}
+
+impl Daemon for Khugepaged {
+    fn name(&self) -> &'static str {
+        "khugepaged"
     }
 
     /// Runs every wake-up due by `now`. Its shootdowns are queued in the
     /// kernel; the engine charges each to the core it interrupts.
-    pub fn run_due(&mut self, k: &mut Kernel, now: f64) {
+    fn run_due(&mut self, k: &mut Kernel, now: f64) {
         while now >= self.next_wake {
-            k.stats.khugepaged_wakeups += 1;
+            self.wakeups += 1;
             self.scan(k);
             // A zero period would wake forever: once per call is enough.
             self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
     }
+
+    fn report(&self, out: &mut Stats) {
+        Self::report_counters(&self.outcomes, self.wakeups, self.cpu_cycles, out);
+    }
+
+    fn reset_stats(&mut self) {
+        self.outcomes.clear();
+        self.wakeups = 0;
+        self.cpu_cycles = 0.0;
+    }
+}
+
+impl Khugepaged {
 
     /// One wake-up: scan up to pages_to_scan PTEs' worth of ranges.
     fn scan(&mut self, k: &mut Kernel) {
@@ -89,7 +141,7 @@ impl Khugepaged {
             idle_wraps = 0;
             self.cursor.1 = base.add(HPAGE);
             let result = self.collapse(k, base);
-            *k.stats.khugepaged.entry(result.name()).or_insert(0) += 1;
+            *self.outcomes.entry(result.name()).or_insert(0) += 1;
             budget -= 512;
         }
     }
@@ -104,7 +156,7 @@ impl Khugepaged {
         })
     }
 
-    fn collapse(&self, k: &mut Kernel, base: VirtAddr) -> ScanResult {
+    fn collapse(&mut self, k: &mut Kernel, base: VirtAddr) -> ScanResult {
         let asid = (self.cursor.0 + 1) as crate::units::Asid;
         let aspace = &k.proc(asid).aspace;
         let slot = match aspace.pt.leaf_slot(base) {
@@ -135,7 +187,7 @@ impl Khugepaged {
         let slot = aspace.pt.leaf_slot(base).expect("just collapsed");
         aspace.pt.set_bits(slot, bits);
         k.stats.pages_copied += old.len() as u64;
-        k.stats.khugepaged_cycles += old.len() as f64 * k.costs.copy_4k;
+        self.cpu_cycles += old.len() as f64 * k.costs.copy_4k;
         k.shoot(asid, base, base.add(HPAGE));
         ScanResult::Succeed
     }

@@ -1,13 +1,20 @@
 //! The page-fault handler: find the VMA (or make one, in automatic mode),
-//! check permissions, let the policy choose the backing, install it.
+//! check permissions, then offer the fault to the chain of systems until
+//! one backs it.
 
-use super::{FaultKind, Kernel, Policy};
+use super::system::Fault;
+use super::Kernel;
 use crate::error::{Error, Result};
 use crate::paging::Vma;
 use crate::units::{Asid, PageSize, VirtAddr};
 
 /// The name of automatic VMAs (`os.auto_vma`): an mmap may replace them.
 pub const AUTO_VMA_NAME: &str = "auto";
+
+/// What a fault installed, by name: each system names its own kinds
+/// (`base`, `thp`, `chp`...), counted as `os.faults.NAME`; the registry
+/// lists every kind any system can install, so each run reports them all.
+pub type FaultKind = &'static str;
 
 /// What one fault did and what it cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,30 +36,28 @@ impl Kernel {
         if write && !vma.writable {
             return Err(Error::Workload(format!("store to read-only mapping `{}` at {vaddr}", vma.name)));
         }
-        let outcome = match self.policy {
-            Policy::Base => self.fault_base(asid, vaddr, &vma)?,
-            Policy::Thp => match self.fault_thp(asid, vaddr, &vma)? {
-                Some(o) => o,
-                None => self.fault_base(asid, vaddr, &vma)?,
-            },
-            Policy::Hugetlb(_) => match self.fault_hugetlb(asid, vaddr, &vma)? {
-                Some(o) => o,
-                None => self.fault_base(asid, vaddr, &vma)?,
-            },
-            Policy::Coloring(_) => self.fault_colored(asid, vaddr, &vma, false)?,
-            Policy::BinHopping(_) => self.fault_colored(asid, vaddr, &vma, true)?,
-            Policy::Chp(_) => match self.fault_chp(asid, vaddr, &vma)? {
-                Some(o) => o,
-                None => self.fault_colored(asid, vaddr, &vma, false)?,
-            },
-        };
-        self.stats.faults_by_kind[outcome.kind as usize] += 1;
+        let fault = Fault { asid, vaddr, write, vma: &vma };
+        let outcome = self.with_systems(|systems, k| {
+            for s in systems.iter_mut() {
+                if k.proc(asid).opt_out.contains(&s.name()) {
+                    continue;
+                }
+                if let Some(outcome) = s.fault(k, &fault)? {
+                    return Ok(Some(outcome));
+                }
+            }
+            Ok::<_, Error>(None)
+        })?;
+        let outcome = outcome.ok_or_else(|| {
+            Error::Workload(format!("no system of the chain ({}) backed the fault at {vaddr}", self.chain().join(", ")))
+        })?;
+        *self.stats.faults_by_kind.entry(outcome.kind).or_insert(0) += 1;
         Ok(outcome)
     }
 
     /// Whether nothing is mapped in the `size`-aligned range at `base`:
     /// no table below its entry at that level (Linux's pmd_none / pud_none).
-    pub(super) fn range_is_empty(&self, asid: Asid, base: VirtAddr, size: PageSize) -> bool {
+    pub fn range_is_empty(&self, asid: Asid, base: VirtAddr, size: PageSize) -> bool {
         let pt = &self.proc(asid).aspace.pt;
         match pt.leaf_slot(base) {
             Some(slot) => slot.level >= size.leaf_level() && !pt.entry(slot).present(),

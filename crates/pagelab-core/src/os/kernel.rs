@@ -1,12 +1,14 @@
-//! The simulated kernel: physical memory, processes, the policy, daemons.
+//! The simulated kernel: physical memory, processes, VMAs and page tables,
+//! the shootdown queue, costs and shared counters, and the chain of
+//! systems it calls at each fault and mapping change.
 
-use super::{fault::AUTO_VMA_NAME, hugetlb::HugetlbPool, khugepaged::Khugepaged, ChpState, ColorPool, OsStats, Policy};
-use crate::config::{FaultCosts, OsConfig, PolicyKind, SimConfig};
+use super::system::{Daemon, ProcessSpec, System};
+use super::{fault::AUTO_VMA_NAME, ColorPool, FaultCosts, FragmentationConfig, OsStats};
 use crate::error::{Error, Result};
 use crate::hw::cache::ColorMap;
 use crate::paging::{AddressSpace, Vma, VmaTree};
 use crate::phys::{fragmentation, PhysMem};
-use crate::units::{Asid, Order, Pfn, VirtAddr, Vpn};
+use crate::units::{Asid, Order, PageSize, Pfn, VirtAddr, Vpn};
 
 /// A TLB shootdown the engine must apply before the next translation:
 /// every TLB and page-walk-cache entry of `asid` overlapping [start, end).
@@ -23,12 +25,14 @@ pub struct Process {
     /// Allowed colors (empty = all).
     pub colors: Vec<u32>,
     /// Round-robin cursor among allowed colors (PALLOC's per-CPU counter;
-    /// bin hopping's next bin).
+    /// bin hopping's next bin). Shared by every system that picks colors
+    /// for this process (a colored huge page's sub-mappings and 4 KiB
+    /// coloring take turns on it), so the kernel keeps it.
     pub color_cursor: usize,
     /// Whether VMAs are created around touched addresses.
     pub auto_vma: bool,
-    /// Under the `chp` policy: whether faults try colored huge pages.
-    pub chp: bool,
+    /// Systems whose faults this process skips (`ProcessSpec::opt_out`).
+    pub opt_out: Vec<&'static str>,
     /// Ranges a munmap emptied and nothing mapped since, kept while
     /// `auto_vma` is on: an automatic VMA there is counted
     /// (`os.auto_vmas_after_munmap`), since the program touched memory it
@@ -36,68 +40,112 @@ pub struct Process {
     pub unmapped: VmaTree,
 }
 
+/// What the kernel boots with (the machine's side of the configuration).
+#[derive(Debug, Clone)]
+pub struct Boot {
+    /// 4 KiB frames of physical memory.
+    pub frames: u64,
+    pub max_order: u8,
+    pub paging_levels: u8,
+    /// The page colors the OS uses.
+    pub colors: ColorMap,
+    pub costs: FaultCosts,
+}
+
 #[derive(Debug)]
 pub struct Kernel {
     pub mem: PhysMem,
     pub procs: Vec<Process>,
-    pub policy: Policy,
     pub stats: OsStats,
     pub costs: FaultCosts,
-    pub(super) cfg: OsConfig,
-    pub(super) colors: ColorMap,
-    pub(super) khugepaged: Option<Khugepaged>,
+    colors: ColorMap,
+    /// Free 4 KiB frames by color, lent to every system that colors pages
+    /// (coloring, bin hopping, colored huge pages' fallback): one pool, so
+    /// a frame one system leaves is there for the other.
+    pub color_pool: ColorPool,
+    /// The chain: a fault goes to each in order until one backs it.
+    pub(super) systems: Vec<Box<dyn System>>,
+    pub(super) daemons: Vec<Box<dyn Daemon>>,
     levels: u8,
     shootdowns: Vec<Shootdown>,
 }
 
 impl Kernel {
-    /// Boots the machine: memory, the hugetlb boot pool, then the injected
-    /// fragmentation (so the pool, like hugepages= at boot, predates it).
-    pub fn new(cfg: &SimConfig) -> Result<Kernel> {
-        let m = &cfg.machine;
-        let mut mem = PhysMem::new(m.phys_mem.bytes() >> 12, m.max_order)?;
-        let colors = color_map(cfg)?;
-        let policy = match cfg.os.policy {
-            PolicyKind::Base => Policy::Base,
-            PolicyKind::Thp => Policy::Thp,
-            PolicyKind::Hugetlb => Policy::Hugetlb(HugetlbPool::boot(&cfg.os.hugetlb, &mut mem)?),
-            PolicyKind::Coloring => Policy::Coloring(ColorPool::new(&colors)),
-            PolicyKind::BinHopping => Policy::BinHopping(ColorPool::new(&colors)),
-            PolicyKind::Chp => Policy::Chp(ChpState::new(&cfg.os.chp, &colors)?),
-        };
-        let f = &cfg.os.fragmentation;
-        if let Some(path) = &f.snapshot {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            crate::phys::snapshot::Snapshot::parse(&text, path)?.apply(&mut mem, cfg.run.seed)?;
-        }
-        if f.target > 0.0 {
-            let pattern = match f.pattern {
-                crate::config::os::FragPattern::Dispersed => fragmentation::Pattern::Dispersed,
-                crate::config::os::FragPattern::Clustered => fragmentation::Pattern::Clustered,
-            };
-            fragmentation::inject(&mut mem, f.target, pattern, f.holes, cfg.run.seed)?;
-        }
-        let khugepaged = (cfg.os.policy == PolicyKind::Thp && cfg.os.thp.khugepaged)
-            .then(|| Khugepaged::new(&cfg.os.thp, m.freq_ghz));
+    /// Boots the machine: memory and the color map, no systems yet
+    /// ([`Kernel::plug`] adds them; fragmentation comes after them, so
+    /// that reservations at boot, like hugepages=, predate it).
+    pub fn new(boot: Boot) -> Result<Kernel> {
+        let mem = PhysMem::new(boot.frames, boot.max_order)?;
         Ok(Kernel {
             mem,
             procs: Vec::new(),
-            policy,
             stats: OsStats::default(),
-            costs: cfg.os.fault_cost.clone(),
-            cfg: cfg.os.clone(),
-            colors,
-            khugepaged,
-            levels: m.paging_levels,
+            costs: boot.costs,
+            color_pool: ColorPool::new(&boot.colors),
+            colors: boot.colors,
+            systems: Vec::new(),
+            daemons: Vec::new(),
+            levels: boot.paging_levels,
             shootdowns: Vec::new(),
         })
     }
 
+    /// Appends a system to the chain.
+    pub fn plug(&mut self, system: Box<dyn System>) {
+        self.systems.push(system);
+    }
+
+    /// Adds a daemon (they run in the order added).
+    pub fn add_daemon(&mut self, daemon: Box<dyn Daemon>) {
+        self.daemons.push(daemon);
+    }
+
+    /// The names of the chain's systems, in order.
+    pub fn chain(&self) -> Vec<&'static str> {
+        self.systems.iter().map(|s| s.name()).collect()
+    }
+
+    /// The system of the chain named `name`, to read its state.
+    pub fn system(&self, name: &str) -> Option<&dyn System> {
+        self.systems.iter().find(|s| s.name() == name).map(|s| s.as_ref())
+    }
+
+    pub fn daemons(&self) -> impl Iterator<Item = &dyn Daemon> {
+        self.daemons.iter().map(|d| d.as_ref())
+    }
+
+    /// Places the machine's starting fragmentation: a real machine's
+    /// snapshot, or unmovable frames up to a target F_i.
+    pub fn fragment(&mut self, f: &FragmentationConfig, seed: u64) -> Result<()> {
+        if let Some(path) = &f.snapshot {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            crate::phys::snapshot::Snapshot::parse(&text, path)?.apply(&mut self.mem, seed)?;
+        }
+        if f.target > 0.0 {
+            let pattern = match f.pattern {
+                super::FragPattern::Dispersed => fragmentation::Pattern::Dispersed,
+                super::FragPattern::Clustered => fragmentation::Pattern::Clustered,
+            };
+            fragmentation::inject(&mut self.mem, f.target, pattern, f.holes, seed)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the chain lent out of the kernel, so that hooks can
+    /// take the kernel mutably.
+    pub(super) fn with_systems<R>(&mut self, f: impl FnOnce(&mut [Box<dyn System>], &mut Kernel) -> R) -> R {
+        let mut systems = std::mem::take(&mut self.systems);
+        let r = f(&mut systems, self);
+        debug_assert!(self.systems.is_empty(), "a hook plugged a system");
+        self.systems = systems;
+        r
+    }
+
     /// Creates a process; its asid is its index + 1 (asid 0 is never used,
     /// so a zeroed TLB entry matches nothing).
-    pub fn spawn(&mut self, colors: Vec<u32>, auto_vma: bool) -> Result<Asid> {
+    pub fn spawn(&mut self, spec: ProcessSpec) -> Result<Asid> {
         let asid = (self.procs.len() + 1) as Asid;
-        for &c in &colors {
+        for &c in &spec.colors {
             if c >= self.colors.nr_colors() {
                 return Err(Error::config(
                     "workload.colors",
@@ -106,35 +154,29 @@ impl Kernel {
             }
         }
         let aspace = AddressSpace::new(asid, self.levels, &mut self.mem)?;
-        self.procs.push(Process { aspace, colors, color_cursor: 0, auto_vma, chp: true, unmapped: VmaTree::default() });
+        self.procs.push(Process {
+            aspace,
+            colors: spec.colors.clone(),
+            color_cursor: 0,
+            auto_vma: spec.auto_vma,
+            opt_out: spec.opt_out.clone(),
+            unmapped: VmaTree::default(),
+        });
+        self.with_systems(|systems, k| systems.iter_mut().for_each(|s| s.spawn(k, asid, &spec)));
         Ok(asid)
-    }
-
-    /// Whether a process's faults may take colored huge pages (`workload.chp`).
-    pub fn set_chp(&mut self, asid: Asid, on: bool) {
-        self.proc_mut(asid).chp = on;
     }
 
     pub fn proc(&self, asid: Asid) -> &Process {
         &self.procs[asid as usize - 1]
     }
-    pub(super) fn proc_mut(&mut self, asid: Asid) -> &mut Process {
+    pub fn proc_mut(&mut self, asid: Asid) -> &mut Process {
         &mut self.procs[asid as usize - 1]
     }
 
     /// Installs a leaf in a process's page table (page-table pages come
     /// from `mem`; borrowing the two fields apart).
-    pub(super) fn map_user(&mut self, asid: Asid, vaddr: VirtAddr, frame: Pfn, size: crate::units::PageSize, writable: bool) -> Result<()> {
+    pub fn map_user(&mut self, asid: Asid, vaddr: VirtAddr, frame: Pfn, size: PageSize, writable: bool) -> Result<()> {
         self.procs[asid as usize - 1].aspace.map_leaf(vaddr, frame, size, writable, &mut self.mem)
-    }
-
-    /// The stride of colored huge pages (log2 of the system colors); 0
-    /// when the policy is not `chp`.
-    pub fn chp_stride_shift(&self) -> u8 {
-        match &self.policy {
-            Policy::Chp(state) => state.geometry.stride_shift,
-            _ => 0,
-        }
     }
 
     pub fn color_map(&self) -> &ColorMap {
@@ -167,7 +209,8 @@ impl Kernel {
         self.shootdowns.push(s);
     }
 
-    pub(super) fn shoot(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr) {
+    /// Queues a shootdown of [start, end) and counts it.
+    pub fn shoot(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr) {
         self.stats.shootdowns += 1;
         let end_vpn = Vpn::new((end.raw() + 4095) >> 12);
         self.shootdowns.push(Shootdown { asid, start: start.vpn(), end: end_vpn });
@@ -197,9 +240,7 @@ impl Kernel {
         let p = self.proc_mut(asid);
         p.unmapped.remove(start, end);
         p.aspace.vmas.insert(Vma { start, end, writable, name: name.to_string() });
-        if let Policy::Hugetlb(pool) = &mut self.policy {
-            pool.reserve_for(start, end, name, &mut self.mem);
-        }
+        self.with_systems(|systems, k| systems.iter_mut().for_each(|s| s.mmap(k, asid, start, end, name)));
         Ok(())
     }
 
@@ -216,59 +257,62 @@ impl Kernel {
     }
 
     /// Removes [start, end) from the VMAs and the page table, freeing the
-    /// frames; shoots the range down always (`always`: munmap) or only
-    /// when a page was mapped in it (an automatic VMA's unused overlap).
+    /// frames (to the system that claims them, else the buddy allocator);
+    /// shoots the range down always (`always`: munmap) or only when a page
+    /// was mapped in it (an automatic VMA's unused overlap).
     fn unmap(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr, always: bool) -> Result<()> {
-        let chp = self.chp_regions_in(asid, start, end);
-        let (leaves, splits) = self.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut self.mem)?;
-        self.stats.splits += splits as u64;
-        let shoot = always || !leaves.is_empty() || splits > 0;
-        for (va, m) in leaves {
-            if !Self::chp_frame_reclaimed(&chp, va) {
-                self.free_user_frames(m.frame, m.size);
+        self.with_systems(|systems, k| {
+            systems.iter_mut().for_each(|s| s.before_unmap(k, asid, start, end));
+            let (leaves, splits) = k.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut k.mem)?;
+            k.stats.splits += splits as u64;
+            let shoot = always || !leaves.is_empty() || splits > 0;
+            for (va, m) in leaves {
+                if !systems.iter_mut().any(|s| s.frame_freed(k, va, m.frame, m.size)) {
+                    k.mem.free(m.frame, m.size.order());
+                }
             }
-        }
-        self.chp_reclaim(chp);
-        if shoot {
-            self.shoot(asid, start, end);
-        }
-        Ok(())
+            systems.iter_mut().for_each(|s| s.after_unmap(k, asid, start, end));
+            if shoot {
+                k.shoot(asid, start, end);
+            }
+            Ok(())
+        })
     }
 
     /// mprotect: changes permissions (splitting huge pages at the edges).
     pub fn mprotect(&mut self, asid: Asid, start: VirtAddr, len: u64, writable: bool) -> Result<()> {
         let end = page_end(start, len)?;
-        // Colored huge pages the range cuts lose their bit; whole ones keep it.
-        self.chp_regions_in(asid, start, end);
+        self.with_systems(|systems, k| systems.iter_mut().for_each(|s| s.protect(k, asid, start, end)));
         let splits = self.procs[asid as usize - 1].aspace.protect_range(start, end, writable, &mut self.mem)?;
         self.stats.splits += splits as u64;
         self.shoot(asid, start, end);
         Ok(())
     }
 
-    /// Returns a user page's frames to where they came from.
-    fn free_user_frames(&mut self, frame: Pfn, size: crate::units::PageSize) {
-        if let Policy::Hugetlb(pool) = &mut self.policy {
-            if pool.owns(frame, size) {
-                pool.give_back(frame, &mut self.mem);
-                return;
-            }
-        }
-        self.mem.free(frame, size.order());
-    }
-
-    /// Runs the daemons due by simulated time `now` (cycles). What they
-    /// cost the workloads are their shootdowns, queued like any other.
+    /// Runs the daemons due by simulated time `now` (cycles), in order.
     pub fn tick(&mut self, now: f64) {
-        let Some(mut k) = self.khugepaged.take() else { return };
-        k.run_due(self, now);
-        self.khugepaged = Some(k);
+        if self.daemons.is_empty() {
+            return;
+        }
+        let mut daemons = std::mem::take(&mut self.daemons);
+        for d in &mut daemons {
+            d.run_due(self, now);
+        }
+        self.daemons = daemons;
     }
 
     /// Explicit compaction towards a free block of `order` (Linux's
     /// compact_zone). Returns the cycles it cost.
     pub fn compact(&mut self, order: Order) -> f64 {
-        super::compaction::compact(self, order)
+        self.with_systems(|systems, k| super::compaction::compact(k, systems, order))
+    }
+
+    /// Zeroes every counter of the OS side (the end of warm-up).
+    pub fn reset_stats(&mut self) {
+        self.stats.reset();
+        self.color_pool.refills = 0;
+        self.systems.iter_mut().for_each(|s| s.reset_stats());
+        self.daemons.iter_mut().for_each(|d| d.reset_stats());
     }
 }
 
@@ -278,16 +322,4 @@ fn page_end(start: VirtAddr, len: u64) -> Result<VirtAddr> {
     }
     let end = start.checked_add((len + 4095) & !4095).ok_or_else(|| Error::Workload("mapping wraps".into()))?;
     Ok(end)
-}
-
-/// The page colors the OS uses: `os.coloring.bits`, else the machine's
-/// `color_bits`, else the LLC's set-index bits at or above bit 12.
-fn color_map(cfg: &SimConfig) -> Result<ColorMap> {
-    if !cfg.os.coloring.bits.is_empty() {
-        ColorMap::new(&cfg.os.coloring.bits, "os.coloring.bits")
-    } else if !cfg.machine.color_bits.is_empty() {
-        ColorMap::new(&cfg.machine.color_bits, "machine.color_bits")
-    } else {
-        Ok(ColorMap::from_llc(&cfg.machine.cache.llc.geometry()))
-    }
 }

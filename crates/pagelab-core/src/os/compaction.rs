@@ -3,21 +3,23 @@
 //! do themselves (layer rule): move a mapping. A movable frame is a process's
 //! 4 KiB page; its PTE is repointed to the new frame and the page shot down.
 //! Pages inside a huge mapping are left alone (Linux would split or migrate
-//! the whole folio; counted as failed), and so are the pages of a colored
-//! huge page, whose frames must keep their stride.
+//! the whole folio; counted as failed), and so are pages a system of the
+//! chain vetoes (`System::may_migrate`: a colored huge page's frames must
+//! keep their stride).
 
+use super::system::System;
 use super::{Kernel, Shootdown};
 use crate::phys::{compaction, FrameOwner};
 use crate::units::{Order, Vpn};
 
-pub(super) fn compact(k: &mut Kernel, order: Order) -> f64 {
+pub(super) fn compact(k: &mut Kernel, systems: &[Box<dyn System>], order: Order) -> f64 {
     let mut shootdowns = Vec::new();
     let procs = &mut k.procs;
     let result = compaction::compact(&mut k.mem, order, &mut |old, new, owner| {
         let FrameOwner::User { asid, vpn } = owner else { return false };
         let Some(p) = procs.get_mut(asid as usize - 1) else { return false };
         let pt = &mut p.aspace.pt;
-        if pt.is_colored_huge(vpn.addr()) {
+        if !systems.iter().all(|s| s.may_migrate(pt, vpn)) {
             return false;
         }
         match pt.leaf_slot(vpn.addr()) {

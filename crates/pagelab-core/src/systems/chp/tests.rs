@@ -4,8 +4,12 @@
 //! schemes. 16 colors (bits 12-15), so a sub-mapping of 64 pages comes
 //! from a 4 MiB block and its pages are 16 frames apart.
 
-use super::tests::{batch, config, mmap, simulate, stat, stores, BASE};
-use super::*;
+use crate::config::SimConfig;
+use crate::engine::mmu::Mmu;
+use crate::engine::testutil::{batch, config, mmap, simulate, stat, stores, BASE};
+use crate::engine::{CoreStats, RefBuf, Simulation};
+use crate::hw::pwc::Pwc;
+use crate::hw::tlb::Tlb;
 use crate::hw::tlb::TlbLookup;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::units::{Order, Pfn, VirtAddr};
@@ -36,7 +40,7 @@ fn chp_mmu(sim: &Simulation, cfg: &SimConfig, pwc: bool) -> Mmu {
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,
         check: true,
-        chp_stride_shift: sim.kernel.chp_stride_shift(),
+        chp_stride_shift: super::stride_shift(sim.kernel.color_map()),
     }
 }
 
@@ -106,7 +110,7 @@ fn the_walker_fetches_a_colored_huge_page_with_one_line_and_the_l2_tlb_computes_
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
     let mut mmu = chp_mmu(&sim, &cfg, false);
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    let first = mmu.translate(&mut sim.kernel, super::tests::req(BASE), &mut refs, &mut stats).unwrap();
+    let first = mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE), &mut refs, &mut stats).unwrap();
     // PML4, PDPT, PMD, then one line of the page table.
     assert_eq!(refs.len(), 4);
     assert_eq!((stats.walks, stats.chp_walks), (1, 1));
@@ -126,7 +130,7 @@ fn the_walker_fetches_a_colored_huge_page_with_one_line_and_the_l2_tlb_computes_
             }
             other => panic!("page {i}: {other:?}"),
         }
-        assert_eq!(mmu.translate(&mut sim.kernel, super::tests::req(va), &mut refs, &mut stats).unwrap(), pt_frame);
+        assert_eq!(mmu.translate(&mut sim.kernel, crate::engine::testutil::req(va), &mut refs, &mut stats).unwrap(), pt_frame);
     }
     assert_eq!(stats.walks, 1, "one walk covers the whole 2 MiB");
 }
@@ -137,10 +141,10 @@ fn a_pde_cache_hit_keeps_the_colored_huge_page_bit() {
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
     let mut mmu = chp_mmu(&sim, &cfg, true);
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    mmu.translate(&mut sim.kernel, super::tests::req(BASE), &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE), &mut refs, &mut stats).unwrap();
     mmu.tlb.flush_all();
     refs = RefBuf::default();
-    mmu.translate(&mut sim.kernel, super::tests::req(BASE.add(0x40000)), &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE.add(0x40000)), &mut refs, &mut stats).unwrap();
     assert_eq!(refs.len(), 1, "the PDE cache skips to the page table's line");
     assert_eq!(stats.chp_walks, 2);
 }
@@ -151,7 +155,7 @@ fn munmap_shoots_down_colored_huge_translations() {
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
     let mut mmu = chp_mmu(&sim, &cfg, true);
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    mmu.translate(&mut sim.kernel, super::tests::req(BASE.add(0x1000)), &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE.add(0x1000)), &mut refs, &mut stats).unwrap();
     assert!(matches!(mmu.tlb.peek(1, BASE.add(0x100000), false), TlbLookup::L2(..)));
     sim.kernel.drain_shootdowns().for_each(drop);
     sim.kernel.munmap(1, BASE, HUGE).unwrap();
@@ -168,7 +172,7 @@ fn munmap_shoots_down_colored_huge_translations() {
 #[test]
 fn a_region_without_a_block_falls_back_to_4k_coloring() {
     let cfg = chp_config(&[], &[6]);
-    let workload = Box::new(super::tests::Script { batches: vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))] });
+    let workload = Box::new(crate::engine::testutil::Script { batches: vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))] });
     let mut sim = Simulation::with_workloads(cfg, vec![workload]).unwrap();
     // Take every order-9 block, then free every other one: no free 4 MiB
     // block can form, but plenty of memory stays free.
@@ -286,7 +290,7 @@ fn mprotect_of_a_whole_colored_huge_page_keeps_it_and_its_entry_takes_the_permis
     assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
     let mut mmu = chp_mmu(&sim, &cfg, true);
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    mmu.translate(&mut sim.kernel, super::tests::req(BASE.add(0x7000)), &mut refs, &mut stats).unwrap();
+    mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE.add(0x7000)), &mut refs, &mut stats).unwrap();
     match mmu.tlb.peek(1, BASE.add(0x150000), false) {
         TlbLookup::L2(t, e) => assert!(e.is_colored_huge() && !t.writable),
         other => panic!("{other:?}"),

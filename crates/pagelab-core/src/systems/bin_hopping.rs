@@ -2,6 +2,19 @@
 //! consecutive colors ("bins"), whatever their virtual addresses. Shares
 //! the per-color lists of `coloring`; only the choice of color differs.
 
+use super::coloring::Coloring;
+use super::{Build, Registration};
+use crate::error::Result;
+use crate::os::Kernel;
+
+pub const REGISTRATION: Registration =
+    Registration { name: "bin-hopping", fault_kinds: &["colored"], terminal: true, idle_stats: |_| {}, build };
+
+fn build(_: &Build, k: &mut Kernel) -> Result<()> {
+    k.plug(Box::new(Coloring { hop: true }));
+    Ok(())
+}
+
 /// The next bin after the previous fault's, among the process's allowed
 /// colors (all when `allowed` is empty); skips colors with no free page
 /// (`candidates`), so the cursor always advances.

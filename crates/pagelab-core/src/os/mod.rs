@@ -1,0 +1,23 @@
+//! The OS: layer 5. The [`Kernel`] keeps the mechanism (physical memory,
+//! processes, VMAs and page tables, the shootdown queue, fault costs, the
+//! shared counters); paging systems plug into it through the [`System`]
+//! hooks and background work through [`Daemon`] (`system.rs`). The
+//! systems themselves live in `crate::systems`, one module per system.
+//! The hardware is reached only through narrow interfaces: the color of a
+//! frame (`hw::cache::ColorMap`) and the queue of TLB shootdowns the engine
+//! drains after every call.
+
+mod color_pool;
+mod compaction;
+mod config;
+mod fault;
+mod kernel;
+mod stats;
+pub mod system;
+
+pub use color_pool::ColorPool;
+pub use config::{AutoVma, FaultCosts, FragPattern, FragmentationConfig};
+pub use fault::{FaultKind, FaultOutcome, AUTO_VMA_NAME};
+pub use kernel::{Boot, Kernel, Process, Shootdown};
+pub use stats::OsStats;
+pub use system::{Daemon, Fault, ProcessSpec, System};

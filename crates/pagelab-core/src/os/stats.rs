@@ -1,0 +1,77 @@
+//! The OS side's shared counters, and the kernel's report of them.
+//! Outcomes of policy decisions are named, as khugepaged's scan_result
+//! values are in Linux, so a statistic tells why something did not happen;
+//! each system counts its own (`System::report`).
+
+use std::collections::BTreeMap;
+
+use super::Kernel;
+use crate::phys::fragmentation;
+use crate::stat::{put_ints, Stat, Stats};
+use crate::units::PageSize;
+
+#[derive(Debug, Default, Clone)]
+pub struct OsStats {
+    /// Faults by what they installed (`FaultOutcome::kind`).
+    pub faults_by_kind: BTreeMap<&'static str, u64>,
+    pub splits: u64,
+    pub shootdowns: u64,
+    pub pages_copied: u64,
+    pub compaction_runs: u64,
+    pub compaction_migrated: u64,
+    pub compaction_failed: u64,
+    pub auto_vmas: u64,
+    /// Automatic VMAs created where a munmap had unmapped.
+    pub auto_vmas_after_munmap: u64,
+}
+
+impl OsStats {
+    pub fn reset(&mut self) {
+        *self = OsStats::default();
+    }
+}
+
+impl Kernel {
+    /// The OS side's statistics: memory, the kernel's counters, then each
+    /// system's and daemon's over `idle` (the zeros of every registered
+    /// system and fault kind, so that every run reports the same names).
+    pub fn report(&self, idle: &Stats, out: &mut Stats) {
+        out.extend(idle.iter().map(|(k, v)| (k.clone(), *v)));
+        for (size, name) in [(PageSize::Size4K, "4k"), (PageSize::Size2M, "2m"), (PageSize::Size1G, "1g")] {
+            let bytes: u64 = self.procs.iter().map(|p| p.aspace.mapped_bytes(size)).sum();
+            out.insert(format!("mem.mapped.{name}"), Stat::Int(bytes));
+        }
+        let tables: u64 = self.procs.iter().map(|p| p.aspace.pt.table_pages()).sum();
+        out.insert("mem.pagetables".into(), Stat::Int(tables * 4096));
+        let free = self.mem.free_blocks_per_order();
+        out.insert("phys.fi".into(), Stat::Float(fragmentation::fi(&self.mem)));
+        out.insert("phys.free".into(), Stat::Int(self.mem.free_pages() * 4096));
+        out.insert("phys.fragmentation_index.9".into(), Stat::Float(fragmentation::fragmentation_index(&free, 9)));
+        out.insert("phys.unusable_index.9".into(), Stat::Float(fragmentation::unusable_free_index(&free, 9)));
+        let s = &self.stats;
+        for (kind, n) in &s.faults_by_kind {
+            out.insert(format!("os.faults.{kind}"), Stat::Int(*n));
+        }
+        put_ints(
+            out,
+            "os.",
+            &[
+                ("coloring.refills", self.color_pool.refills),
+                ("splits", s.splits),
+                ("shootdowns", s.shootdowns),
+                ("pages_copied", s.pages_copied),
+                ("compaction.runs", s.compaction_runs),
+                ("compaction.migrated", s.compaction_migrated),
+                ("compaction.failed", s.compaction_failed),
+                ("auto_vmas", s.auto_vmas),
+                ("auto_vmas_after_munmap", s.auto_vmas_after_munmap),
+            ],
+        );
+        for system in &self.systems {
+            system.report(self, out);
+        }
+        for daemon in &self.daemons {
+            daemon.report(out);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The extension points of the OS: a [`System`] is one paging system (a
+//! baseline such as `thp` or `coloring`, or a paper's system such as
+//! `chp`), plugged into the kernel's chain; a [`Daemon`] is background
+//! work on the simulated clock (khugepaged; later CoalaKhugepaged, Leshy,
+//! HugeScope's scanner, KSM).
+//!
+//! The kernel keeps the mechanism (memory, processes, VMAs, page tables,
+//! shootdowns, costs, shared counters) and calls the systems at fixed
+//! points. Every hook has a no-op default, so a system implements only
+//! what it changes. Hooks run once per fault or per mapping change, never
+//! per access: the chain is a list of boxed systems, dispatched
+//! dynamically, at no cost to the per-access path.
+//!
+//! While a hook runs, the kernel's chain is lent to the caller (hooks get
+//! `&mut Kernel` without the systems in it): a hook must not call back
+//! into the chain (`Kernel::mmap` and the like from inside a hook).
+
+use super::fault::FaultOutcome;
+use super::Kernel;
+use crate::error::Result;
+use crate::paging::{PageTable, Vma};
+use crate::stat::Stats;
+use crate::units::{Asid, PageSize, Pfn, VirtAddr, Vpn};
+
+/// One page fault as the chain sees it: the page table has no translation
+/// for `vaddr`, which lies in `vma`, and the access is allowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Fault<'a> {
+    pub asid: Asid,
+    pub vaddr: VirtAddr,
+    pub write: bool,
+    pub vma: &'a Vma,
+}
+
+/// What a process asks of the systems when it starts.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessSpec {
+    /// Allowed page colors (empty = all).
+    pub colors: Vec<u32>,
+    /// Whether VMAs are created around touched addresses.
+    pub auto_vma: bool,
+    /// Systems of the chain this process does not use, by name (the
+    /// process's faults skip them): `workload.chp = false` is `["chp"]`.
+    pub opt_out: Vec<&'static str>,
+}
+
+/// A paging system: what backs a fault, and what happens to its mappings.
+pub trait System: std::fmt::Debug {
+    /// Its name in `os.systems` (and the prefix of its statistics).
+    fn name(&self) -> &'static str;
+
+    /// A process starts.
+    fn spawn(&mut self, _k: &mut Kernel, _asid: Asid, _spec: &ProcessSpec) {}
+
+    /// Backs the fault, or declines (`Ok(None)`): the next system of the
+    /// chain tries. An error ends the run (no memory left, a bad access).
+    fn fault(&mut self, _k: &mut Kernel, _f: &Fault) -> Result<Option<FaultOutcome>> {
+        Ok(None)
+    }
+
+    /// A VMA was mapped (after it is in the process's tree).
+    fn mmap(&mut self, _k: &mut Kernel, _asid: Asid, _start: VirtAddr, _end: VirtAddr, _name: &str) {}
+
+    /// [start, end) is about to be unmapped; its mappings are still there.
+    fn before_unmap(&mut self, _k: &mut Kernel, _asid: Asid, _start: VirtAddr, _end: VirtAddr) {}
+
+    /// A user page of `size` at `vaddr` left the page table during an
+    /// unmap: take its frames back (`true`), or leave them to the next
+    /// system and finally to the buddy allocator (`false`).
+    fn frame_freed(&mut self, _k: &mut Kernel, _vaddr: VirtAddr, _frame: Pfn, _size: PageSize) -> bool {
+        false
+    }
+
+    /// [start, end) was unmapped (its frames freed or taken back).
+    fn after_unmap(&mut self, _k: &mut Kernel, _asid: Asid, _start: VirtAddr, _end: VirtAddr) {}
+
+    /// [start, end) is about to change permissions.
+    fn protect(&mut self, _k: &mut Kernel, _asid: Asid, _start: VirtAddr, _end: VirtAddr) {}
+
+    /// Compaction asks whether the 4 KiB page at `vpn`, mapped in `pt`,
+    /// may move to another frame.
+    fn may_migrate(&self, _pt: &PageTable, _vpn: Vpn) -> bool {
+        true
+    }
+
+    /// Its statistics, under its own prefix (names other systems use stay
+    /// theirs). Reported over the registry's zeros (see
+    /// `systems::Registration::idle_stats`).
+    fn report(&self, _k: &Kernel, _out: &mut Stats) {}
+
+    /// Zeroes its counters (the end of warm-up); its state stays.
+    fn reset_stats(&mut self) {}
+}
+
+/// Background work that runs when the simulated clock reaches its time.
+pub trait Daemon: std::fmt::Debug {
+    fn name(&self) -> &'static str;
+
+    /// Runs every wake-up due by `now` (cycles). What it costs the
+    /// workloads are its shootdowns, queued in the kernel.
+    fn run_due(&mut self, k: &mut Kernel, now: f64);
+
+    fn report(&self, _out: &mut Stats) {}
+
+    fn reset_stats(&mut self) {}
+}

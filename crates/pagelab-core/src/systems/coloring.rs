@@ -1,0 +1,79 @@
+//! `coloring`: PALLOC-style page coloring. A page's color is the
+//! concatenation of chosen physical-address bits (`hw::cache::ColorMap`);
+//! frames come from the kernel's color pool (`os::ColorPool`). Among the
+//! allowed colors that have pages, one is picked round-robin (PALLOC's
+//! per-CPU counter modulo the number found). `bin-hopping` is the same
+//! system with another choice of color (`bin_hopping.rs`). Neither ever
+//! declines a fault, so either can end a chain.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Build, Registration};
+use crate::error::{Error, Result};
+use crate::os::{Fault, FaultOutcome, Kernel, System};
+use crate::phys::FrameOwner;
+use crate::units::PageSize;
+
+pub const REGISTRATION: Registration =
+    Registration { name: "coloring", fault_kinds: &["colored"], terminal: true, idle_stats: |_| {}, build };
+
+fn build(_: &Build, k: &mut Kernel) -> Result<()> {
+    k.plug(Box::new(Coloring { hop: false }));
+    Ok(())
+}
+
+/// PALLOC-style coloring.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ColoringConfig {
+    /// Physical-address bits whose concatenation is a page's color (PALLOC's
+    /// mask). Empty = `machine.color_bits`.
+    pub bits: Vec<u32>,
+}
+
+/// 4 KiB pages of allowed colors: round-robin (`coloring`), or the color
+/// after the previous fault's (`bin-hopping`, `hop`).
+#[derive(Debug)]
+pub struct Coloring {
+    pub(super) hop: bool,
+}
+
+impl System for Coloring {
+    fn name(&self) -> &'static str {
+        if self.hop {
+            "bin-hopping"
+        } else {
+            "coloring"
+        }
+    }
+
+    fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
+        let (asid, vaddr) = (f.asid, f.vaddr);
+        let page = vaddr.align_down(4096);
+        let allowed = k.proc(asid).colors.clone();
+        let mut cursor = k.proc(asid).color_cursor;
+        let nr_colors = k.color_map().nr_colors();
+        let hop = self.hop;
+        let frame = k.color_pool.alloc(&mut k.mem, &allowed, |candidates| {
+            if hop {
+                super::bin_hopping::next_bin(candidates, &allowed, nr_colors, &mut cursor)
+            } else {
+                let c = candidates[cursor % candidates.len()];
+                cursor = cursor.wrapping_add(1);
+                c
+            }
+        });
+        k.proc_mut(asid).color_cursor = cursor;
+        let frame = frame.ok_or_else(|| {
+            let share = if allowed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} of {nr_colors} colors allowed by workload.colors)", allowed.len())
+            };
+            Error::OutOfMemory(format!("no frame of an allowed color for {vaddr}{share}"))
+        })?;
+        k.mem.set_owner(frame, FrameOwner::User { asid, vpn: page.vpn() });
+        k.map_user(asid, page, frame, PageSize::Size4K, f.vma.writable)?;
+        Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
+    }
+}

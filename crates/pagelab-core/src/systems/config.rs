@@ -1,0 +1,140 @@
+//! The `os` table: the policy (or the chain of systems) and each
+//! system's own table, beside the kernel's (`os::config`).
+
+use serde::{Deserialize, Serialize};
+
+use super::chp::ChpConfig;
+use super::coloring::ColoringConfig;
+use super::hugetlb::HugetlbConfig;
+use super::thp::ThpConfig;
+use super::REGISTRY;
+use crate::error::{Error, Result};
+use crate::os::{AutoVma, FaultCosts, FragmentationConfig};
+
+/// The paging policy: names a default chain of systems (`os.systems`
+/// gives one explicitly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// 4 KiB pages only, from the buddy allocator.
+    Base,
+    /// Transparent huge pages at fault, plus khugepaged.
+    Thp,
+    /// A reserved pool of huge pages for chosen VMAs.
+    Hugetlb,
+    /// PALLOC-style page coloring of 4 KiB pages.
+    Coloring,
+    /// Consecutive faults get consecutive colors (Kessler and Hill).
+    BinHopping,
+    /// Colored Huge Pages: 2 MiB regions backed by strided colored
+    /// sub-mappings (and the Scattered Superpages and SWAP baselines).
+    Chp,
+}
+
+impl PolicyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Base => "base",
+            PolicyKind::Thp => "thp",
+            PolicyKind::Hugetlb => "hugetlb",
+            PolicyKind::Coloring => "coloring",
+            PolicyKind::BinHopping => "bin-hopping",
+            PolicyKind::Chp => "chp",
+        }
+    }
+
+    /// The chain of systems this policy means: a huge-page system first,
+    /// then the one that backs what it declines.
+    pub fn chain(self) -> &'static [&'static str] {
+        match self {
+            PolicyKind::Base => &["base"],
+            PolicyKind::Thp => &["thp", "base"],
+            PolicyKind::Hugetlb => &["hugetlb", "base"],
+            PolicyKind::Coloring => &["coloring"],
+            PolicyKind::BinHopping => &["bin-hopping"],
+            PolicyKind::Chp => &["chp", "coloring"],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OsConfig {
+    pub policy: PolicyKind,
+    /// The chain of systems, in order, when given: a fault goes to each
+    /// until one backs it (the last must back every fault: `base`,
+    /// `coloring` or `bin-hopping`). Empty = the chain `policy` names
+    /// ([`PolicyKind::chain`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub systems: Vec<String>,
+    /// Create VMAs around touched addresses when the workload emits no
+    /// mapping events: "auto" (on only then, or when its events are
+    /// partial: `Workload::partial_mappings`), "on", "off".
+    pub auto_vma: AutoVma,
+    pub fragmentation: FragmentationConfig,
+    pub thp: ThpConfig,
+    pub hugetlb: HugetlbConfig,
+    pub coloring: ColoringConfig,
+    pub chp: ChpConfig,
+    pub fault_cost: FaultCosts,
+}
+
+impl Default for OsConfig {
+    fn default() -> Self {
+        OsConfig {
+            policy: PolicyKind::Base,
+            systems: Vec::new(),
+            auto_vma: AutoVma::Auto,
+            fragmentation: FragmentationConfig::default(),
+            thp: ThpConfig::default(),
+            hugetlb: HugetlbConfig::default(),
+            coloring: ColoringConfig::default(),
+            chp: ChpConfig::default(),
+            fault_cost: FaultCosts::default(),
+        }
+    }
+}
+
+impl OsConfig {
+    /// The chain of systems, by name, in order.
+    pub fn chain(&self) -> Vec<&str> {
+        if self.systems.is_empty() {
+            self.policy.chain().to_vec()
+        } else {
+            self.systems.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Checks every key; `phys_mem` (bytes) and `max_order` are the
+    /// machine's, which some pools must fit.
+    pub fn validate(&self, prefix: &str, phys_mem: u64, max_order: u8) -> Result<()> {
+        self.validate_chain(prefix)?;
+        self.fragmentation.validate(prefix)?;
+        self.thp.validate(prefix)?;
+        self.hugetlb.validate(prefix, phys_mem, max_order)?;
+        self.chp.validate(prefix)?;
+        self.fault_cost.validate(prefix)
+    }
+
+    fn validate_chain(&self, prefix: &str) -> Result<()> {
+        let key = format!("{prefix}.systems");
+        let known: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+        for (i, name) in self.systems.iter().enumerate() {
+            if !known.contains(&name.as_str()) {
+                return Err(Error::config(key, format!("unknown system `{name}` (known: {})", known.join(", "))));
+            }
+            if self.systems[..i].contains(name) {
+                return Err(Error::config(key, format!("`{name}` is in the chain twice")));
+            }
+        }
+        let last = self.chain().last().copied().unwrap_or("");
+        if !REGISTRY.iter().any(|r| r.name == last && r.terminal) {
+            let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
+            return Err(Error::config(
+                key,
+                format!("the chain must end with a system that backs every fault ({}), not `{last}`", terminal.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! `thp`: transparent huge pages at fault time (do_huge_pmd_anonymous_page)
+//! when the 2 MiB-aligned range lies inside the VMA, no page table exists
+//! for it yet (pmd_none), and an order-9 block is free; otherwise the
+//! fault is declined (the chain's next system, `base` by default, backs
+//! it with 4 KiB) and khugepaged may collapse the range later.
+
+mod config;
+mod khugepaged;
+
+pub use config::ThpConfig;
+pub use khugepaged::{Khugepaged, ScanResult};
+
+use super::{Build, Registration};
+use crate::error::Result;
+use crate::os::{Fault, FaultOutcome, Kernel, System};
+use crate::phys::{FrameOwner, Migratetype};
+use crate::stat::{put_ints, Stats};
+use crate::units::{Order, PageSize};
+
+pub const REGISTRATION: Registration = Registration {
+    name: "thp",
+    fault_kinds: &["thp"],
+    terminal: false,
+    idle_stats: |out| {
+        Thp::default().report_counters(out);
+        Khugepaged::idle_stats(out);
+    },
+    build,
+};
+
+fn build(b: &Build, k: &mut Kernel) -> Result<()> {
+    k.plug(Box::new(Thp { fault: b.os.thp.fault, fault_fallback: 0 }));
+    if b.os.thp.khugepaged {
+        k.add_daemon(Box::new(Khugepaged::new(&b.os.thp, b.freq_ghz)));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+pub struct Thp {
+    /// Allocate huge pages at fault time (`os.thp.fault`).
+    fault: bool,
+    /// Fault-time allocations that found no free order-9 block.
+    fault_fallback: u64,
+}
+
+impl Thp {
+    fn report_counters(&self, out: &mut Stats) {
+        put_ints(out, "os.thp.", &[("fault_fallback", self.fault_fallback)]);
+    }
+}
+
+impl System for Thp {
+    fn name(&self) -> &'static str {
+        "thp"
+    }
+
+    fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
+        if !self.fault {
+            return Ok(None);
+        }
+        let base = f.vaddr.align_down(2 << 20);
+        if !f.vma.covers(base, 2 << 20) || !k.range_is_empty(f.asid, base, PageSize::Size2M) {
+            return Ok(None);
+        }
+        let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn() };
+        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
+            self.fault_fallback += 1;
+            return Ok(None);
+        };
+        k.map_user(f.asid, base, frame, PageSize::Size2M, f.vma.writable)?;
+        Ok(Some(FaultOutcome { kind: "thp", size: PageSize::Size2M, cycles: k.costs.thp }))
+    }
+
+    fn report(&self, _: &Kernel, out: &mut Stats) {
+        self.report_counters(out);
+    }
+
+    fn reset_stats(&mut self) {
+        self.fault_fallback = 0;
+    }
+}
