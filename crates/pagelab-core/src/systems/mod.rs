@@ -17,6 +17,8 @@ pub mod coloring;
 mod config;
 pub mod hugetlb;
 pub mod thp;
+#[cfg(test)]
+mod tests;
 
 pub use config::{OsConfig, PolicyKind};
 

@@ -169,13 +169,12 @@ fn munmap_shoots_down_colored_huge_translations() {
     }
 }
 
-#[test]
-fn a_region_without_a_block_falls_back_to_4k_coloring() {
-    let cfg = chp_config(&[], &[6]);
+/// Runs one 2 MiB region of stores under `cfg` on a machine where no free
+/// block can hold a sub-mapping: every order-9 block taken, every other
+/// one freed, so no 4 MiB block can form but plenty of memory stays free.
+fn run_without_blocks(cfg: SimConfig) -> Simulation {
     let workload = Box::new(crate::engine::testutil::Script { batches: vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))] });
     let mut sim = Simulation::with_workloads(cfg, vec![workload]).unwrap();
-    // Take every order-9 block, then free every other one: no free 4 MiB
-    // block can form, but plenty of memory stays free.
     let mem = &mut sim.kernel.mem;
     let mut taken = Vec::new();
     while let Some(b) = mem.alloc(Order::PMD, Migratetype::Movable, FrameOwner::Kernel) {
@@ -185,13 +184,46 @@ fn a_region_without_a_block_falls_back_to_4k_coloring() {
         mem.free(*b, Order::PMD);
     }
     sim.run().unwrap();
-    assert_eq!(stat(&sim, "os.chp.attempts"), 1.0);
+    sim
+}
+
+#[test]
+fn a_fault_chp_declines_is_served_by_coloring_with_an_allowed_color() {
+    // The chain `os.policy = "chp"` names, and the same chain given
+    // explicitly: chp declines (no free block), coloring backs the pages.
+    for extra in [&[][..], &["os.systems=[\"chp\", \"coloring\"]"][..]] {
+        let sim = run_without_blocks(chp_config(extra, &[6]));
+        assert_eq!(sim.kernel.chain(), vec!["chp", "coloring"]);
+        assert_eq!(stat(&sim, "os.chp.attempts"), 1.0);
+        assert_eq!(stat(&sim, "os.chp.fallback"), 1.0);
+        assert_eq!(stat(&sim, "os.chp.success_ratio"), 0.0);
+        assert_eq!(stat(&sim, "os.faults.colored"), 512.0);
+        assert_eq!(stat(&sim, "os.faults.chp"), 0.0);
+        assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+        let map = sim.kernel.color_map();
+        assert!(frames(&sim, BASE).iter().all(|f| map.color_of(*f) == 6));
+    }
+}
+
+#[test]
+fn a_chain_of_chp_then_bin_hopping_gives_declined_pages_consecutive_colors() {
+    let sim = run_without_blocks(chp_config(&["os.systems=[\"chp\", \"bin-hopping\"]"], &[1, 2, 3]));
     assert_eq!(stat(&sim, "os.chp.fallback"), 1.0);
-    assert_eq!(stat(&sim, "os.chp.success_ratio"), 0.0);
     assert_eq!(stat(&sim, "os.faults.colored"), 512.0);
-    assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
     let map = sim.kernel.color_map();
-    assert!(frames(&sim, BASE).iter().all(|f| map.color_of(*f) == 6));
+    let colors: Vec<u32> = frames(&sim, BASE).iter().map(|f| map.color_of(*f)).collect();
+    // CHP's attempt took 8 turns of the shared cursor (one per sub-mapping
+    // color: 8 mod 3 = 2), so bin hopping starts at the third color.
+    assert_eq!(colors[..6], [3, 1, 2, 3, 1, 2]);
+}
+
+#[test]
+fn a_process_that_opts_out_of_chp_skips_it_in_the_chain() {
+    let mut cfg = chp_config(&[], &[4]);
+    cfg.workload.as_mut().unwrap().chp = false;
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
+    assert_eq!(stat(&sim, "os.chp.attempts"), 0.0);
+    assert_eq!(stat(&sim, "os.faults.colored"), 512.0);
 }
 
 #[test]
