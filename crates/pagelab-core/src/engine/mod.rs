@@ -92,7 +92,7 @@ impl Simulation {
         let mut workloads = Vec::new();
         for (id, w) in cfg.workload_list().iter().enumerate() {
             let prefix = if cfg.workload.is_some() { "workload".to_string() } else { format!("workloads[{id}]") };
-            workloads.push(workload::build(w, &prefix)?);
+            workloads.push(build_workload(w, &prefix)?);
         }
         Simulation::with_workloads(cfg, workloads)
     }
@@ -485,6 +485,16 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// The workload a workload table describes: a trace reader, else a
+/// generator (validated; errors name keys under `key_prefix`).
+pub fn build_workload(cfg: &crate::workload::WorkloadConfig, key_prefix: &str) -> Result<Box<dyn crate::workload::Workload>> {
+    if cfg.kind == crate::workload::WorkloadKind::Trace {
+        cfg.validate(key_prefix)?;
+        return Ok(Box::new(crate::trace::TraceWorkload::new(cfg, key_prefix)?));
+    }
+    workload::build_generator(cfg, key_prefix)
 }
 
 /// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.

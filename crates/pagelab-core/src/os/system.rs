@@ -45,7 +45,7 @@ pub struct ProcessSpec {
 }
 
 /// A paging system: what backs a fault, and what happens to its mappings.
-pub trait System: std::fmt::Debug {
+pub trait System: std::fmt::Debug + Send {
     /// Its name in `os.systems` (and the prefix of its statistics).
     fn name(&self) -> &'static str;
 
@@ -93,7 +93,7 @@ pub trait System: std::fmt::Debug {
 }
 
 /// Background work that runs when the simulated clock reaches its time.
-pub trait Daemon: std::fmt::Debug {
+pub trait Daemon: std::fmt::Debug + Send {
     fn name(&self) -> &'static str;
 
     /// Runs every wake-up due by `now` (cycles). What it costs the

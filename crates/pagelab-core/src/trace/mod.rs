@@ -31,29 +31,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::workload::{Access, AccessKind, Batch, MapEvent};
 
-/// A trace's format (`workload.format`; detected from the content when
-/// unset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TraceFormat {
-    Native,
-    /// ChampSim's 64-byte `input_instr` records.
-    Champsim,
-    /// ChampSim's 96-byte `cloudsuite_instr` records.
-    ChampsimCloudsuite,
-    Lackey,
-}
-
-impl TraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceFormat::Native => "native",
-            TraceFormat::Champsim => "champsim",
-            TraceFormat::ChampsimCloudsuite => "champsim-cloudsuite",
-            TraceFormat::Lackey => "lackey",
-        }
-    }
-}
+pub use crate::workload::TraceFormat;
 
 /// A reader of one format: appends the next chunk of records to a sink.
 pub trait Source: Send {

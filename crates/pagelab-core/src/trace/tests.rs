@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::*;
 use crate::units::VirtAddr;
 use crate::workload::testutil::{collect_batches, small_config};
-use crate::workload::{build, Workload, WorkloadConfig, WorkloadKind};
+use crate::engine::build_workload as build;
+use crate::workload::{Workload, WorkloadConfig, WorkloadKind};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pagelab-trace-tests-{}", std::process::id()));

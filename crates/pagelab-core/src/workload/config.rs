@@ -3,7 +3,6 @@
 //! rejects bad values naming the full key.
 
 use crate::error::{Error, Result};
-use crate::trace::TraceFormat;
 use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -540,7 +539,7 @@ mod tests {
     #[test]
     fn build_refuses_bad_config_with_the_prefix() {
         let cfg = parse("write_fraction = 3.0").unwrap();
-        match super::super::build(&cfg, "run.workloads.0") {
+        match super::super::build_generator(&cfg, "run.workloads.0") {
             Err(Error::Config { key, .. }) => assert_eq!(key, "run.workloads.0.write_fraction"),
             other => panic!("{:?}", other.map(|w| w.name().to_string())),
         }
@@ -553,5 +552,29 @@ mod tests {
         let back = parse(&text).unwrap();
         assert_eq!(back.objects, Some(1000));
         assert_eq!(back.distribution, KeyDistribution::Hotspot);
+    }
+}
+
+/// A trace's format (`workload.format`; detected from the content when
+/// unset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormat {
+    Native,
+    /// ChampSim's 64-byte `input_instr` records.
+    Champsim,
+    /// ChampSim's 96-byte `cloudsuite_instr` records.
+    ChampsimCloudsuite,
+    Lackey,
+}
+
+impl TraceFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceFormat::Native => "native",
+            TraceFormat::Champsim => "champsim",
+            TraceFormat::ChampsimCloudsuite => "champsim-cloudsuite",
+            TraceFormat::Lackey => "lackey",
+        }
     }
 }

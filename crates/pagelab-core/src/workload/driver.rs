@@ -437,7 +437,7 @@ mod tests {
 
     #[test]
     fn the_total_is_the_init_stores_plus_the_measured_accesses_when_set() {
-        use crate::workload::{build, testutil::small_config, WorkloadConfig, WorkloadKind};
+        use crate::workload::{build_generator as build, testutil::small_config, WorkloadConfig, WorkloadKind};
         let mut cfg = small_config(WorkloadKind::Gups, 1);
         let total = |cfg: &WorkloadConfig| build(cfg, "workload").unwrap().total_accesses();
         cfg.init = InitMode::Pages;

@@ -57,7 +57,7 @@ mod stream;
 mod stride;
 mod zipf;
 
-pub use config::{GraphKernel, InitMode, KeyDistribution, WorkloadConfig, WorkloadKind};
+pub use config::{GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
 pub use graph::Csr;
 pub use permute::Permutation;
 pub use zipf::{Hotspot, KeyChooser, Zipfian};
@@ -202,11 +202,13 @@ pub trait Workload: Send {
 }
 
 /// Builds the generator `cfg.kind` after validating `cfg`; errors name keys
-/// as `{key_prefix}.<key>` (key_prefix is normally `"workload"`).
-pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>> {
+/// as `{key_prefix}.<key>` (key_prefix is normally `"workload"`). A trace
+/// is not a generator: `engine::build_workload` builds either (the trace
+/// readers sit in the layer above this one).
+pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>> {
     cfg.validate(key_prefix)?;
     if cfg.kind == WorkloadKind::Trace {
-        return Ok(Box::new(crate::trace::TraceWorkload::new(cfg, key_prefix)?));
+        return Err(crate::error::Error::config(format!("{key_prefix}.kind"), "a trace is read, not generated"));
     }
     let name = cfg
         .name
@@ -229,7 +231,7 @@ pub fn build(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn Workload>
         WorkloadKind::Kv => driver::Driven::boxed(run, kv::Kv::new(cfg)),
         WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
         WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
-        WorkloadKind::Trace => unreachable!("traces are built above"),
+        WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }
 
@@ -450,7 +452,7 @@ mod tests {
             assert_eq!(all.accesses.len(), 12_345, "{kind:?}");
             let mut with_init = cfg.clone();
             with_init.init = InitMode::Pages;
-            let w = build(&with_init, "workload").unwrap();
+            let w = build_generator(&with_init, "workload").unwrap();
             let pages: u64 = w.footprint() / 4096;
             let all = collect(&with_init, usize::MAX);
             if kind != WorkloadKind::Sparse {
@@ -464,7 +466,7 @@ mod tests {
         for kind in ALL_KINDS {
             let cfg = small_config(kind, 5);
             let whole = collect(&cfg, usize::MAX);
-            let mut w = build(&cfg, "workload").unwrap();
+            let mut w = build_generator(&cfg, "workload").unwrap();
             let mut joined = Vec::new();
             let mut batch = Batch::default();
             let mut max = 1;
@@ -547,7 +549,7 @@ mod tests {
         let only = std::env::var("PAGELAB_SPEED").unwrap_or_default();
         for (label, cfg) in cases.into_iter().filter(|(l, _)| l.contains(only.as_str())) {
             let t0 = Instant::now();
-            let mut w = build(&cfg, "workload").unwrap();
+            let mut w = build_generator(&cfg, "workload").unwrap();
             let mut batch = Batch::with_capacity(65536);
             w.next_batch(&mut batch, 0);
             let built = t0.elapsed();

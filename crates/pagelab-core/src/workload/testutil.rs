@@ -74,7 +74,7 @@ pub fn collect_batches(cfg: &WorkloadConfig, max: usize) -> Vec<Batch> {
 }
 
 fn collect_batches_limit(cfg: &WorkloadConfig, max: usize, limit: usize) -> Vec<Batch> {
-    let mut w = build(cfg, "workload").unwrap();
+    let mut w = super::build_generator(cfg, "workload").unwrap();
     let mut out = Vec::new();
     let mut total = 0;
     loop {
