@@ -57,7 +57,8 @@ def all_experiments() -> list[Experiment]:
 
 
 def _load() -> None:
-    from pagelab.experiments import baseline_thp, chp_frag, chp_perf, frag_sweep  # noqa: F401  (they register)
+    from pagelab.experiments.baseline import frag_sweep, thp  # noqa: F401  (they register)
+    from pagelab.experiments.chp import frag, perf  # noqa: F401
 
 
 def reproduce(

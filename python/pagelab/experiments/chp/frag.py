@@ -22,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import Experiment, register
-from pagelab.experiments.chp_common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
+from pagelab.experiments.chp import PAPER
+from pagelab.experiments.chp.common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
 from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
 from pagelab.sweep import Sweep
 
@@ -183,4 +184,4 @@ for _id, _title, _sweep_of, _analyze in [
     ("chp-fig5", "CHP Fig. 5: success ratio vs fragmentation (mcf, bfs)", sweep_fig5, analyze_fig5),
     ("chp-fig6", "CHP Fig. 6: success ratio vs fragmentation by sub-mappings (bfs)", sweep_fig6, analyze_fig6),
 ]:
-    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper="colored-huge-pages"))
+    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper=PAPER))

@@ -1,5 +1,5 @@
 """Colored Huge Pages, performance: the paper's Fig. 1, Fig. 4, the SWAP
-comparison (IV-B4) and Table IV. Set-up in `chp_common`.
+comparison (IV-B4) and Table IV. Set-up in `chp.common`.
 
 Columns (every runtime is core 0's `cycles`, the workload's own):
 
@@ -22,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import Experiment, register
-from pagelab.experiments.chp_common import APPS, app_colors, app_workload, base_config, labels, shape_contention
+from pagelab.experiments.chp import PAPER
+from pagelab.experiments.chp.common import APPS, app_colors, app_workload, base_config, labels, shape_contention
 from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
 from pagelab.sweep import Sweep
 
@@ -104,7 +105,7 @@ def _setup(variant: str, whole_run: bool = False) -> str:
         f"Variant `{variant}`: an i7-10700 (preset) with {phys / (1 << 30):g} GiB, the OS coloring with 8 colors "
         f"(bits 12-14), footprints at the paper's share of memory, {n:,} measured accesses per core "
         f"({counted}), 4 cache-stressor cores when contended. "
-        "Workload analogues and the contention set-up: `pagelab/experiments/chp_common.py` and docs/systems/chp.md."
+        "Workload analogues and the contention set-up: `pagelab/experiments/chp/common.py` and docs/systems/chp.md."
     )
 
 
@@ -385,4 +386,4 @@ for _id, _title, _sweep_of, _analyze in [
     ("chp-swap", "CHP vs SWAP: LLC misses and runtime", sweep_swap, analyze_swap),
     ("chp-table4", "CHP Table IV: page-fault cost for bfs", sweep_table4, analyze_table4),
 ]:
-    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper="colored-huge-pages"))
+    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper=PAPER))

@@ -153,7 +153,7 @@ seeds {seeds}. No paper: this experiment exercises the framework.
 
 {markdown_table(show)}
 Figure: `{ID}.png` (the dotted line is 1 - footprint/phys_mem = {critical:.2f}).
-Columns are described in `pagelab/experiments/frag_sweep.py`.
+Columns are described in `pagelab/experiments/baseline/frag_sweep.py`.
 
 ## Expected trend and whether it holds
 

@@ -167,7 +167,7 @@ exercises the framework.
 ## Results (means over seeds; `_norm` = divided by base)
 
 {markdown_table(show)}
-Figure: `{ID}.png`. Columns are described in `pagelab/experiments/baseline_thp.py`.
+Figure: `{ID}.png`. Columns are described in `pagelab/experiments/baseline/thp.py`.
 
 ## Expected trend and whether it holds
 
