@@ -11,7 +11,7 @@ statistic) and returns the files it wrote.
 
 Layout: one package per paper (`chp/` for Colored Huge Pages; `baseline/`
 for the experiments that belong to no paper), each module of which calls
-`register(Experiment(...))` as it is imported; `common.py` holds the
+`declare(...)` (or `register(Experiment(...))`) as it is imported; `common.py` holds the
 helpers several packages use. Nothing here lists them: `_load()` imports
 every module and package below `pagelab.experiments`, in sorted order, so a
 new paper adds a package and no line here. A module that fails to import
@@ -57,6 +57,12 @@ def register(exp: Experiment) -> Experiment:
         raise ValueError(f"experiment {exp.id!r} declared twice: in {_owner(old)} and in {_owner(exp)}")
     REGISTRY[exp.id] = exp
     return exp
+
+
+def declare(id: str, title: str, sweep: Callable[[str], Sweep], analyze, paper: str | None = None) -> Experiment:
+    """Registers an experiment whose sweeps are `sweep(variant)` for every
+    variant."""
+    return register(Experiment(id=id, title=title, sweeps={v: sweep(v) for v in VARIANTS}, analyze=analyze, paper=paper))
 
 
 def _owner(exp: Experiment) -> str | None:
