@@ -8,11 +8,21 @@ An `Experiment` has a sweep per variant: `full` (a scale worth publishing),
 `quick` (under two minutes on two cores) and `tiny` (seconds; the tests use
 it). `analyze(df, out, variant)` gets one row per run (parameters and every
 statistic) and returns the files it wrote.
+
+Layout: one package per paper (`chp/` for Colored Huge Pages; `baseline/`
+for the experiments that belong to no paper), each module of which calls
+`declare(...)` (or `register(Experiment(...))`) as it is imported; `common.py` holds the
+helpers several packages use. Nothing here lists them: `_load()` imports
+every module and package below `pagelab.experiments`, in sorted order, so a
+new paper adds a package and no line here. A module that fails to import
+raises an ImportError that names it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -39,8 +49,25 @@ REGISTRY: dict[str, Experiment] = {}
 
 
 def register(exp: Experiment) -> Experiment:
+    """Adds `exp` to the registry; experiment modules call it as they are
+    imported. An ID declared by two modules is an error (the same module
+    imported again replaces its own)."""
+    old = REGISTRY.get(exp.id)
+    if old is not None and _owner(old) != _owner(exp):
+        raise ValueError(f"experiment {exp.id!r} declared twice: in {_owner(old)} and in {_owner(exp)}")
     REGISTRY[exp.id] = exp
     return exp
+
+
+def declare(id: str, title: str, sweep: Callable[[str], Sweep], analyze, paper: str | None = None) -> Experiment:
+    """Registers an experiment whose sweeps are `sweep(variant)` for every
+    variant."""
+    return register(Experiment(id=id, title=title, sweeps={v: sweep(v) for v in VARIANTS}, analyze=analyze, paper=paper))
+
+
+def _owner(exp: Experiment) -> str | None:
+    """The module that declares `exp` (its `analyze`'s)."""
+    return getattr(exp.analyze, "__module__", None)
 
 
 def get(exp_id: str) -> Experiment:
@@ -56,8 +83,33 @@ def all_experiments() -> list[Experiment]:
     return [REGISTRY[k] for k in sorted(REGISTRY)]
 
 
+_loaded = False
+
+
 def _load() -> None:
-    from pagelab.experiments import baseline_thp, chp_frag, chp_perf, frag_sweep  # noqa: F401  (they register)
+    """Imports, once, every module below this package (they register)."""
+    global _loaded
+    if not _loaded:
+        import_all(__path__, f"{__name__}.")
+        _loaded = True
+
+
+def import_all(path, prefix: str) -> list[str]:
+    """Imports every module and package on `path` (a package's `__path__`),
+    and recursively what lies below each package, in sorted order of name,
+    so that the registry fills the same way on every machine; returns the
+    names imported. A module that fails to import raises ImportError naming
+    it (`pkgutil.walk_packages` would skip a package whose import fails)."""
+    names = []
+    for info in sorted(pkgutil.iter_modules(path, prefix), key=lambda m: m.name):
+        try:
+            module = importlib.import_module(info.name)
+        except Exception as e:
+            raise ImportError(f"experiment module {info.name} failed to import: {type(e).__name__}: {e}", name=info.name) from e
+        names.append(info.name)
+        if info.ispkg:
+            names += import_all(module.__path__, f"{info.name}.")
+    return names
 
 
 def reproduce(

@@ -1,4 +1,6 @@
-"""Helpers the experiments share: Markdown tables, atomic figures."""
+"""What several experiment packages use: units, Markdown tables, atomic
+writes of tables, texts and figures. A helper of one paper's experiments
+only lives in its package (e.g. `chp/common.py`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.output import pyplot, save_figure, write_atomic
+
+MIB = 1 << 20
+GIB = 1 << 30
 
 
 def fmt(v) -> str:
@@ -19,6 +24,16 @@ def fmt(v) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def mean_over_seeds(d: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per value of `keys` (in order of appearance): the mean of
+    every numeric column, with `seeds`, the number of runs averaged, after
+    the keys."""
+    g = d.groupby(keys, sort=False)
+    t = g.mean(numeric_only=True).reset_index()
+    t.insert(len(keys), "seeds", g.size().values)
+    return t
 
 
 def markdown_table(df: pd.DataFrame) -> str:
@@ -36,5 +51,13 @@ def write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 def write_text(text: str, path: Path) -> Path:
     write_atomic(path, text)
+    return path
+
+
+def write_figure(fig, path: Path) -> Path:
+    """Lays out, saves (atomically) and closes a finished figure."""
+    fig.tight_layout()
+    path = save_figure(fig, path)
+    pyplot().close(fig)
     return path
 

@@ -24,15 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.experiments import Experiment, register
-from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
+from pagelab.experiments import declare
+from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "frag-sweep"
 PATTERNS = ["dispersed", "clustered"]
 HOLES = 16
 
-_MIB = 1 << 20
 #: variant -> (phys_mem MiB, footprint MiB, accesses, targets, seeds)
 SCALES = {
     "full": (16384, 4096, 10_000_000, [round(0.05 * i, 2) for i in range(20)] + [0.95], [1, 2, 3]),
@@ -71,9 +70,7 @@ def table(df: pd.DataFrame, critical: float) -> pd.DataFrame:
             "cycles": df["cycles"],
         }
     )
-    g = d.groupby(["pattern", "frag_index"], sort=False)
-    t = g.mean(numeric_only=True).reset_index()
-    t.insert(2, "seeds", g.size().values)
+    t = mean_over_seeds(d, ["pattern", "frag_index"])
     ref = t[t.frag_index == 0.0].set_index("pattern").cycles
     t["cycles_norm"] = t.cycles / t.pattern.map(ref)
     t["critical_fi"] = critical
@@ -100,10 +97,7 @@ def plot(t: pd.DataFrame, critical: float, path: Path) -> Path:
     axes[1].set_ylabel("cycles (normalized to F_i = 0)")
     axes[0].legend()
     fig.suptitle("frag-sweep: gups under THP on a fragmented machine")
-    fig.tight_layout()
-    path = save_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
 
 
 def findings(t: pd.DataFrame, critical: float) -> list[str]:
@@ -153,7 +147,7 @@ seeds {seeds}. No paper: this experiment exercises the framework.
 
 {markdown_table(show)}
 Figure: `{ID}.png` (the dotted line is 1 - footprint/phys_mem = {critical:.2f}).
-Columns are described in `pagelab/experiments/frag_sweep.py`.
+Columns are described in `pagelab/experiments/baseline/frag_sweep.py`.
 
 ## Expected trend and whether it holds
 
@@ -184,11 +178,4 @@ What the runs show:
     return files
 
 
-EXPERIMENT = register(
-    Experiment(
-        id=ID,
-        title="THP 2 MiB coverage and cycles vs F_i (0 to 0.95), dispersed and clustered",
-        sweeps={v: sweep(v) for v in SCALES},
-        analyze=analyze,
-    )
-)
+EXPERIMENT = declare(ID, "THP 2 MiB coverage and cycles vs F_i (0 to 0.95), dispersed and clustered", sweep, analyze)

@@ -21,26 +21,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.experiments import Experiment, register
-from pagelab.experiments.chp_common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
-from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
+from pagelab.experiments import declare
+from pagelab.experiments.chp import PAPER
+from pagelab.experiments.chp.common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
+from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
-MIB = 1 << 20
 #: variant -> (phys_mem, targets)
 SCALES = {
-    "full": (16 << 30, [round(0.05 * i, 2) for i in range(20)]),  # 0 to 0.95
-    "quick": (1 << 30, [0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]),
+    "full": (16 * GIB, [round(0.05 * i, 2) for i in range(20)]),  # 0 to 0.95
+    "quick": (GIB, [0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]),
     "tiny": (256 * MIB, [0.0, 0.6, 0.9]),
 }
 #: The run after the first-touch pass: a token number of accesses.
 ACCESSES = 1000
-
-
-def _base(phys: int) -> dict:
-    base = base_config(phys)
-    base["run"] = {"skip_init": False}  # the faults are what is measured
-    return base
 
 
 #: (policy, colors) per case; THP ignores colors, so it runs once.
@@ -60,7 +54,7 @@ def sweep_fig5(variant: str) -> Sweep:
     phys, targets = SCALES[variant]
     return Sweep(
         id=f"chp-fig5:{variant}",
-        base=_base(phys),
+        base=base_config(phys, skip_init=False),  # the faults are what is measured
         grid={"case": labels(list(CASES)), "os.fragmentation.target": targets},
         workloads=[app_workload(a, phys, ACCESSES) for a in ("mcf", "bfs")],
         seeds=[1],
@@ -70,11 +64,9 @@ def sweep_fig5(variant: str) -> Sweep:
 
 def sweep_fig6(variant: str) -> Sweep:
     phys, targets = SCALES[variant]
-    base = _base(phys)
-    base["os"]["policy"] = "chp"
     return Sweep(
         id=f"chp-fig6:{variant}",
-        base=base,
+        base=base_config(phys, policy="chp", skip_init=False),
         grid={"os.chp.submappings": [1, 2, 4, 8], "os.fragmentation.target": targets},
         workloads=[app_workload("bfs", phys, ACCESSES, colors=app_colors("bfs"))],
         seeds=[1],
@@ -110,7 +102,7 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files = [write_csv(t, out / "chp-fig5.csv"), _plot(t, "colors", out / "chp-fig5.png", "chp-fig5: success ratio vs F_i")]
     text = f"""# chp-fig5: colored-huge-page allocation success under fragmentation
 
-Variant `{variant}`: {SCALES[variant][0] / (1 << 30):g} GiB i7-10700, 8 system colors (bits 12-14), mcf
+Variant `{variant}`: {SCALES[variant][0] / GIB:g} GiB i7-10700, 8 system colors (bits 12-14), mcf
 (11% of memory) and bfs (28%) faulting their whole footprint on a machine
 fragmented to F_i. `colors = table3`: the workload's 5 colors, as in the
 performance runs; `all`: all 8. `thp_success`: THP on the same machine.
@@ -145,7 +137,7 @@ def analyze_fig6(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
 
 Variant `{variant}`: bfs with its 5 of 8 colors, 1, 2, 4 or 8 sub-mappings
 (one sub-mapping = Scattered Superpages: a strided run over a 16 MiB block
-of contiguous huge pages). {SCALES[variant][0] / (1 << 30):g} GiB machine.
+of contiguous huge pages). {SCALES[variant][0] / GIB:g} GiB machine.
 
 {markdown_table(t)}
 Paper (Fig. 6): near the critical threshold (F_i = 0.58) 8 sub-mappings
@@ -173,14 +165,8 @@ def _plot(t: pd.DataFrame, series: str, path: Path, title: str) -> Path:
         ax.set_title(w)
         ax.legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    out = save_figure(fig, path)
-    plt.close(fig)
-    return out
+    return write_figure(fig, path)
 
 
-for _id, _title, _sweep_of, _analyze in [
-    ("chp-fig5", "CHP Fig. 5: success ratio vs fragmentation (mcf, bfs)", sweep_fig5, analyze_fig5),
-    ("chp-fig6", "CHP Fig. 6: success ratio vs fragmentation by sub-mappings (bfs)", sweep_fig6, analyze_fig6),
-]:
-    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper="colored-huge-pages"))
+declare("chp-fig5", "CHP Fig. 5: success ratio vs fragmentation (mcf, bfs)", sweep_fig5, analyze_fig5, PAPER)
+declare("chp-fig6", "CHP Fig. 6: success ratio vs fragmentation by sub-mappings (bfs)", sweep_fig6, analyze_fig6, PAPER)

@@ -1,5 +1,5 @@
 """Colored Huge Pages, performance: the paper's Fig. 1, Fig. 4, the SWAP
-comparison (IV-B4) and Table IV. Set-up in `chp_common`.
+comparison (IV-B4) and Table IV. Set-up in `chp.common`.
 
 Columns (every runtime is core 0's `cycles`, the workload's own):
 
@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.experiments import Experiment, register
-from pagelab.experiments.chp_common import APPS, app_colors, app_workload, base_config, labels, shape_contention
-from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
+from pagelab.experiments import declare
+from pagelab.experiments.chp import PAPER
+from pagelab.experiments.chp.common import APPS, app_colors, app_workload, base_config, labels, shape_contention
+from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
-MIB = 1 << 20
 #: variant -> (phys_mem, accesses per core, workloads)
 SCALES = {
-    "full": (16 << 30, 20_000_000, list(APPS)),
-    "quick": (1 << 30, 200_000, list(APPS)),
+    "full": (16 * GIB, 20_000_000, list(APPS)),
+    "quick": (GIB, 200_000, list(APPS)),
     "tiny": (256 * MIB, 20_000, ["mcf", "bfs"]),
 }
 FREQ_GHZ = 2.9
@@ -90,10 +90,7 @@ def _bars(t: pd.DataFrame, order: list[str], path: Path, title: str, stacked: bo
     ax.set_ylabel("normalized runtime")
     ax.legend(fontsize=7, ncol=3)
     ax.set_title(title)
-    fig.tight_layout()
-    out = save_figure(fig, path)
-    plt.close(fig)
-    return out
+    return write_figure(fig, path)
 
 
 def _setup(variant: str, whole_run: bool = False) -> str:
@@ -101,10 +98,10 @@ def _setup(variant: str, whole_run: bool = False) -> str:
     n = min(n, TABLE4_ACCESSES) if whole_run else n
     counted = "statistics over the whole run, faults included" if whole_run else "first touches excluded, `run.skip_init`"
     return (
-        f"Variant `{variant}`: an i7-10700 (preset) with {phys / (1 << 30):g} GiB, the OS coloring with 8 colors "
+        f"Variant `{variant}`: an i7-10700 (preset) with {phys / GIB:g} GiB, the OS coloring with 8 colors "
         f"(bits 12-14), footprints at the paper's share of memory, {n:,} measured accesses per core "
         f"({counted}), 4 cache-stressor cores when contended. "
-        "Workload analogues and the contention set-up: `pagelab/experiments/chp_common.py` and docs/systems/chp.md."
+        "Workload analogues and the contention set-up: `pagelab/experiments/chp/common.py` and docs/systems/chp.md."
     )
 
 
@@ -235,11 +232,9 @@ def shape_swap(config: dict, params: dict) -> None:
 
 def sweep_swap(variant: str) -> Sweep:
     phys, n, _ = SCALES[variant]
-    base = base_config(phys)
-    base["os"]["policy"] = "chp"
     return Sweep(
         id=f"chp-swap:{variant}",
-        base=base,
+        base=base_config(phys, policy="chp"),
         grid={"colors": labels([5, 8]), "os.chp.scheme": ["chp", "swap"]},
         workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in SWAP_APPS[variant]],
         seeds=[1],
@@ -331,7 +326,7 @@ def sweep_table4(variant: str) -> Sweep:
     phys, n, _ = SCALES[variant]
     return Sweep(
         id=f"chp-table4:{variant}",
-        base=base_config(phys) | {"run": {"skip_init": False}},  # the faults are the point
+        base=base_config(phys, skip_init=False),  # the faults are the point
         grid={"scenario": labels(TABLE4)},
         workloads=[app_workload("bfs", phys, min(n, TABLE4_ACCESSES))],
         seeds=[1],
@@ -373,16 +368,13 @@ defaults are this table's averages at 2.9 GHz. So the average and tail
 latencies reproduce the paper by construction (the tail is the costliest
 kind a run had, not a distribution), while counts and totals are the
 simulation's. The fault counts scale with the footprint: the paper's bfs is
-4.5 GB, this one {app_workload('bfs', SCALES[variant][0], 0)['footprint'] / (1 << 20):,.0f} MiB.
+4.5 GB, this one {app_workload('bfs', SCALES[variant][0], 0)['footprint'] / MIB:,.0f} MiB.
 """
     files.append(write_text(text, out / "chp-table4.md"))
     return files
 
 
-for _id, _title, _sweep_of, _analyze in [
-    ("chp-fig1", "CHP Fig. 1: contention vs THP vs coloring", lambda v: _sweep("chp-fig1", v, FIG1), analyze_fig1),
-    ("chp-fig4", "CHP Fig. 4: 4k, THP, coloring, CHP (simulated and projected)", lambda v: _sweep("chp-fig4", v, FIG4[:4]), analyze_fig4),
-    ("chp-swap", "CHP vs SWAP: LLC misses and runtime", sweep_swap, analyze_swap),
-    ("chp-table4", "CHP Table IV: page-fault cost for bfs", sweep_table4, analyze_table4),
-]:
-    register(Experiment(id=_id, title=_title, sweeps={v: _sweep_of(v) for v in SCALES}, analyze=_analyze, paper="colored-huge-pages"))
+declare("chp-fig1", "CHP Fig. 1: contention vs THP vs coloring", lambda v: _sweep("chp-fig1", v, FIG1), analyze_fig1, PAPER)
+declare("chp-fig4", "CHP Fig. 4: 4k, THP, coloring, CHP (simulated and projected)", lambda v: _sweep("chp-fig4", v, FIG4[:4]), analyze_fig4, PAPER)
+declare("chp-swap", "CHP vs SWAP: LLC misses and runtime", sweep_swap, analyze_swap, PAPER)
+declare("chp-table4", "CHP Table IV: page-fault cost for bfs", sweep_table4, analyze_table4, PAPER)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 
-GIB = 1 << 30
 #: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
 PAPER_MEM = 16e9
 USED_COLORS = 8
@@ -144,9 +143,15 @@ def labels(values: list) -> list[dict]:
     return [{"name": v} for v in values]
 
 
-def base_config(phys_mem: int, system_colors: int = 8) -> dict:
+def base_config(phys_mem: int, system_colors: int = 8, policy: str | None = None, skip_init: bool = True) -> dict:
+    """The paper's machine with `phys_mem` bytes and OS coloring over
+    `system_colors` colors; `policy` sets `os.policy`; `skip_init = False`
+    counts the first touches (and their faults) in the statistics."""
+    os_table: dict = {"coloring": {"bits": SYSTEM_COLORS[system_colors]}, "thp": {"khugepaged": False}}
+    if policy is not None:
+        os_table["policy"] = policy
     return {
         "machine": {"preset": "i7-10700", "phys_mem": phys_mem},
-        "os": {"coloring": {"bits": SYSTEM_COLORS[system_colors]}, "thp": {"khugepaged": False}},
-        "run": {"skip_init": True},
+        "os": os_table,
+        "run": {"skip_init": skip_init},
     }

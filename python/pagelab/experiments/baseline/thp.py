@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.experiments import Experiment, register
-from pagelab.experiments.common import markdown_table, pyplot, save_figure, write_csv, write_text
+from pagelab.experiments import declare
+from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "baseline-thp"
@@ -80,9 +80,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "seconds": df["seconds"],
         }
     )
-    g = d.groupby(["workload", "policy"], sort=False)
-    t = g.mean(numeric_only=True).reset_index()
-    t.insert(2, "seeds", g.size().values)
+    t = mean_over_seeds(d, ["workload", "policy"])
     base = t[t.policy == "base"].set_index("workload")
     for col in ("dtlb_misses", "walk_refs", "cycles"):
         ref = t.workload.map(base[col]).astype(float)
@@ -112,10 +110,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{label} (normalized to base)")
     axes[0].legend(fontsize=8)
     fig.suptitle("baseline-thp: page size vs translation cost (fresh machine)")
-    fig.tight_layout()
-    path = save_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:
@@ -167,7 +162,7 @@ exercises the framework.
 ## Results (means over seeds; `_norm` = divided by base)
 
 {markdown_table(show)}
-Figure: `{ID}.png`. Columns are described in `pagelab/experiments/baseline_thp.py`.
+Figure: `{ID}.png`. Columns are described in `pagelab/experiments/baseline/thp.py`.
 
 ## Expected trend and whether it holds
 
@@ -198,11 +193,4 @@ What the runs show:
     return files
 
 
-EXPERIMENT = register(
-    Experiment(
-        id=ID,
-        title="base vs THP vs hugetlbfs 2 MiB / 1 GiB on gups, bfs, kv, stream",
-        sweeps={v: sweep(v) for v in SCALES},
-        analyze=analyze,
-    )
-)
+EXPERIMENT = declare(ID, "base vs THP vs hugetlbfs 2 MiB / 1 GiB on gups, bfs, kv, stream", sweep, analyze)

@@ -1,0 +1,105 @@
+"""The experiments' registry: discovery of the packages below
+`pagelab.experiments`, and what happens when one of them is broken."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pagelab import experiments
+
+#: package below pagelab.experiments -> the IDs its modules declare. A new
+#: paper's package adds a line here (and nothing in pagelab.experiments).
+DECLARED = {
+    "baseline": {"baseline-thp", "frag-sweep"},
+    "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
+}
+
+ROOT = Path(experiments.__file__).parent
+
+
+def _modules_on_disk() -> set[str]:
+    """Every module below pagelab.experiments, from the file system."""
+    names = set()
+    for f in ROOT.rglob("*.py"):
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            names.add(".".join(("pagelab.experiments", *parts)))
+    return names
+
+
+def test_discovery_imports_every_module():
+    experiments.all_experiments()
+    on_disk = _modules_on_disk()
+    assert on_disk <= set(sys.modules), on_disk - set(sys.modules)
+    names = experiments.import_all(experiments.__path__, "pagelab.experiments.")
+    assert set(names) == on_disk
+    # Deterministic: each package's modules in sorted order, the package first.
+    assert names == experiments.import_all(experiments.__path__, "pagelab.experiments.")
+    assert names.index("pagelab.experiments.chp") < names.index("pagelab.experiments.chp.common") < names.index("pagelab.experiments.chp.frag")
+
+
+def test_registry_is_what_the_packages_declare():
+    exps = experiments.all_experiments()
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert packages == set(DECLARED), "a package without a DECLARED line, or a line without a package"
+    found: dict[str, set[str]] = {}
+    for exp in exps:
+        module = exp.analyze.__module__
+        assert module.startswith("pagelab.experiments."), (exp.id, module)
+        found.setdefault(module.split(".")[2], set()).add(exp.id)
+    assert found == DECLARED
+    assert {e.id for e in exps} == set().union(*DECLARED.values())
+    assert {e.paper for e in exps if e.id.startswith("chp-")} == {"colored-huge-pages"}
+
+
+def test_an_id_declared_twice_is_an_error():
+    exp = experiments.get("chp-fig1")
+
+    def analyze(df, out, variant):  # a function of another module
+        return []
+
+    analyze.__module__ = "pagelab.experiments.someone_else"
+    twin = experiments.Experiment(id=exp.id, title="twin", sweeps=exp.sweeps, analyze=analyze)
+    with pytest.raises(ValueError, match="chp-fig1.*declared twice"):
+        experiments.register(twin)
+    assert experiments.get("chp-fig1") is exp
+
+
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):
+    """A package `fake_exps` on sys.path: modules a, b, and sub/ with z."""
+    name = "fake_exps"
+    pkg = tmp_path / name
+    (pkg / "sub").mkdir(parents=True)
+    for rel in ("__init__.py", "sub/__init__.py", "b.py", "a.py", "sub/z.py"):
+        (pkg / rel).write_text("IMPORTED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield pkg
+    for mod in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[mod]
+
+
+def test_import_all_is_sorted_and_recursive(fake_package):
+    names = experiments.import_all([str(fake_package)], "fake_exps.")
+    assert names == ["fake_exps.a", "fake_exps.b", "fake_exps.sub", "fake_exps.sub.z"]
+
+
+@pytest.mark.parametrize(
+    "body, cause",
+    [
+        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        ("import no_such_module_anywhere\n", "ModuleNotFoundError"),
+        ("def broken(:\n", "SyntaxError"),
+    ],
+)
+def test_a_broken_module_is_named(fake_package, body, cause):
+    (fake_package / "sub" / "y.py").write_text(body)
+    with pytest.raises(ImportError, match=r"fake_exps\.sub\.y failed to import") as info:
+        experiments.import_all([str(fake_package)], "fake_exps.")
+    assert cause in str(info.value)
+    assert info.value.name == "fake_exps.sub.y"
