@@ -230,10 +230,6 @@ impl PageSize {
     }
 }
 
-/// Processor cycles.
-#[derive(Clone, Copy, PartialEq, PartialOrd, Debug, Default)]
-pub struct Cycles(pub f64);
-
 /// An address-space identifier (one per simulated process).
 pub type Asid = u16;
 

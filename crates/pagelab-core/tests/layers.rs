@@ -1,0 +1,114 @@
+//! The layer rule, checked: a module of the core crate uses only modules
+//! of its own layer or of the layers before it (ARCHITECTURE.md, "Layers").
+//! A system's folder spans layers, so its hardware module (`tlb.rs`) is
+//! held to the hardware layer and its walk step (`walk.rs`) to the paging
+//! layer. Test code (`tests.rs`, `testutil.rs`, everything after a
+//! `#[cfg(test)]` line) may use anything: scenario tests drive the engine.
+
+use std::path::{Path, PathBuf};
+
+/// Top-level modules, by layer (index = layer - 1).
+const LAYERS: &[&[&str]] = &[
+    &["units", "stat", "error", "hostmem"],
+    &["phys"],
+    &["hw"],
+    &["paging"],
+    &["os"],
+    &["systems"],
+    &["workload"],
+    &["trace"],
+    &["config"],
+    &["engine"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The layer a file may reach: its top-level module's, or tighter for a
+/// system's hardware and walk modules.
+fn allowed_layer(rel: &Path) -> Option<usize> {
+    let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
+    let top = layer_of(&parts[0])?;
+    if parts[0] == "systems" && parts.len() >= 3 {
+        match parts.last().map(String::as_str) {
+            Some("tlb") => return layer_of("hw"),
+            Some("walk") => return layer_of("paging"),
+            _ => {}
+        }
+    }
+    Some(top)
+}
+
+/// `crate::MODULE` paths in the code before the first `#[cfg(test)]`,
+/// comments left out.
+fn crate_uses(text: &str) -> Vec<(usize, String)> {
+    let mut uses = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_start();
+        if line.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if line.starts_with("//") {
+            continue;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + 7..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            uses.push((n + 1, name));
+            rest = after;
+        }
+    }
+    uses
+}
+
+#[test]
+fn every_module_uses_only_its_own_layer_and_those_before_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    files.sort();
+    let mut violations = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(&src).unwrap();
+        let name = rel.file_name().unwrap().to_string_lossy();
+        if name == "tests.rs" || name == "testutil.rs" || name.ends_with("_tests.rs") || rel == Path::new("lib.rs") {
+            continue;
+        }
+        let Some(allowed) = allowed_layer(rel) else {
+            violations.push(format!("{}: its module is in no layer (add it to LAYERS and ARCHITECTURE.md)", rel.display()));
+            continue;
+        };
+        for (line, module) in crate_uses(&std::fs::read_to_string(path).unwrap()) {
+            match layer_of(&module) {
+                Some(l) if l <= allowed => {}
+                Some(l) => violations.push(format!("{}:{line}: uses crate::{module} (layer {}) from layer {}", rel.display(), l + 1, allowed + 1)),
+                None if module == "Error" || module == "Result" => {}
+                None => violations.push(format!("{}:{line}: uses crate::{module}, which is in no layer", rel.display())),
+            }
+        }
+    }
+    assert!(violations.is_empty(), "layer violations:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_a_violation() {
+    // A use of the engine from the hardware layer must be caught.
+    let uses = crate_uses("use crate::engine::Simulation;\n// crate::config in a comment\n#[cfg(test)]\nuse crate::config;");
+    assert_eq!(uses, vec![(1, "engine".to_string())]);
+    assert!(layer_of("engine") > allowed_layer(Path::new("hw/tlb/l2.rs")));
+    assert_eq!(allowed_layer(Path::new("systems/chp/tlb.rs")), layer_of("hw"));
+}
