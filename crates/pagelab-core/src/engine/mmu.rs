@@ -15,7 +15,8 @@
 //! page-walk caches) meets the page tables of layer 4; the hardware models
 //! themselves know nothing of page tables.
 
-use super::core::{CoreStats, RefBuf, RefKind};
+use super::core_stats::CoreStats;
+use super::refs::{RefBuf, RefKind};
 use crate::error::Result;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::{EntryKind, Tlb, TlbEntry, TlbLookup};

@@ -17,8 +17,10 @@
 
 pub mod bench;
 pub mod core;
+mod core_stats;
 mod export;
 pub mod mmu;
+mod refs;
 mod stats;
 pub mod timing;
 #[cfg(test)]
@@ -339,7 +341,7 @@ impl Simulation {
                     if vpn != prefetched_vpn {
                         prefetched_vpn = vpn;
                         pt.prefetch_leaf(ahead.vaddr);
-                        core.mmu.tlb.prefetch(asid, ahead.vaddr);
+                        core.mmu.tlb.prefetch(ahead.vaddr);
                     }
                 }
             }

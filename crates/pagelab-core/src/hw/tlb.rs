@@ -19,7 +19,7 @@
 //! Costs (see [`TlbConfig`]): every access pays `l1_latency` (default 0: the
 //! L1 TLB lookup overlaps the VIPT L1D access); an access that misses every L1
 //! array pays `l2_latency` more, whether the L2 hits or not (a miss then also
-//! pays the walk, which the walker prices). [`Tlb::latency`] applies this.
+//! pays the walk, which the walker prices). The MMU charges them.
 //!
 //! Two simulator shortcuts, neither a hardware structure, keep the L1
 //! probe cheap without changing any outcome: each L1 array counts its
@@ -1080,8 +1080,6 @@ pub struct Tlb {
     l1i: L1Tlb,
     l2: L2Tlb,
     l1i_enabled: bool,
-    l1_latency: u32,
-    l2_latency: u32,
     data: SideStats,
     instr: SideStats,
 }
@@ -1110,8 +1108,6 @@ impl Tlb {
             l1i,
             l2,
             l1i_enabled: cfg.l1i_enabled,
-            l1_latency: cfg.l1_latency,
-            l2_latency: cfg.l2_latency,
             data: SideStats::default(),
             instr: SideStats::default(),
         }
@@ -1166,16 +1162,6 @@ impl Tlb {
         match self.l2.peek(asid, mvpn) {
             Some(e) => TlbLookup::L2(e.translate(vaddr), e),
             None => TlbLookup::Miss,
-        }
-    }
-
-    /// Cycles the TLBs add to an access with this outcome (a miss also pays
-    /// the walk, priced by the walker).
-    #[inline]
-    pub fn latency(&self, outcome: &TlbLookup) -> u32 {
-        match outcome {
-            TlbLookup::L1(_) => self.l1_latency,
-            TlbLookup::L2(..) | TlbLookup::Miss => self.l1_latency + self.l2_latency,
         }
     }
 
@@ -1316,7 +1302,7 @@ impl Tlb {
     /// the L2 holds), so a caller that knows the next address can hide the
     /// host miss on them.
     #[inline]
-    pub fn prefetch(&self, _asid: Asid, vaddr: VirtAddr) {
+    pub fn prefetch(&self, vaddr: VirtAddr) {
         let mvpn = masked_vpn(vaddr);
         let l2 = &self.l2;
         if l2.shared_may_hold(PageSize::Size4K) {
@@ -1503,7 +1489,6 @@ mod tests {
         assert_eq!(s.l1d_4k.fills, 4);
         assert_eq!(s.l1d_4k.evictions, 2); // 0x400 by 0x404, then 0x402 by the refill
         assert_eq!((s.l2.lookups, s.l2.hits, s.l2.misses, s.l2.fills), (2, 1, 1, 3));
-        assert_eq!(tlb.latency(&TlbLookup::Miss), 9);
         tlb.reset_stats();
         assert_eq!(tlb.stats(), TlbStats::default());
     }
