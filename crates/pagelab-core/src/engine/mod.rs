@@ -44,6 +44,7 @@ use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::policy::Kernel;
+use crate::systems;
 use crate::workload::{self, AccessKind, Batch, MapEvent};
 
 /// How far ahead the cache stage prefetches (references).
@@ -119,12 +120,11 @@ impl Simulation {
             let asid = kernel.spawn(w.colors.clone(), auto_vma)?;
             kernel.set_chp(asid, w.chp);
             let mmu = Mmu {
-                tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
+                tlb: Tlb::with_extensions(&m.tlb, cfg.run.seed.wrapping_add(id as u64), systems::tlb_extensions(kernel.chp_stride_shift())),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
                 pwc_latency: m.pwc.latency as f64,
                 check: cfg.run.check_translations,
-                chp_stride_shift: kernel.chp_stride_shift(),
             };
             cores.push(Core {
                 id,

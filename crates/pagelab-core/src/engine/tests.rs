@@ -79,7 +79,6 @@ pub(super) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,
         check: true,
-        chp_stride_shift: 0,
     }
 }
 

@@ -229,7 +229,7 @@ impl Kernel {
                 self.map_user(asid, page, frame, PageSize::Size4K, writable)?;
             }
         }
-        self.page_table_mut(asid).set_colored_huge(base, true);
+        crate::systems::chp::pagetable::set_colored_huge(self.page_table_mut(asid), base, true);
         Ok(())
     }
 
@@ -244,7 +244,7 @@ impl Kernel {
         let mut region = start.align_down(HUGE);
         while region < end {
             let pt = &mut self.procs[asid as usize - 1].aspace.pt;
-            if pt.is_colored_huge(region) {
+            if crate::systems::chp::pagetable::is_colored_huge(pt, region) {
                 if region >= start && region.add(HUGE) <= end {
                     let per = geo.pages_per_sub();
                     let subs = (0..geo.submappings as u64)
@@ -252,7 +252,7 @@ impl Kernel {
                         .collect();
                     whole.push((region, subs));
                 } else {
-                    pt.set_colored_huge(region, false);
+                    crate::systems::chp::pagetable::set_colored_huge(pt, region, false);
                     self.stats.chp_demoted += 1;
                 }
             }

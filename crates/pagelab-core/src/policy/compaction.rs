@@ -17,7 +17,7 @@ pub(super) fn compact(k: &mut Kernel, order: Order) -> f64 {
         let FrameOwner::User { asid, vpn } = owner else { return false };
         let Some(p) = procs.get_mut(asid as usize - 1) else { return false };
         let pt = &mut p.aspace.pt;
-        if pt.is_colored_huge(vpn.addr()) {
+        if crate::systems::chp::pagetable::is_colored_huge(pt, vpn.addr()) {
             return false;
         }
         match pt.leaf_slot(vpn.addr()) {
