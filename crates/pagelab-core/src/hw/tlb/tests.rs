@@ -268,6 +268,49 @@ fn asids_are_isolated() {
 }
 
 #[test]
+fn coalesced_64k_and_32m_entries_serve_16_pages_and_are_shot_down() {
+    // No system makes coalesced translations yet; an L2 configured for
+    // them keys, probes, fills and invalidates them like any reach. The L1
+    // arrays are off so that every hit comes from the L2.
+    let cfg = TlbConfig {
+        l1_4k_entries: 0,
+        l1_2m_entries: 0,
+        l1_1g_entries: 0,
+        l1i_enabled: false,
+        l2_reach: ReachSet::of(&[ReachSize::Size4K, ReachSize::Size64K, ReachSize::Size2M, ReachSize::Size32M]),
+        ..small()
+    };
+    cfg.validate("m").unwrap();
+    let mut tlb = Tlb::new(&cfg, 0);
+    let (b64, b32) = (0x10_0000u64, 3 * (32 << 20));
+    for e in [
+        TlbEntry::page(A, va(b64).vpn(), ReachSize::Size64K, Pfn::new(0x500), true, false),
+        TlbEntry::page(A, va(b32).vpn(), ReachSize::Size32M, Pfn::new(0x4_0000), true, false),
+    ] {
+        tlb.fill_after_walk(e, e.vbase.addr(), false);
+    }
+    assert_eq!(tlb.occupancy(), (0, 2));
+    for i in 0..16 {
+        let t = tlb.lookup(A, va(b64 + i * KIB4 + 8), false);
+        assert!(matches!(t, TlbLookup::L2(Translation { size: ReachSize::Size64K, .. })), "page {i}: {t:?}");
+        assert_eq!(frame(t), Some(0x500 + i));
+        let t = tlb.lookup(A, va(b32 + i * MIB2 + 5 * KIB4), false);
+        assert!(matches!(t, TlbLookup::L2(Translation { size: ReachSize::Size32M, .. })), "pmd {i}: {t:?}");
+        assert_eq!(frame(t), Some(0x4_0000 + i * 512 + 5));
+    }
+    assert_eq!(tlb.lookup(A, va(b64 + 16 * KIB4), false), TlbLookup::Miss);
+    assert_eq!(tlb.lookup(A, va(b32 + 16 * MIB2), false), TlbLookup::Miss);
+    // A short range (probed key by key) and a long one (the array scanned),
+    // each inside one entry, take it out.
+    assert_eq!(tlb.invalidate_range(A, va(b64 + 5 * KIB4).vpn(), va(b64 + 8 * KIB4).vpn()), 1);
+    assert_eq!(tlb.lookup(A, va(b64), false), TlbLookup::Miss);
+    assert_eq!(tlb.invalidate_range(A, va(b32 + 7 * MIB2).vpn(), va(b32 + 9 * MIB2).vpn()), 1);
+    assert_eq!(tlb.lookup(A, va(b32), false), TlbLookup::Miss);
+    assert_eq!(tlb.occupancy(), (0, 0));
+    assert!(!tlb.l2.holds(ReachSize::Size64K) && !tlb.l2.holds(ReachSize::Size32M));
+}
+
+#[test]
 fn instruction_fetches_use_the_l1i_and_count_separately() {
     let mut tlb = Tlb::new(&small(), 0);
     let x = 0x40_1000;
