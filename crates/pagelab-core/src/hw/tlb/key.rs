@@ -148,12 +148,6 @@ pub(super) fn key_asid(key: u64) -> Asid {
     (key >> ASID_SHIFT) as Asid
 }
 
-/// The reach a key names.
-#[inline]
-pub(super) fn key_reach(key: u64) -> ReachSize {
-    ReachSize::of_key_class(key >> VPN_BITS & 7)
-}
-
 /// First (masked) 4 KiB vpn of the page a key of reach `reach` names.
 #[inline]
 pub(super) fn key_first_vpn(key: u64, reach: ReachSize) -> u64 {

@@ -14,7 +14,7 @@
 //! kind an index into the side table its owner ([`TlbExtension`]) keeps.
 
 use super::entry::{EntryKind, ExtPayload, TlbEntry, TlbExtension, KIND_PAGE};
-use super::key::{key_reach, make_key, ReachSize, REACHES, VPN_MASK};
+use super::key::{ReachSize, ReachSet, ASID_SHIFT, REACHES, VPN_BITS, VPN_MASK};
 use super::stats::Counters;
 use crate::hw::set_assoc::{SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, Pfn, Vpn};
@@ -48,11 +48,11 @@ impl L2Entry {
     pub fn overlaps(&self, start: Vpn, end: Vpn) -> bool {
         self.vbase.raw() < end.raw() && start.raw() < self.vbase.raw() + self.reach.nr_pages()
     }
-    /// A plain page's first frame.
+    /// The whole entry of a plain page.
     #[inline]
-    pub fn pfn(&self) -> Pfn {
-        debug_assert_eq!(self.kind, KIND_PAGE);
-        Pfn::new(self.target)
+    pub fn page_entry<P>(&self) -> TlbEntry<P> {
+        let kind = EntryKind::Page { pfn: Pfn::new(self.target) };
+        TlbEntry { asid: self.asid, vbase: self.vbase, size: self.reach, writable: self.writable, dirty: self.dirty, kind }
     }
 }
 
@@ -67,16 +67,58 @@ pub(super) struct L2Array {
 pub(super) const SHARED: usize = 0;
 /// The 1 GiB array (statistics `tlb.l2_1g.*`).
 pub(super) const GIANT: usize = 1;
-/// [`L2Tlb::array_of`] of a reach no array holds.
+/// [`Probe::array`] of a reach no array holds.
 const NO_ARRAY: u8 = u8::MAX;
+
+/// Tables by reach have this many rows, so that a reach taken from the
+/// bits of a `u8` (`trailing_zeros() & 7`) indexes them without a bounds
+/// check on the probe path.
+const ROWS: usize = 8;
+const _: () = assert!(REACHES <= ROWS && ReachSize::Size4K as usize == 0 && ReachSize::Size4K.key_class() == 0);
+
+/// How a reach is probed: its array, and what its key and set index take
+/// from a 4 KiB vpn (precomputed: a lookup should not branch on reach).
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    /// [`SHARED`], [`GIANT`], or [`NO_ARRAY`].
+    array: u8,
+    /// `reach.pages_shift()`.
+    shift: u32,
+    /// `reach.key_class() << VPN_BITS`.
+    class_bits: u64,
+}
+
+impl Probe {
+    #[inline(always)]
+    fn key(&self, asid: Asid, mvpn: u64) -> u64 {
+        ((asid as u64) << ASID_SHIFT) | self.class_bits | (mvpn >> self.shift)
+    }
+    #[inline(always)]
+    fn set(&self, sa: &SetAssoc<L2Entry>, mvpn: u64) -> usize {
+        sa.set_of(mvpn >> self.shift)
+    }
+}
+
+/// The reach (as a row) of each key class.
+const REACH_OF_CLASS: [usize; ROWS] = {
+    let mut rows = [0; ROWS];
+    let mut i = 0;
+    while i < REACHES {
+        rows[ReachSize::ALL[i].key_class() as usize] = i;
+        i += 1;
+    }
+    rows
+};
 
 #[derive(Debug, Clone)]
 pub(super) struct L2Tlb<X> {
     pub arrays: [L2Array; 2],
-    /// The array holding each reach (by `ReachSize as usize`), or `NO_ARRAY`.
-    array_of: [u8; REACHES],
+    /// By reach (`ReachSize as usize`): its array and key geometry.
+    probe: [Probe; ROWS],
     /// Valid entries of each reach.
-    pub live: [u32; REACHES],
+    pub live: [u32; ROWS],
+    /// The reaches the shared array holds (the ones `prefetch` fetches).
+    shared_set: u8,
     /// Bit `r` set when reach `r` has live entries: the reaches a lookup
     /// probes (the others could not hit).
     live_set: u8,
@@ -85,7 +127,7 @@ pub(super) struct L2Tlb<X> {
     /// scans the set for the key again. Only inserting that key could make
     /// a record false, and `insert` clears it then (invalidations only
     /// remove keys).
-    pub absent: [Absent; REACHES],
+    pub absent: [Absent; ROWS],
     /// The owner of the extension kinds, with their side tables.
     pub ext: X,
 }
@@ -104,18 +146,23 @@ impl Absent {
 
 impl<X: TlbExtension> L2Tlb<X> {
     /// `shared` holds the reaches of `shared_reach`; `giant` 1 GiB.
-    pub fn new(shared: SetAssoc<L2Entry>, giant: SetAssoc<L2Entry>, shared_reach: super::key::ReachSet, ext: X) -> Self {
-        let mut array_of = [NO_ARRAY; REACHES];
-        for r in shared_reach.iter() {
-            array_of[r as usize] = SHARED as u8;
+    pub fn new(shared: SetAssoc<L2Entry>, giant: SetAssoc<L2Entry>, shared_reach: ReachSet, ext: X) -> Self {
+        let mut probe = [Probe { array: NO_ARRAY, shift: 0, class_bits: 0 }; ROWS];
+        for r in ReachSize::ALL {
+            let array = match r {
+                ReachSize::Size1G => GIANT as u8,
+                _ if shared_reach.contains(r) => SHARED as u8,
+                _ => NO_ARRAY,
+            };
+            probe[r as usize] = Probe { array, shift: r.pages_shift(), class_bits: r.key_class() << VPN_BITS };
         }
-        array_of[ReachSize::Size1G as usize] = GIANT as u8;
         L2Tlb {
             arrays: [L2Array { sa: shared, counters: Counters::default() }, L2Array { sa: giant, counters: Counters::default() }],
-            array_of,
-            live: [0; REACHES],
+            probe,
+            live: [0; ROWS],
+            shared_set: shared_reach.0,
             live_set: 0,
-            absent: [Absent::NONE; REACHES],
+            absent: [Absent::NONE; ROWS],
             ext,
         }
     }
@@ -126,34 +173,42 @@ impl<X: TlbExtension> L2Tlb<X> {
         self.live_set & (1 << reach as u8) != 0
     }
 
-    /// The set and key of the `reach` page holding `mvpn` in its array.
-    #[inline]
-    fn set_and_key(sa: &SetAssoc<L2Entry>, asid: Asid, reach: ReachSize, mvpn: u64) -> (usize, u64) {
-        (sa.set_of(mvpn >> reach.pages_shift()), make_key(asid, reach, mvpn))
-    }
-
     /// The entry translating `mvpn`: its array and slot. Records in
     /// `absent` the keys it probed in vain.
     /// (Of the fields, not `self`: a lookup records in `self.absent`.)
     #[inline]
     fn find(
         arrays: &[L2Array; 2],
-        array_of: &[u8; REACHES],
+        probe: &[Probe; ROWS],
         live_set: u8,
         asid: Asid,
         mvpn: u64,
-        absent: &mut [Absent; REACHES],
+        absent: &mut [Absent; ROWS],
     ) -> Option<(usize, Slot)> {
-        let mut live = live_set;
+        // 4 KiB first, with its constants (shift 0, class 0): the reach of
+        // nearly every lookup that reaches the L2, and the one that takes
+        // precedence. A live 4 KiB reach is in the shared array (no other
+        // holds it).
+        if live_set & 1 != 0 {
+            let sa = &arrays[SHARED].sa;
+            let (set, key) = (sa.set_of(mvpn), ((asid as u64) << ASID_SHIFT) | mvpn);
+            debug_assert_eq!((set, key), (probe[0].set(sa, mvpn), probe[0].key(asid, mvpn)));
+            match sa.find(set, key) {
+                Some(slot) => return Some((SHARED, slot)),
+                None => absent[0] = Absent { set, key },
+            }
+        }
+        let mut live = live_set & !1;
         while live != 0 {
-            let r = ReachSize::ALL[live.trailing_zeros() as usize];
+            let r = (live.trailing_zeros() & 7) as usize;
             live &= live - 1;
-            let a = array_of[r as usize] as usize;
+            let p = probe[r];
+            let a = p.array as usize & 1; // a live reach has an array
             let sa = &arrays[a].sa;
-            let (set, key) = Self::set_and_key(sa, asid, r, mvpn);
+            let (set, key) = (p.set(sa, mvpn), p.key(asid, mvpn));
             match sa.find(set, key) {
                 Some(slot) => return Some((a, slot)),
-                None => absent[r as usize] = Absent { set, key },
+                None => absent[r] = Absent { set, key },
             }
         }
         None
@@ -162,7 +217,7 @@ impl<X: TlbExtension> L2Tlb<X> {
     /// A lookup: the entry translating `mvpn`, touched and counted.
     #[inline]
     pub fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<L2Entry> {
-        let (a, slot) = Self::find(&self.arrays, &self.array_of, self.live_set, asid, mvpn, &mut self.absent)?;
+        let (a, slot) = Self::find(&self.arrays, &self.probe, self.live_set, asid, mvpn, &mut self.absent)?;
         let array = &mut self.arrays[a];
         array.sa.touch(slot);
         array.counters.hits += 1;
@@ -170,50 +225,54 @@ impl<X: TlbExtension> L2Tlb<X> {
     }
 
     pub fn peek(&self, asid: Asid, mvpn: u64) -> Option<L2Entry> {
-        Self::find(&self.arrays, &self.array_of, self.live_set, asid, mvpn, &mut [Absent::NONE; REACHES]).map(|(a, slot)| *self.arrays[a].sa.value(slot))
+        Self::find(&self.arrays, &self.probe, self.live_set, asid, mvpn, &mut [Absent::NONE; ROWS]).map(|(a, slot)| *self.arrays[a].sa.value(slot))
     }
 
     /// The whole entry `e` stands for (an extension kind's payload loaded
-    /// from its owner).
+    /// from its owner). Out of line: the hit path calls it only for an
+    /// extension kind.
+    #[cold]
+    #[inline(never)]
     pub fn entry(&self, e: &L2Entry) -> TlbEntry<X::Payload> {
-        let kind = match e.kind {
-            KIND_PAGE => EntryKind::Page { pfn: Pfn::new(e.target) },
-            k => EntryKind::Ext(self.ext.load(k, e.target as u32)),
-        };
-        TlbEntry { asid: e.asid, vbase: e.vbase, size: e.reach, writable: e.writable, dirty: e.dirty, kind }
+        match e.kind {
+            KIND_PAGE => e.page_entry(),
+            k => TlbEntry { kind: EntryKind::Ext(self.ext.load(k, e.target as u32)), ..e.page_entry() },
+        }
     }
 
-    /// Counts `n` fewer live entries of `reach`.
+    /// Counts `n` fewer live entries of reach row `r`.
     #[inline]
-    fn dropped(&mut self, reach: ReachSize, n: u32) {
-        self.live[reach as usize] -= n;
-        if self.live[reach as usize] == 0 {
-            self.live_set &= !(1 << reach as u8);
+    fn dropped(&mut self, r: usize, n: u32) {
+        let r = r & 7;
+        self.live[r] -= n;
+        if self.live[r] == 0 {
+            self.live_set &= !(1 << r);
         }
     }
 
     pub fn insert(&mut self, entry: &TlbEntry<X::Payload>) {
         let r = entry.size;
-        let a = self.array_of[r as usize];
-        if a == NO_ARRAY {
+        let p = &self.probe[r as usize & 7];
+        if p.array == NO_ARRAY {
             return; // no array holds this reach
         }
+        let a = p.array as usize & 1;
         let mvpn = entry.vbase.raw() & VPN_MASK;
-        let key = make_key(entry.asid, r, mvpn);
+        let key = p.key(entry.asid, mvpn);
         let (kind, target) = match entry.kind {
             EntryKind::Page { pfn } => (KIND_PAGE, pfn.raw()),
             EntryKind::Ext(p) => (p.kind(), 0),
         };
         let value = L2Entry { vbase: entry.vbase, target, asid: entry.asid, reach: r, writable: entry.writable, dirty: entry.dirty, kind };
-        let array = &mut self.arrays[a as usize];
-        let record = &mut self.absent[r as usize];
+        let array = &mut self.arrays[a];
+        let record = &mut self.absent[r as usize & 7];
         let placed = if record.key == key {
             // The probe before the walk found the key absent.
             let set = record.set;
             *record = Absent::NONE;
             array.sa.insert_absent(set, key, value)
         } else {
-            let set = array.sa.set_of(mvpn >> r.pages_shift());
+            let set = p.set(&array.sa, mvpn);
             array.sa.insert_slot(set, key, value)
         };
         let Some(placed) = placed else {
@@ -224,14 +283,14 @@ impl<X: TlbExtension> L2Tlb<X> {
         // Keep the counts per reach: a new key adds its reach, a victim
         // removes its own (an update in place changes neither).
         if placed.fresh {
-            self.live[r as usize] += 1;
+            self.live[r as usize & 7] += 1;
             self.live_set |= 1 << r as u8;
         }
         if let Some(old) = placed.evicted {
-            self.dropped(key_reach(old), 1);
+            self.dropped(REACH_OF_CLASS[(old >> VPN_BITS & 7) as usize], 1);
         }
-        if let EntryKind::Ext(p) = entry.kind {
-            self.store_ext(a as usize, placed.slot, &p);
+        if let EntryKind::Ext(payload) = entry.kind {
+            self.store_ext(a, placed.slot, &payload);
         }
     }
 
@@ -252,29 +311,30 @@ impl<X: TlbExtension> L2Tlb<X> {
         if !self.holds(reach) {
             return 0;
         }
-        let array = &mut self.arrays[self.array_of[reach as usize] as usize];
-        let (set, key) = Self::set_and_key(&array.sa, asid, reach, mvpn);
+        let p = self.probe[reach as usize & 7];
+        let array = &mut self.arrays[p.array as usize & 1];
+        let (set, key) = (p.set(&array.sa, mvpn), p.key(asid, mvpn));
         let n = array.sa.invalidate(set, key).is_some() as u32;
         array.counters.invalidations += n as u64;
-        self.dropped(reach, n);
+        self.dropped(reach as usize, n);
         n as usize
     }
 
     pub fn invalidate_if(&mut self, mut pred: impl FnMut(&L2Entry) -> bool) -> usize {
-        let mut dropped = [0u32; REACHES];
+        let mut dropped = [0u32; ROWS];
         let mut n = 0;
         for array in &mut self.arrays {
             let k = array.sa.invalidate_if(|_, e| {
                 let drop = pred(e);
-                dropped[e.reach as usize] += drop as u32;
+                dropped[e.reach as usize & 7] += drop as u32;
                 drop
             });
             array.counters.invalidations += k as u64;
             n += k;
         }
-        for r in ReachSize::ALL {
-            if dropped[r as usize] > 0 {
-                self.dropped(r, dropped[r as usize]);
+        for r in 0..REACHES {
+            if dropped[r] > 0 {
+                self.dropped(r, dropped[r]);
             }
         }
         n
@@ -288,8 +348,9 @@ impl<X: TlbExtension> L2Tlb<X> {
             if !self.holds(r) {
                 continue;
             }
-            let sa = &mut self.arrays[self.array_of[r as usize] as usize].sa;
-            let (set, key) = Self::set_and_key(sa, asid, r, mvpn);
+            let p = self.probe[r as usize];
+            let sa = &mut self.arrays[p.array as usize & 1].sa;
+            let (set, key) = (p.set(sa, mvpn), p.key(asid, mvpn));
             if let Some(slot) = sa.find(set, key) {
                 let e = sa.value_mut(slot);
                 changed += !e.dirty as usize;
@@ -304,13 +365,15 @@ impl<X: TlbExtension> L2Tlb<X> {
     #[inline]
     pub fn prefetch(&self, mvpn: u64) {
         let shared = &self.arrays[SHARED].sa;
-        let mut live = self.live_set;
+        // 4 KiB with its constants, as in `find`.
+        if self.live_set & 1 != 0 {
+            shared.prefetch(shared.set_of(mvpn));
+        }
+        let mut live = self.live_set & self.shared_set & !1;
         while live != 0 {
-            let r = ReachSize::ALL[live.trailing_zeros() as usize];
+            let r = (live.trailing_zeros() & 7) as usize;
             live &= live - 1;
-            if self.array_of[r as usize] == SHARED as u8 {
-                shared.prefetch(shared.set_of(mvpn >> r.pages_shift()));
-            }
+            shared.prefetch(self.probe[r].set(shared, mvpn));
         }
     }
 

@@ -48,7 +48,7 @@ use key::{key_asid, key_first_vpn, masked_vpn, VPN_MASK};
 use l1::{build, miss_tag, L1Array, L1Entry, L1Tlb, NO_MISS};
 use l2::{L2Tlb, GIANT, SHARED};
 use stats::Counters;
-use crate::units::{Asid, Pfn, VirtAddr, Vpn};
+use crate::units::{Asid, VirtAddr, Vpn};
 
 /// Ranges up to this many pages are shot down in the L2 by probing each
 /// page's set; longer ones by scanning the array.
@@ -142,20 +142,15 @@ impl<X: TlbExtension> Tlb<X> {
             side.l2_misses += 1;
             return TlbLookup::Miss;
         };
-        if e.kind != KIND_PAGE {
-            return self.extension_hit(&e, vaddr, is_instr);
-        }
-        let (pfn, vbase) = (e.pfn(), e.vbase);
-        let frame_of = |v: VirtAddr| pfn.add(v.vpn().offset_from(vbase));
-        self.fill_l1_with(e.asid, e.reach, e.reach, frame_of, e.writable, e.dirty, vaddr, is_instr);
-        TlbLookup::L2(Translation { pfn: frame_of(vaddr), size: e.reach, writable: e.writable, dirty: e.dirty })
+        self.l2_hit(&e, vaddr, is_instr)
     }
 
-    /// An L2 hit on an extension kind: its owner's payload translates.
-    #[cold]
+    /// An L2 hit: fills the L1 and translates. (Out of line: the L2 miss,
+    /// the common case where the L2 matters, then keeps its registers.)
     #[inline(never)]
-    fn extension_hit(&mut self, e: &l2::L2Entry, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
-        let entry = self.l2.entry(e);
+    fn l2_hit(&mut self, e: &l2::L2Entry, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
+        // An extension kind's payload comes from its owner, out of line.
+        let entry = if e.kind == KIND_PAGE { e.page_entry() } else { self.l2.entry(e) };
         self.fill_l1(&entry, vaddr, is_instr);
         TlbLookup::L2(entry.translate(vaddr))
     }
@@ -186,42 +181,24 @@ impl<X: TlbExtension> Tlb<X> {
     /// colored huge page a 4 KiB page, paper III-B-1).
     pub fn fill_l1(&mut self, entry: &TlbEntry<X::Payload>, vaddr: VirtAddr, is_instr: bool) {
         debug_assert!(entry.covers(vaddr.vpn()));
-        let frame_of = |v: VirtAddr| entry.frame_of(v);
-        self.fill_l1_with(entry.asid, entry.size, entry.l1_piece(), frame_of, entry.writable, entry.dirty, vaddr, is_instr);
-    }
-
-    /// [`fill_l1`](Self::fill_l1) of a translation of reach `origin` whose
-    /// frames `frame_of` gives, as a `piece`.
-    #[allow(clippy::too_many_arguments)] // the fields of an entry, without building one
-    #[inline(always)]
-    fn fill_l1_with(
-        &mut self,
-        asid: Asid,
-        origin: ReachSize,
-        piece: ReachSize,
-        frame_of: impl Fn(VirtAddr) -> Pfn,
-        writable: bool,
-        dirty: bool,
-        vaddr: VirtAddr,
-        is_instr: bool,
-    ) {
+        let piece = entry.l1_piece();
         let mvpn = masked_vpn(vaddr);
         let side = self.l1_side(is_instr);
         // Filling for the access whose lookup just missed every array of
         // this side: the key is in none of them.
-        let known_absent = side.missed == miss_tag(asid, mvpn);
+        let known_absent = side.missed == miss_tag(entry.asid, mvpn);
         side.missed = NO_MISS;
         let k = side.fill_target[piece as usize];
         let Some(array) = side.arrays.get_mut(k) else {
             return; // no array takes pages of this size
         };
         let piece_base = vaddr.align_down(array.size.bytes());
-        let l1_entry = L1Entry { pfn: frame_of(piece_base), writable, dirty, origin };
-        let (set, key) = array.set_and_key(asid, mvpn);
+        let l1_entry = L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
+        let (set, key) = array.set_and_key(entry.asid, mvpn);
         let placed = array.insert(set, key, l1_entry, known_absent);
         side.keys_changed();
         if let Some(slot) = placed {
-            side.note_use(k, slot, asid, mvpn);
+            side.note_use(k, slot, entry.asid, mvpn);
         }
     }
 

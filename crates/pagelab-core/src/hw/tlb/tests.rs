@@ -5,6 +5,7 @@
 use super::*;
 use crate::error::Error;
 use crate::hw::set_assoc::{Replacement, INVALID_KEY};
+use crate::units::Pfn;
 use key::{key_asid, VPN_BITS};
 use l1::{RegionCounts, REGION_BUCKETS};
 
@@ -500,7 +501,7 @@ mod no_stale_translations {
                 // The keys recorded as absent (for the fill after a
                 // miss) are absent, from the set recorded with them.
                 for a in l2.absent.iter().filter(|a| a.key != INVALID_KEY) {
-                    let sa = &l2.arrays[if key::key_reach(a.key) == ReachSize::Size1G { l2::GIANT } else { l2::SHARED }].sa;
+                    let sa = &l2.arrays[if ReachSize::of_key_class(a.key >> VPN_BITS & 7) == ReachSize::Size1G { l2::GIANT } else { l2::SHARED }].sa;
                     prop_assert_eq!(sa.set_of(a.key & VPN_MASK), a.set);
                     prop_assert_eq!(sa.find(a.set, a.key), None);
                 }
