@@ -332,9 +332,9 @@ impl<X: TlbExtension> L2Tlb<X> {
             array.counters.invalidations += k as u64;
             n += k;
         }
-        for r in 0..REACHES {
-            if dropped[r] > 0 {
-                self.dropped(r, dropped[r]);
+        for (r, &n) in dropped.iter().enumerate().take(REACHES) {
+            if n > 0 {
+                self.dropped(r, n);
             }
         }
         n
