@@ -14,6 +14,7 @@
 use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
 use pagelab_core::hw::tlb::{Tlb, TlbConfig, TlbEntry, TlbLookup};
+use pagelab_core::systems::{chp::tlb::colored_huge, TlbExtensions};
 use pagelab_core::hw::set_assoc::Replacement;
 use pagelab_core::units::{PageSize, Pfn, VirtAddr, Vpn};
 
@@ -87,7 +88,7 @@ fn tlb_sequence(policy: Replacement) {
         policy,
         ..TlbConfig::default()
     };
-    let mut tlb = Tlb::new(&cfg, 11);
+    let mut tlb: Tlb<TlbExtensions> = Tlb::new(&cfg, 11);
     let mut x: u64 = 0x1234_5678_9abc_def1;
     let mut next = || {
         x ^= x << 13;
@@ -126,7 +127,7 @@ fn tlb_sequence(policy: Replacement) {
                     _ => {
                         let shift = (r >> 24 & 3) as u8;
                         let sub = std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
-                        TlbEntry::colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false)
+                        colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false)
                     }
                 };
                 let hit = entry.vbase.add(next() % entry.size.nr_pages());

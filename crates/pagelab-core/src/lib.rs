@@ -12,6 +12,9 @@
 //! 6. [`engine`]: cores, interleaving, the timing model, statistics.
 //! 7. [`config`], [`workload`], [`trace`]: configuration, workload generators
 //!    and trace readers/writers, read by the front (the Python package).
+//!
+//! [`systems`] holds one folder per paper's system; its modules span the
+//! layers, each stating its own.
 #![warn(missing_debug_implementations)]
 
 pub mod config;

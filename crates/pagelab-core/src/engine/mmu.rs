@@ -5,37 +5,38 @@
 //! no translation raises a page fault; the OS handles it and the walk is
 //! retried, as hardware re-executes the faulting instruction.
 //!
-//! A PMD entry with the colored-huge-page bit (Colored Huge Pages, III-B-3)
-//! makes the walker read the 8 sub-mapping entries of its page table with
-//! one cache-line reference and return one 2 MiB L2 TLB entry carrying the
-//! 8 base frames. The page-walk cache's PDE entries carry the bit too, so a
-//! walk that skips the PMD still knows.
+//! A PMD entry pointing at a table may carry leaf-extension software bits
+//! (`pte::LEAF_EXT`; today Colored Huge Pages' bit, III-B-3): then the last
+//! step of the walk is the owning system's (`systems::walk_leaf_ext`, out
+//! of line), reached by one test of those bits; it returns the entry to
+//! cache. A walk that skips the PMD (a page-walk-cache hit) reads the bits
+//! the page table keeps beside the table.
 //!
 //! The walker lives here, in the engine, because it is where hardware (the
 //! page-walk caches) meets the page tables of layer 4; the hardware models
 //! themselves know nothing of page tables.
 
-use super::core::{CoreStats, RefBuf, RefKind};
+use crate::hw::core_stats::CoreStats;
+use crate::hw::refs::{RefBuf, RefKind};
 use crate::error::Result;
 use crate::hw::pwc::Pwc;
-use crate::hw::tlb::{EntryKind, Tlb, TlbEntry, TlbLookup};
+use crate::hw::tlb::{Tlb, TlbEntry, TlbLookup};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
 use crate::os::Kernel;
+use crate::systems::{ExtEntry, TlbExtensions};
 use crate::units::{Asid, PageSize, Pfn, VirtAddr};
 
 /// The hardware state of one core's MMU.
 #[derive(Debug)]
 pub struct Mmu {
-    pub tlb: Tlb,
+    /// The TLBs, with the systems' entry kinds.
+    pub tlb: Tlb<TlbExtensions>,
     pub pwc: Pwc,
     pub l2_tlb_latency: f64,
     pub pwc_latency: f64,
     /// Verify every TLB hit against the page table (slow; for tests).
     pub check: bool,
-    /// log2 of the number of system colors: the stride of colored huge
-    /// pages' sub-mappings, a constant of the hardware.
-    pub chp_stride_shift: u8,
 }
 
 /// One access, as the MMU sees it.
@@ -51,8 +52,8 @@ pub struct Request {
 /// Outcome of one page walk.
 enum Walk {
     Leaf { pte_frame: Pfn, size: PageSize, writable: bool, dirty: bool },
-    /// A colored huge page: the first frame of each of its 8 64-page slots.
-    ColoredHuge { sub: [Pfn; 8], writable: bool, dirty: bool },
+    /// A leaf extension's walk step gave this entry.
+    Ext(ExtEntry),
     NotPresent,
 }
 
@@ -73,7 +74,7 @@ impl Mmu {
                 }
                 return Ok(t.pfn);
             }
-            TlbLookup::L2(t, _) => {
+            TlbLookup::L2(t) => {
                 stats.tlb_l1_misses(instr);
                 stats.cycles_translation += self.l2_tlb_latency;
                 if write && !t.dirty {
@@ -94,13 +95,11 @@ impl Mmu {
             match self.walk(kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
                 Walk::Leaf { pte_frame, size, writable, dirty } => {
                     let vbase = vaddr.align_down(size.bytes()).vpn();
-                    let entry = TlbEntry { asid, vbase, size, writable, dirty, kind: EntryKind::Page { pfn: pte_frame } };
+                    let entry = TlbEntry::page(asid, vbase, size, pte_frame, writable, dirty);
                     self.tlb.fill_after_walk(entry, vaddr, instr);
                     return Ok(entry.frame_of(vaddr));
                 }
-                Walk::ColoredHuge { sub, writable, dirty } => {
-                    let vbase = vaddr.align_down(PageSize::Size2M.bytes()).vpn();
-                    let entry = TlbEntry::colored_huge(asid, vbase, sub, self.chp_stride_shift, writable, dirty);
+                Walk::Ext(entry) => {
                     self.tlb.fill_after_walk(entry, vaddr, instr);
                     return Ok(entry.frame_of(vaddr));
                 }
@@ -121,15 +120,15 @@ impl Mmu {
         stats.cycles_translation += self.pwc_latency;
         // A hit names the table to continue in (its handle is the table's
         // slab index), so nothing above it is read, in hardware or in
-        // software. After a PDE hit the CHP bit comes from the table's side
-        // line, which mirrors its PMD entry's current bit.
-        let (mut node, mut colored_huge) = if hit.skip_to_level < pt.levels() {
+        // software. After a PDE hit the leaf-extension bits come from
+        // beside the table, which mirror its PMD entry's current bits.
+        let (mut node, mut leaf_ext) = if hit.skip_to_level < pt.levels() {
             stats.pwc_hits += 1;
             let node = pt.node_from_handle(hit.skip_to_level, hit.handle);
             debug_assert_eq!(hit.table, pt.node_frame(node), "stale page-walk-cache entry");
-            (node, pt.is_colored_huge_table(node))
+            (node, pt.table_leaf_ext(node))
         } else {
-            (pt.root(), false)
+            (pt.root(), 0)
         };
         let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         // The upper levels: each present entry is a huge leaf or leads to
@@ -149,11 +148,12 @@ impl Mmu {
             }
             let child = child.expect("a present non-leaf entry has a child table");
             self.pwc.fill(asid, vaddr, level, pte.pfn(), child.handle());
-            colored_huge = level == 2 && pte.is_colored_huge();
+            leaf_ext = if level == 2 { pte.leaf_ext() } else { 0 };
             node = child;
         }
-        if colored_huge {
-            return walk_colored_huge(pt, node, vaddr, write, refs, stats);
+        if leaf_ext != 0 {
+            let ext = self.tlb.extensions();
+            return Walk::Ext(crate::systems::walk_leaf_ext(leaf_ext, pt, node, asid, vaddr, write, ext, refs, stats));
         }
         let (pte, addr) = pt.read_leaf_and_set(node, vaddr, bits);
         refs.push(addr, RefKind::Walk);
@@ -170,11 +170,12 @@ impl Mmu {
         let pt = kernel.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
             pt.set_bits(slot, DIRTY | ACCESSED);
-            if slot.level == 1 && pt.is_colored_huge(vaddr) {
-                // The same locked update covers the 8 sub-mapping entries,
-                // which share one line and one D bit.
-                for e in pt.colored_huge_line(slot.node) {
-                    *e = e.with(DIRTY | ACCESSED);
+            if slot.level == 1 {
+                // A leaf extension's entries may share the D bit (a colored
+                // huge page's 8 sub-mapping entries share one line).
+                let leaf_ext = pt.table_leaf_ext(slot.node);
+                if leaf_ext != 0 {
+                    crate::systems::dirty_assist_leaf_ext(leaf_ext, pt, slot.node);
                 }
             }
             let addr = pt.node_frame(slot.node).addr().add(slot.index as u64 * 8);
@@ -201,26 +202,6 @@ impl Mmu {
             self.shoot_down(&s);
         }
     }
-}
-
-/// The last step of a walk through a colored-huge-page PMD: one reference
-/// to the first cache line of the page table, where the design keeps the
-/// 8 sub-mapping entries (`PageTable::colored_huge_line`; pagelab also
-/// keeps all 512 PTEs, as the paper's prototype does, for software walks).
-/// A/D are set in the 8 entries: the whole colored huge page shares them,
-/// and its permission (III-B-1). The bit guarantees every page is mapped
-/// (a partial munmap or mprotect clears it first).
-fn walk_colored_huge(pt: &mut PageTable, node: crate::paging::NodeId, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Walk {
-    refs.push(pt.node_frame(node).addr(), RefKind::Walk);
-    stats.walk_mem_refs += 1;
-    stats.chp_walks += 1;
-    let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
-    let line = pt.colored_huge_line(node);
-    for e in line.iter_mut() {
-        *e = e.with(bits);
-    }
-    let slot = (vaddr.raw() >> 18) as usize & 7;
-    Walk::ColoredHuge { sub: line.map(|e| e.pfn()), writable: line[slot].writable(), dirty: line[0].dirty() }
 }
 
 /// The check mode: a TLB hit must equal what the page table says now.

@@ -42,6 +42,7 @@ use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::os::{Boot, Kernel, ProcessSpec};
+use crate::systems;
 use crate::workload::{self, AccessKind, Batch, MapEvent};
 
 /// How far ahead the cache stage prefetches (references).
@@ -116,12 +117,11 @@ impl Simulation {
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid = kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
             let mmu = Mmu {
-                tlb: Tlb::new(&m.tlb, cfg.run.seed.wrapping_add(id as u64)),
+                tlb: Tlb::with_extensions(&m.tlb, cfg.run.seed.wrapping_add(id as u64), systems::tlb_extensions(kernel.color_map())),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
                 pwc_latency: m.pwc.latency as f64,
                 check: cfg.run.check_translations,
-                chp_stride_shift: crate::systems::chp::stride_shift(kernel.color_map()),
             };
             cores.push(Core {
                 id,
@@ -338,7 +338,7 @@ impl Simulation {
                     if vpn != prefetched_vpn {
                         prefetched_vpn = vpn;
                         pt.prefetch_leaf(ahead.vaddr);
-                        core.mmu.tlb.prefetch(asid, ahead.vaddr);
+                        core.mmu.tlb.prefetch(ahead.vaddr);
                     }
                 }
             }

@@ -68,7 +68,6 @@ pub(crate) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,
         check: true,
-        chp_stride_shift: 0,
     }
 }
 

@@ -3,7 +3,9 @@
 //! page tables is in `engine::mmu`.
 
 pub mod cache;
+pub mod core_stats;
 pub mod lru_map;
 pub mod pwc;
+pub mod refs;
 pub mod set_assoc;
 pub mod tlb;

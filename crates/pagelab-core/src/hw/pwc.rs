@@ -228,7 +228,6 @@ impl Array {
 pub struct Pwc {
     enabled: bool,
     levels: u8,
-    latency: u32,
     /// Virtual-address bits translated (48 or 57).
     va_bits: u32,
     /// The mask of those bits.
@@ -276,7 +275,6 @@ impl Pwc {
         Pwc {
             enabled: cfg.enabled,
             levels,
-            latency: cfg.latency,
             va_bits: PAGE_SHIFT + 9 * levels as u32,
             va_mask: (1u64 << (PAGE_SHIFT + 9 * levels as u32)) - 1,
             caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(cfg.pml4_entries, 4), build(pml5, 5)],
@@ -288,9 +286,6 @@ impl Pwc {
 
     pub fn levels(&self) -> u8 {
         self.levels
-    }
-    pub fn latency(&self) -> u32 {
-        self.latency
     }
 
     /// VA bit where the prefix cached for a level-`level` entry starts

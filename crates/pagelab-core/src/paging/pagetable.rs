@@ -18,7 +18,7 @@
 //! Levels are numbered as Intel does: 1 = PTE (page table), 2 = PMD (page
 //! directory), 3 = PUD (PDPT), 4 = PGD (PML4), 5 = PML5.
 
-use super::pte::{Pte, ACCESSED, COLORED_HUGE, DIRTY};
+use super::pte::{Pte, ACCESSED, DIRTY, LEAF_EXT};
 use crate::error::{Error, Result};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::units::{Asid, Order, PageSize, PhysAddr, Pfn, VirtAddr, PTRS_PER_TABLE};
@@ -112,13 +112,19 @@ pub struct PageTable {
     /// 512 child indexes per upper table (into `ptes` for a PMD's
     /// children, into `upper` otherwise).
     children: Vec<u32>,
-    /// Per PTE page (by slab index) whose PMD has the colored-huge-page
-    /// bit: the design's 8 sub-mapping entries, one 64-byte line (the
-    /// first page of each 64-page slot, with the A/D bits the whole
-    /// colored huge page shares). Not present for other PTE pages. Kept
-    /// equal to the PTEs it mirrors by `set_colored_huge`, `replace` and
+    /// Per PTE page (by slab index) whose PMD entry carries leaf-extension
+    /// software bits (`pte::LEAF_EXT`): those bits, so that a walk that
+    /// skipped the PMD (a page-walk-cache hit) still knows them. 0 for
+    /// other PTE pages; empty until an extension first marks a table.
+    ext_bits: Vec<u64>,
+    /// For the same PTE pages: a 64-byte line of 8 entries mirroring PTEs
+    /// 0, 64, .., 448 (the first of each 64-page slot), what an
+    /// extension's walk reads as one hot line instead of the 4 KiB table
+    /// (a colored huge page's 8 sub-mapping entries, with the A/D bits
+    /// the whole page shares). Not present for other PTE pages. Kept equal
+    /// to the PTEs it mirrors here only: by `set_leaf_ext`, `replace` and
     /// `release_node`.
-    chp_line: Vec<[Pte; 8]>,
+    ext_line: Vec<[Pte; 8]>,
     root: NodeId,
     table_pages: u64,
 }
@@ -138,7 +144,8 @@ impl PageTable {
             ptes: Slab::default(),
             upper: Slab::default(),
             children: Vec::new(),
-            chp_line: Vec::new(),
+            ext_bits: Vec::new(),
+            ext_line: Vec::new(),
             root: NodeId { index: 0, level: levels },
             table_pages: 0,
         };
@@ -242,12 +249,14 @@ impl PageTable {
         NodeId { index: handle, level }
     }
 
-    /// Whether PTE page `table` is a colored huge page's: its PMD entry
-    /// carries the bit (the side line of 8 sub-mapping entries exists
-    /// exactly then).
+    /// The leaf-extension bits of the PMD entry pointing at `table` (0 for
+    /// an upper table or a table without them).
     #[inline]
-    pub fn is_colored_huge_table(&self, table: NodeId) -> bool {
-        table.level == 1 && self.chp_line.get(table.index as usize).is_some_and(|line| line[0].present())
+    pub fn table_leaf_ext(&self, table: NodeId) -> u64 {
+        if table.level != 1 {
+            return 0;
+        }
+        self.ext_bits.get(table.index as usize).copied().unwrap_or(0)
     }
 
     /// Frame of a table page.
@@ -301,8 +310,7 @@ impl PageTable {
         }
     }
 
-    /// Entry `idx` of a table and its physical address (the walker reads
-    /// a colored huge page's sub-mapping entries by index).
+    /// Entry `idx` of a table and its physical address.
     #[inline]
     pub fn entry_at(&self, node: NodeId, idx: usize) -> (Pte, PhysAddr) {
         let addr = self.node_frame(node).addr().add((idx * 8) as u64);
@@ -314,64 +322,70 @@ impl PageTable {
         Some((self.table_for_existing(vaddr, 2)?, table_index(vaddr, 2)))
     }
 
-    /// Whether the 2 MiB region of `vaddr` is a colored huge page: its PMD
-    /// entry points at a page table and carries the colored-huge-page bit.
-    pub fn is_colored_huge(&self, vaddr: VirtAddr) -> bool {
-        self.pmd_of(vaddr).is_some_and(|(node, idx)| Pte::from_raw(self.raw_entry(node, idx)).is_colored_huge())
+    /// The leaf-extension bits of `vaddr`'s PMD entry (0 when it is a
+    /// leaf, not present, or the path does not reach level 2).
+    pub fn leaf_ext(&self, vaddr: VirtAddr) -> u64 {
+        self.pmd_of(vaddr).map_or(0, |(node, idx)| Pte::from_raw(self.raw_entry(node, idx)).leaf_ext())
     }
 
-    /// Sets or clears the colored-huge-page bit of `vaddr`'s PMD entry,
-    /// which must point at a page table (the OS sets it once all 512 PTEs
-    /// of the strided sub-mappings are installed).
-    pub fn set_colored_huge(&mut self, vaddr: VirtAddr, on: bool) {
-        let (node, idx) = self.pmd_of(vaddr).expect("a colored huge page needs a PMD");
+    /// Sets or clears leaf-extension bit `bit` (one of `pte::LEAF_EXT`) of
+    /// `vaddr`'s PMD entry, which must point at a page table (an extension
+    /// sets it once the table holds what its walk expects), and keeps the
+    /// table's bits and line: a table has a line exactly while its PMD
+    /// carries some leaf-extension bit.
+    pub fn set_leaf_ext(&mut self, vaddr: VirtAddr, bit: u64, on: bool) {
+        debug_assert!(bit != 0 && bit & !LEAF_EXT == 0, "{bit:#x} is not a leaf-extension bit");
+        let (node, idx) = self.pmd_of(vaddr).expect("a leaf extension needs a PMD");
         let e = self.raw_entry_mut(node, idx);
-        debug_assert!(Pte::from_raw(*e).present() && !Pte::from_raw(*e).is_huge(), "CHP bit on a PMD without a table");
+        debug_assert!(Pte::from_raw(*e).present() && !Pte::from_raw(*e).is_huge(), "leaf-extension bit on a PMD without a table");
         if on {
-            *e |= COLORED_HUGE;
+            *e |= bit;
         } else {
-            *e &= !COLORED_HUGE;
+            *e &= !bit;
         }
+        let bits = *e & LEAF_EXT;
         let table = self.child(node, idx).expect("a present PMD entry has a table");
-        let line = if on { std::array::from_fn(|s| self.entry_at(table, s * 64).0) } else { [Pte::NONE; 8] };
+        let line = if bits != 0 { std::array::from_fn(|s| self.entry_at(table, s * 64).0) } else { [Pte::NONE; 8] };
         let at = table.index as usize;
-        if self.chp_line.len() <= at {
-            self.chp_line.resize(at + 1, [Pte::NONE; 8]);
+        if self.ext_line.len() <= at {
+            self.ext_line.resize(at + 1, [Pte::NONE; 8]);
+            self.ext_bits.resize(at + 1, 0);
         }
-        self.chp_line[at] = line;
+        self.ext_line[at] = line;
+        self.ext_bits[at] = bits;
     }
 
     /// The line entry mirroring a PTE, if that PTE heads a 64-page slot of
-    /// a colored huge page.
-    fn chp_line_entry(&mut self, node: NodeId, index: usize) -> Option<&mut Pte> {
+    /// a table with a line.
+    fn ext_line_entry(&mut self, node: NodeId, index: usize) -> Option<&mut Pte> {
         if node.level != 1 || !index.is_multiple_of(64) {
             return None;
         }
-        let line = self.chp_line.get_mut(node.index as usize)?;
+        let line = self.ext_line.get_mut(node.index as usize)?;
         line[0].present().then(|| &mut line[index / 64])
     }
 
-    /// The 8 sub-mapping entries of a colored huge page's PTE page (whose
-    /// PMD entry must carry the bit): what the walker reads in one line
-    /// and where it sets the page's shared A/D bits.
+    /// The line of PTE page `table` (whose PMD entry must carry a
+    /// leaf-extension bit): what the extension's walk reads in one
+    /// reference and where it sets bits the line's entries share.
     #[inline]
-    pub fn colored_huge_line(&mut self, table: NodeId) -> &mut [Pte; 8] {
+    pub fn ext_line(&mut self, table: NodeId) -> &mut [Pte; 8] {
         debug_assert_eq!(table.level, 1);
         debug_assert!(
             (0..8).all(|s| {
-                let (pte, line) = (self.entry_at(table, s * 64).0, self.chp_line[table.index as usize][s]);
+                let (pte, line) = (self.entry_at(table, s * 64).0, self.ext_line[table.index as usize][s]);
                 pte.pfn() == line.pfn() && pte.writable() == line.writable()
             }),
-            "stale colored-huge-page entries"
+            "stale leaf-extension line"
         );
-        &mut self.chp_line[table.index as usize]
+        &mut self.ext_line[table.index as usize]
     }
 
     /// Host-prefetches the leaf entry of `vaddr`, so that a walk for an
     /// access to come finds it in the host cache. Only the upper tables
-    /// are read, and they are few and hot. Where colored huge pages exist,
-    /// their line of 8 entries is fetched too (it is what the walk reads
-    /// under the bit; a stale line costs one useless prefetch).
+    /// are read, and they are few and hot. Where leaf extensions exist,
+    /// the table's line is fetched too (it is what their walk reads; a
+    /// stale line costs one useless prefetch).
     #[inline]
     pub fn prefetch_leaf(&self, vaddr: VirtAddr) {
         // The descent through the child indexes alone, by the VA bits of
@@ -386,7 +400,7 @@ impl PageTable {
             index = child as usize;
             shift -= 9;
         }
-        if let Some(line) = self.chp_line.get(index) {
+        if let Some(line) = self.ext_line.get(index) {
             prefetch(line);
         }
         let at = index * PTRS_PER_TABLE + table_index(vaddr, 1);
@@ -424,7 +438,7 @@ impl PageTable {
     pub fn replace(&mut self, slot: LeafSlot, pte: Pte) {
         debug_assert!(self.entry(slot).present() && pte.present());
         *self.raw_entry_mut(slot.node, slot.index) = pte.raw();
-        if let Some(e) = self.chp_line_entry(slot.node, slot.index) {
+        if let Some(e) = self.ext_line_entry(slot.node, slot.index) {
             // Frame and permission from the PTE; A/D stay the page's shared ones.
             let shared = e.raw() & (ACCESSED | DIRTY);
             *e = Pte::from_raw(pte.raw() & !(ACCESSED | DIRTY) | shared);
@@ -573,8 +587,9 @@ impl PageTable {
     }
 
     fn release_node(&mut self, node: NodeId, mem: &mut PhysMem) {
-        if let Some(line) = self.chp_line.get_mut(node.index as usize).filter(|_| node.level == 1) {
+        if let Some(line) = self.ext_line.get_mut(node.index as usize).filter(|_| node.level == 1) {
             *line = [Pte::NONE; 8];
+            self.ext_bits[node.index as usize] = 0;
         }
         let slab = self.slab_mut(node.level);
         mem.free(slab.frames[node.index as usize], Order::BASE);

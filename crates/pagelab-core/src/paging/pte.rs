@@ -1,8 +1,11 @@
 //! Page-table entries in the x86-64 format, so a walk reads what hardware
 //! would read: present, writable, user, accessed, dirty, page-size bits and a
-//! frame number in bits 12..51. Bits 9..11 are ignored by hardware and free
-//! for software; pagelab uses bit 9 at the PMD level for the Colored Huge
-//! Pages paper's colored-huge-page bit, which its modified walker reads.
+//! frame number in bits 12..51. Bits 9..11 and 52..58 are ignored by
+//! hardware and free for software; the systems pagelab models give some of
+//! them a meaning their modified hardware reads (a colored huge page's PMD
+//! bit) or their OS keeps (access-tracking marks). They are assigned in
+//! one table, [`SOFT_BITS`], checked at compile time so that no two uses
+//! and no hardware bit overlap.
 
 use crate::units::Pfn;
 
@@ -13,9 +16,74 @@ pub const ACCESSED: u64 = 1 << 5;
 pub const DIRTY: u64 = 1 << 6;
 /// In a PMD or PUD: this entry maps a huge page instead of a table.
 pub const HUGE: u64 = 1 << 7;
-/// Software bit 9 at the PMD level: the region is a colored huge page.
-pub const COLORED_HUGE: u64 = 1 << 9;
 const PFN_MASK: u64 = ((1 << 52) - 1) & !((1 << 12) - 1);
+
+/// The bits hardware defines: P, R/W, U/S, PWT, PCD, A, D, PS (PAT in a
+/// PTE), G, the frame number, protection keys (59..62) and XD (63).
+pub const HW_BITS: u64 = 0x1ff | PFN_MASK | (0xf << 59) | (1 << 63);
+
+/// One use of bits the hardware ignores.
+#[derive(Debug, Clone, Copy)]
+pub struct SoftBit {
+    pub name: &'static str,
+    pub mask: u64,
+    /// Page-table levels whose entries carry it (1 = PTE, 2 = PMD).
+    pub levels: &'static [u8],
+    /// Set in a PMD entry that points at a page table, it makes the walk
+    /// of that table an extension's (see [`LEAF_EXT`]).
+    pub leaf_ext: bool,
+}
+
+/// Bit 9 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// colored huge page (Colored Huge Pages, III-B-3), whose walk reads one
+/// line of 8 sub-mapping entries.
+pub const COLORED_HUGE: u64 = 1 << 9;
+/// Bit 10 in a huge PMD: a perforated page, whose 8-bit filter says which
+/// 256 KiB regions may hold holes (Perforated Pages; reserved).
+pub const PERFORATED: u64 = 1 << 10;
+/// Bit 11: the Arm-style contiguous hint, set in 16 aligned PTEs (64 KiB)
+/// or PMDs (32 MiB) that map contiguous frames, so the walker may cache one
+/// coalesced translation (Elastic Translations; reserved).
+pub const CONTIGUOUS: u64 = 1 << 11;
+/// Bits 52..53 of a leaf: access-tracking marks (young, idle) a scanner
+/// keeps without disturbing the hardware's A bit (reserved).
+pub const ACCESS_TRACK: u64 = 0b11 << 52;
+
+/// Every software bit pagelab assigns.
+pub const SOFT_BITS: [SoftBit; 4] = [
+    SoftBit { name: "colored_huge", mask: COLORED_HUGE, levels: &[2], leaf_ext: true },
+    SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: false },
+    SoftBit { name: "contiguous", mask: CONTIGUOUS, levels: &[1, 2], leaf_ext: false },
+    SoftBit { name: "access_track", mask: ACCESS_TRACK, levels: &[1, 2, 3], leaf_ext: false },
+];
+
+/// The software bits of a PMD entry pointing at a page table that hand the
+/// walk of that table to the extension owning them: the walker's one test.
+pub const LEAF_EXT: u64 = {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < SOFT_BITS.len() {
+        if SOFT_BITS[i].leaf_ext {
+            bits |= SOFT_BITS[i].mask;
+        }
+        i += 1;
+    }
+    bits
+};
+
+/// No two software uses share a bit, and none takes a hardware bit.
+const _: () = {
+    let mut seen = 0u64;
+    let mut i = 0;
+    while i < SOFT_BITS.len() {
+        let mask = SOFT_BITS[i].mask;
+        assert!(mask != 0, "a software bit without a bit");
+        assert!(mask & HW_BITS == 0, "a software bit on a hardware bit");
+        assert!(mask & seen == 0, "two software uses of one bit");
+        seen |= mask;
+        i += 1;
+    }
+};
 
 /// One 8-byte entry of a page-table page.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -58,11 +126,15 @@ impl Pte {
     pub const fn is_huge(self) -> bool {
         self.0 & HUGE != 0
     }
-    /// A PMD entry pointing at a page table whose 512 pages form a colored
-    /// huge page (the bit is meaningless at other levels).
+    /// The leaf-extension bits ([`LEAF_EXT`]) of a present entry pointing
+    /// at a table (0 for a leaf or a not-present entry).
     #[inline]
-    pub const fn is_colored_huge(self) -> bool {
-        self.0 & (COLORED_HUGE | HUGE | PRESENT) == COLORED_HUGE | PRESENT
+    pub const fn leaf_ext(self) -> u64 {
+        if self.0 & (HUGE | PRESENT) == PRESENT {
+            self.0 & LEAF_EXT
+        } else {
+            0
+        }
     }
     #[inline]
     pub const fn writable(self) -> bool {
@@ -93,11 +165,16 @@ impl Pte {
     }
 }
 
+/// All assigned software bits.
+const SOFT_MASK: u64 = COLORED_HUGE | PERFORATED | CONTIGUOUS | ACCESS_TRACK;
+
 impl std::fmt::Debug for Pte {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if !self.present() {
             return write!(f, "Pte(none)");
         }
+        let soft = self.0 & SOFT_MASK;
+        let soft = if soft != 0 { format!(" sw={soft:#x}") } else { String::new() };
         write!(
             f,
             "Pte(pfn={:#x}{}{}{}{}{})",
@@ -106,7 +183,7 @@ impl std::fmt::Debug for Pte {
             if self.is_huge() { " huge" } else { "" },
             if self.accessed() { " A" } else { "" },
             if self.dirty() { " D" } else { "" },
-            if self.is_colored_huge() { " chp" } else { "" }
+            soft
         )
     }
 }

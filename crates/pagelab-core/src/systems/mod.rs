@@ -7,8 +7,15 @@
 //! Layers: a system's OS part uses the OS layer (`os`) and below; its
 //! hardware part (e.g. `chp::tlb`) uses only the hardware layer and below.
 //!
-//! Adding a system: a folder with a `Registration`, and one line in
-//! [`REGISTRY`] (ARCHITECTURE.md, "Adding a system").
+//! This file is where systems are registered: their OS side in
+//! [`REGISTRY`], their hardware extensions below it (the TLB entry kinds
+//! the simulated cores have, [`TlbExtensions`], and the walk steps the
+//! page-table software bits lead to, [`walk_leaf_ext`]). Outside the
+//! systems' folders, only here are they named.
+//!
+//! Adding a system: a folder with a `Registration`, one line in
+//! [`REGISTRY`], and its hardware extension here if it has one
+//! (ARCHITECTURE.md, "Adding a system").
 
 pub mod base;
 pub mod bin_hopping;
@@ -23,8 +30,14 @@ mod tests;
 pub use config::{OsConfig, PolicyKind};
 
 use crate::error::Result;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::refs::RefBuf;
+use crate::hw::tlb::{TlbEntry, TlbExtension};
 use crate::os::{Boot, Kernel};
+use crate::paging::pte::COLORED_HUGE;
+use crate::paging::{NodeId, PageTable};
 use crate::stat::{Stat, Stats};
+use crate::units::{Asid, VirtAddr};
 
 /// One system as the registry knows it.
 #[derive(Debug, Clone, Copy)]
@@ -86,4 +99,48 @@ pub fn idle_stats() -> Stats {
         }
     }
     out
+}
+
+/// The owner of the L2 TLB's extension kinds: Colored Huge Pages' today.
+/// (A second kind makes this a struct of the owners' side tables with an
+/// enum of their payloads, dispatched by the entry's kind tag.)
+pub type TlbExtensions = chp::tlb::ChpTlb;
+
+/// What an extension kind's walk hands the TLB.
+pub type ExtEntry = TlbEntry<<TlbExtensions as TlbExtension>::Payload>;
+
+/// The hardware extensions of a core of a machine with these page colors
+/// (colored huge pages' sub-mappings are strided by the number of colors).
+pub fn tlb_extensions(colors: &crate::hw::cache::ColorMap) -> TlbExtensions {
+    chp::tlb::ChpTlb::new(chp::stride_shift(colors))
+}
+
+/// The walk step of the leaf extension whose software bits (`bits`, of
+/// `pte::LEAF_EXT`) the PMD entry above `table` carries: the walker's one
+/// jump to a system's code. Returns the entry to cache.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // the walker's state at its last step
+pub fn walk_leaf_ext(
+    bits: u64,
+    pt: &mut PageTable,
+    table: NodeId,
+    asid: Asid,
+    vaddr: VirtAddr,
+    write: bool,
+    ext: &TlbExtensions,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> ExtEntry {
+    debug_assert_eq!(bits, COLORED_HUGE, "no walk step for software bits {bits:#x}");
+    chp::walk::walk(pt, table, asid, vaddr, write, ext.stride_shift, refs, stats)
+}
+
+/// A store through a clean TLB entry of a leaf extension (its PTE's D bit
+/// is set already): what else the locked update sets.
+#[cold]
+#[inline(never)]
+pub fn dirty_assist_leaf_ext(bits: u64, pt: &mut PageTable, table: NodeId) {
+    debug_assert_eq!(bits, COLORED_HUGE, "no dirty assist for software bits {bits:#x}");
+    chp::walk::dirty_assist(pt, table);
 }

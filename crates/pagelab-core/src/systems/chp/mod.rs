@@ -26,8 +26,11 @@
 mod cache;
 mod config;
 mod geometry;
+pub mod pagetable;
 #[cfg(test)]
 mod tests;
+pub mod tlb;
+pub mod walk;
 
 pub use cache::AllocatorCache;
 pub use config::{ChpConfig, ChpScheme};
@@ -164,7 +167,7 @@ impl Chp {
                 k.map_user(asid, page, frame, PageSize::Size4K, writable)?;
             }
         }
-        k.page_table_mut(asid).set_colored_huge(base, true);
+        pagetable::set_colored_huge(k.page_table_mut(asid), base, true);
         Ok(())
     }
 
@@ -178,7 +181,7 @@ impl Chp {
         let mut region = start.align_down(HUGE);
         while region < end {
             let pt = k.page_table_mut(asid);
-            if pt.is_colored_huge(region) {
+            if pagetable::is_colored_huge(pt, region) {
                 if region >= start && region.add(HUGE) <= end {
                     let per = geo.pages_per_sub();
                     let subs = (0..geo.submappings as u64)
@@ -186,7 +189,7 @@ impl Chp {
                         .collect();
                     whole.push((region, subs));
                 } else {
-                    pt.set_colored_huge(region, false);
+                    pagetable::set_colored_huge(pt, region, false);
                     self.stats.demoted += 1;
                 }
             }
@@ -249,7 +252,7 @@ impl System for Chp {
 
     /// A colored huge page's frames must keep their stride.
     fn may_migrate(&self, pt: &PageTable, vpn: Vpn) -> bool {
-        !pt.is_colored_huge(vpn.addr())
+        !pagetable::is_colored_huge(pt, vpn.addr())
     }
 
     fn report(&self, _: &Kernel, out: &mut Stats) {

@@ -11,6 +11,7 @@ use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::hw::tlb::TlbLookup;
+use crate::systems::chp::{pagetable::is_colored_huge, tlb::is_colored_huge as is_colored_huge_entry};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::units::{Order, Pfn, VirtAddr};
 use crate::workload::MapEvent;
@@ -35,12 +36,11 @@ fn chp_mmu(sim: &Simulation, cfg: &SimConfig, pwc: bool) -> Mmu {
     let mut m = cfg.machine.clone();
     m.pwc.enabled = pwc;
     Mmu {
-        tlb: Tlb::new(&m.tlb, 1),
+        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map())),
         pwc: Pwc::new(&m.pwc, 4, 1),
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,
         check: true,
-        chp_stride_shift: super::stride_shift(sim.kernel.color_map()),
     }
 }
 
@@ -51,7 +51,7 @@ fn one_fault_backs_2m_with_8_strided_sub_mappings_of_allowed_colors_round_robin(
     assert_eq!(stat(&sim, "faults"), 1.0);
     assert_eq!(stat(&sim, "os.faults.chp"), 1.0);
     assert_eq!(stat(&sim, "os.chp.success_ratio"), 1.0);
-    assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert!(is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
     let f = frames(&sim, BASE);
     let map = sim.kernel.color_map();
     for s in 0..8 {
@@ -124,8 +124,8 @@ fn the_walker_fetches_a_colored_huge_page_with_one_line_and_the_l2_tlb_computes_
         let va = BASE.add(i * 4096 + 0x123);
         let pt_frame = sim.kernel.proc(1).aspace.pt.lookup(va).unwrap().frame;
         match mmu.tlb.peek(1, va, false) {
-            TlbLookup::L2(t, e) => {
-                assert!(e.is_colored_huge());
+            TlbLookup::L2(t) => {
+                assert!(is_colored_huge_entry(&mmu.tlb.peek_l2(1, va).unwrap()));
                 assert_eq!(t.pfn, pt_frame, "page {i}");
             }
             other => panic!("page {i}: {other:?}"),
@@ -199,7 +199,7 @@ fn a_fault_chp_declines_is_served_by_coloring_with_an_allowed_color() {
         assert_eq!(stat(&sim, "os.chp.success_ratio"), 0.0);
         assert_eq!(stat(&sim, "os.faults.colored"), 512.0);
         assert_eq!(stat(&sim, "os.faults.chp"), 0.0);
-        assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+        assert!(!is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
         let map = sim.kernel.color_map();
         assert!(frames(&sim, BASE).iter().all(|f| map.color_of(*f) == 6));
     }
@@ -235,7 +235,7 @@ fn partial_munmap_demotes_a_colored_huge_page_to_4k() {
     let sim = simulate(chp_config(&[], &[1, 2]), batches).unwrap();
     assert_eq!(stat(&sim, "os.chp.demoted"), 1.0);
     assert_eq!(stat(&sim, "os.chp.returned"), 0.0);
-    assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert!(!is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
     assert_eq!(stat(&sim, "mem.mapped.4k"), (HUGE - 4096) as f64);
 }
 
@@ -306,7 +306,7 @@ fn munmap_of_several_regions_reclaims_exactly_those_wholly_inside() {
     let sim = simulate(chp_config(&[], &[0, 1, 2, 3]), batches).unwrap();
     assert_eq!(stat(&sim, "os.chp.returned"), 16.0);
     assert_eq!(stat(&sim, "os.chp.demoted"), 0.0);
-    assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert!(is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
     assert_eq!(stat(&sim, "mem.mapped.4k"), HUGE as f64);
     // Every frame of the unmapped regions is back in the cache, none free.
     let owner_free = |f: Pfn| sim.kernel.mem.owner(f) == FrameOwner::Free;
@@ -319,16 +319,16 @@ fn mprotect_of_a_whole_colored_huge_page_keeps_it_and_its_entry_takes_the_permis
     let cfg = chp_config(&[], &[1, 2]);
     let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))]).unwrap();
     sim.kernel.mprotect(1, BASE, HUGE, false).unwrap();
-    assert!(sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert!(is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
     let mut mmu = chp_mmu(&sim, &cfg, true);
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
     mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE.add(0x7000)), &mut refs, &mut stats).unwrap();
     match mmu.tlb.peek(1, BASE.add(0x150000), false) {
-        TlbLookup::L2(t, e) => assert!(e.is_colored_huge() && !t.writable),
+        TlbLookup::L2(t) => assert!(is_colored_huge_entry(&mmu.tlb.peek_l2(1, BASE.add(0x150000)).unwrap()) && !t.writable),
         other => panic!("{other:?}"),
     }
     // Part of it: the page is demoted and keeps its mappings.
     sim.kernel.mprotect(1, BASE, 4096, true).unwrap();
-    assert!(!sim.kernel.proc(1).aspace.pt.is_colored_huge(BASE));
+    assert!(!is_colored_huge(&sim.kernel.proc(1).aspace.pt, BASE));
     assert_eq!(stat(&sim, "os.chp.demoted"), 1.0);
 }

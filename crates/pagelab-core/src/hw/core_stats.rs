@@ -1,0 +1,68 @@
+//! The counters of one core's hardware model. At the hardware layer so
+//! that the engine's core and MMU and a system's walk step (which counts
+//! its walks) all count into them without importing each other.
+
+use crate::units::PageSize;
+
+/// Counters of one core. Cache counters are kept here, from the level that
+/// served each reference, so that warm-up can reset one core's view.
+#[derive(Debug, Default, Clone)]
+pub struct CoreStats {
+    pub instructions: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub ifetches: u64,
+    pub dtlb_l1_misses: u64,
+    pub dtlb_l2_misses: u64,
+    pub itlb_l1_misses: u64,
+    pub itlb_l2_misses: u64,
+    pub walks: u64,
+    pub walk_mem_refs: u64,
+    /// Walks that ended at a colored-huge-page PMD.
+    pub chp_walks: u64,
+    pub pwc_hits: u64,
+    pub dirty_assists: u64,
+    pub faults: u64,
+    pub faults_huge: u64,
+    /// Cost of every fault, for the average and the tail.
+    pub fault_cycles: Vec<f32>,
+    /// flow[entered][served][class]: references that entered the hierarchy
+    /// at one level (0 = L1 .. 3 = memory) and were served at another;
+    /// class 0 = data, 1 = walk, 2 = instruction fetch.
+    pub flow: [[[u64; 3]; 4]; 4],
+    pub cycles_translation: f64,
+    pub cycles_data: f64,
+    pub cycles_faults: f64,
+    pub cycles_daemon: f64,
+}
+
+impl CoreStats {
+    #[inline]
+    pub fn tlb_l1_misses(&mut self, instr: bool) {
+        if instr {
+            self.itlb_l1_misses += 1;
+        } else {
+            self.dtlb_l1_misses += 1;
+        }
+    }
+    #[inline]
+    pub fn tlb_l2_misses(&mut self, instr: bool) {
+        if instr {
+            self.itlb_l2_misses += 1;
+        } else {
+            self.dtlb_l2_misses += 1;
+        }
+    }
+    pub fn record_fault(&mut self, size: PageSize, cycles: f64) {
+        self.faults += 1;
+        if size != PageSize::Size4K {
+            self.faults_huge += 1;
+        }
+        self.fault_cycles.push(cycles as f32);
+        self.cycles_faults += cycles;
+    }
+    /// Cycles beyond the base CPI: translation, data, faults, daemons.
+    pub fn stall_cycles(&self) -> f64 {
+        self.cycles_translation + self.cycles_data + self.cycles_faults + self.cycles_daemon
+    }
+}

@@ -1,0 +1,55 @@
+//! CHP's walk step: the last step of a walk through a colored-huge-page
+//! PMD, and the store that sets the page's shared dirty bit. The walker
+//! (`engine::mmu`) comes here when the PMD entry's software bits say so
+//! (one test of `pte::LEAF_EXT`, through `systems::walk_leaf_ext`).
+//!
+//! Layer: engine (the walker's; uses `hw`, `paging` and the engine's
+//! reference buffer and counters).
+
+use super::tlb::{colored_huge, ColoredHuge};
+use crate::hw::core_stats::CoreStats;
+use crate::hw::refs::{RefBuf, RefKind};
+use crate::hw::tlb::TlbEntry;
+use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::{NodeId, PageTable};
+use crate::units::{Asid, PageSize, VirtAddr};
+
+/// One reference to the first cache line of the page table, where the
+/// design keeps the 8 sub-mapping entries (`PageTable::ext_line`; pagelab
+/// also keeps all 512 PTEs, as the paper's prototype does, for software
+/// walks). A/D are set in the 8 entries: the whole colored huge page
+/// shares them, and its permission (III-B-1). The bit guarantees every
+/// page is mapped (a partial munmap or mprotect clears it first). Returns
+/// the 2 MiB entry to cache, its sub-mappings strided by `stride_shift`.
+#[allow(clippy::too_many_arguments)] // the walker's state at its last step
+pub fn walk(
+    pt: &mut PageTable,
+    node: NodeId,
+    asid: Asid,
+    vaddr: VirtAddr,
+    write: bool,
+    stride_shift: u8,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> TlbEntry<ColoredHuge> {
+    refs.push(pt.node_frame(node).addr(), RefKind::Walk);
+    stats.walk_mem_refs += 1;
+    stats.chp_walks += 1;
+    let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
+    let line = pt.ext_line(node);
+    for e in line.iter_mut() {
+        *e = e.with(bits);
+    }
+    let slot = (vaddr.raw() >> 18) as usize & 7;
+    let vbase = vaddr.align_down(PageSize::Size2M.bytes()).vpn();
+    colored_huge(asid, vbase, line.map(|e| e.pfn()), stride_shift, line[slot].writable(), line[0].dirty())
+}
+
+/// A store through a clean entry of a colored huge page: the same locked
+/// update that sets the PTE's D bit covers the 8 sub-mapping entries,
+/// which share one line and one D bit.
+pub fn dirty_assist(pt: &mut PageTable, table: NodeId) {
+    for e in pt.ext_line(table) {
+        *e = e.with(DIRTY | ACCESSED);
+    }
+}
