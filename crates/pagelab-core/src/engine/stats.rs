@@ -77,7 +77,7 @@ fn core_stats(s: &CoreStats, base_cpi: f64) -> Vec<(String, Stat)> {
     int("itlb.l2.misses", s.itlb_l2_misses);
     int("walks", s.walks);
     int("walk.mem_refs", s.walk_mem_refs);
-    int("walk.chp", s.chp_walks);
+    int("walk.chp", s.leaf_ext_walks);
     int("walk.dirty_assists", s.dirty_assists);
     int("pwc.hits", s.pwc_hits);
     int("faults", s.faults);

@@ -19,7 +19,7 @@ pub struct CoreStats {
     pub walks: u64,
     pub walk_mem_refs: u64,
     /// Walks that ended at a colored-huge-page PMD.
-    pub chp_walks: u64,
+    pub leaf_ext_walks: u64,
     pub pwc_hits: u64,
     pub dirty_assists: u64,
     pub faults: u64,

@@ -39,7 +39,8 @@ impl Kernel {
         let fault = Fault { asid, vaddr, write, vma: &vma };
         let outcome = self.with_systems(|systems, k| {
             for s in systems.iter_mut() {
-                if k.proc(asid).opt_out.contains(&s.name()) {
+                let opt_out = &k.proc(asid).opt_out;
+                if !opt_out.is_empty() && opt_out.contains(&s.name()) {
                     continue;
                 }
                 if let Some(outcome) = s.fault(k, &fault)? {
@@ -51,7 +52,7 @@ impl Kernel {
         let outcome = outcome.ok_or_else(|| {
             Error::Workload(format!("no system of the chain ({}) backed the fault at {vaddr}", self.chain().join(", ")))
         })?;
-        *self.stats.faults_by_kind.entry(outcome.kind).or_insert(0) += 1;
+        self.stats.count_fault(outcome.kind);
         Ok(outcome)
     }
 

@@ -304,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn fi_chp_counts_frames_in_free_huge_blocks_against_all_memory() {
+    fn fi_counts_frames_in_free_huge_blocks_against_all_memory() {
         // 4096 frames; free: 100 single pages, one order-9 and one order-10
         // block: 1536 frames could back huge pages, 1 - 1536/4096 = 0.625.
         let mut free = vec![0u64; 11];

@@ -34,7 +34,7 @@ pub fn walk(
 ) -> TlbEntry<ColoredHuge> {
     refs.push(pt.node_frame(node).addr(), RefKind::Walk);
     stats.walk_mem_refs += 1;
-    stats.chp_walks += 1;
+    stats.leaf_ext_walks += 1;
     let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
     let line = pt.ext_line(node);
     for e in line.iter_mut() {
