@@ -16,8 +16,17 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_resolves(path):
+    import tomllib
+
     resolved = _pagelab.resolve_config(path.read_text(), str(path), [])
-    assert "[machine" in resolved
+    # Resolving is a fixed point: the resolved file resolves to itself.
+    assert _pagelab.resolve_config(resolved, "resolved", []) == resolved
+    # And keeps what the example says (its workload kind and policy).
+    mine, full = tomllib.loads(path.read_text()), tomllib.loads(resolved)
+    if "workload" in mine:
+        assert full["workload"]["kind"] == mine["workload"]["kind"]
+    if "policy" in mine.get("os", {}):
+        assert full["os"]["policy"] == mine["os"]["policy"]
 
 
 def test_thp_gups_example_runs_small():

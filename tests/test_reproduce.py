@@ -57,9 +57,13 @@ def test_reproduce_tiny(tmp_path, exp_id):
     if exp_id not in NO_FIGURE:
         assert list(tmp_path.glob(f"{exp_id}*.png"))
     md = (tmp_path / f"{exp_id}.md").read_text()
-    assert ("expected" in md.lower() or "paper" in md.lower()) and "| " in md
+    # The write-up shows the rows it was written from: the CSV's header as
+    # a table, or (experiments that print a narrower table) its columns.
+    header = "| " + " | ".join(df.columns) + " |"
+    assert header in md or all(c in md for c in COLUMNS[exp_id]), md
     if exp_id.startswith("chp-"):
         CHP_CHECKS[exp_id](df)
+        SENTENCES.get(exp_id, lambda df, md: None)(df, md)
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}
@@ -122,6 +126,41 @@ def _chp_fig6(df):
 
 def _chp_swap(df):
     assert set(df.scheme) == {"chp", "swap"} and set(df.colors) == {5, 8}
+    # The ratios are SWAP's counters over CHP's, row by row.
+    chp = df[df.scheme == "chp"].set_index(["workload", "colors"])
+    assert (chp.llc_misses_vs_chp == 1.0).all()
+    for r in df[df.scheme == "swap"].itertuples():
+        base = chp.loc[(r.workload, r.colors)]
+        assert r.llc_misses_vs_chp == pytest.approx(r.llc_misses / base.llc_misses)
+        assert r.runtime_vs_chp == pytest.approx(r.runtime / base.runtime)
+
+
+def _fig4_sentences(df, md):
+    from pagelab.experiments.chp.perf import _walks_reading
+
+    assert _walks_reading(df) in md
+    for w in set(df.workload):
+        assert f"{w} {df[(df.workload == w) & (df.scenario == 'chp')].walks_pka.iloc[0]:.2f}" in md
+
+
+def _fig5_sentences(df, md):
+    from pagelab.experiments.chp.frag import _held_reading
+
+    assert "In these rows: " + _held_reading(df) in md
+    assert "(11% of memory)" in md and "(28%)" in md  # mcf's and bfs's footprints / 16 GB
+
+
+def _swap_sentences(df, md):
+    from pagelab.experiments.chp.perf import _swap_mcf_reading
+
+    reading = _swap_mcf_reading(df)
+    assert reading and reading in md
+    swap = df[(df.scheme == "swap") & (df.workload == "mcf")]
+    worse = all(swap.llc_misses_vs_chp > 1) and all(swap.runtime_vs_chp > 1)
+    assert ("the same direction as the paper" in md) == worse
+
+
+SENTENCES = {"chp-fig4": _fig4_sentences, "chp-fig5": _fig5_sentences, "chp-swap": _swap_sentences}
 
 
 def _chp_table4(df):

@@ -6,6 +6,11 @@
     >>> r.stats["dtlb.l2.misses"]
 """
 
+import sys
+
+if sys.version_info < (3, 11):  # pyproject.toml: requires-python >= 3.11
+    raise ImportError(f"pagelab needs Python 3.11 or later (tomllib); this is {sys.version.split()[0]}")
+
 from pagelab._pagelab import (
     ConfigError,
     InternalError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pagelab import _pagelab
 from pagelab.api import run
-from pagelab.executors import WorkerDied
+from pagelab.executors import ExecutorUnavailable, WorkerDied
 from pagelab.output import write_run
 from pagelab.table import print_summary
 
@@ -137,8 +137,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
     except RuntimeError as e:
+        # Runs of the experiment failed (their errors are in the message).
         print(f"pagelab: error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_RUN_FAILED
     for f in files:
         print(f)
     return 0
@@ -155,14 +156,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a bad one is a usage
+    error, exit status 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def _executor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel runs (default: every core)")
+    p.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel runs (default: every core)")
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
     p.add_argument("--address", default=None, help="ray: the cluster address for ray.init (default: a local Ray)")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pagelab", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="pagelab",
+        description=__doc__,
+        epilog="Exit status: 0 success; 1 a run failed (simulated memory exhausted, a stale translation, "
+        "a worker that died, an internal error); 2 bad input (configuration, file, argument); 130 interrupted.",
+    )
+    p.add_argument("--debug", action="store_true", help="on an internal error, show where (Python traceback, Rust panic location)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one configuration")
@@ -180,7 +199,7 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="measure the simulator's speed (accesses/s)")
     b.add_argument("--quick", action="store_true", help="smaller runs (a smoke test, not a measurement)")
-    b.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
+    b.add_argument("--repeat", type=_positive_int, default=3, help="runs per case; the best is reported")
     b.set_defaults(func=cmd_bench)
 
     tr = sub.add_parser("trace", help="traces: convert, info, events, capture")
@@ -242,23 +261,53 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Exit statuses (docs/reliability.md): bad input (a configuration, a file,
+#: an argument) is 2, as argparse's own errors are; a run that fails
+#: (simulated memory exhausted, a stale translation, a worker that died, a
+#: bug) is 1; Ctrl-C is 130.
+EXIT_RUN_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def exit_status(e: BaseException) -> int:
+    """The exit status of an error that reached the command line."""
+    if isinstance(e, (_pagelab.SimulationError, _pagelab.InternalError, WorkerDied)):
+        return EXIT_RUN_FAILED
+    if isinstance(e, (_pagelab.PagelabError, ExecutorUnavailable, OSError)):
+        return EXIT_BAD_INPUT
+    return EXIT_RUN_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
+    import os
+
     args = parser().parse_args(argv)
+    if args.debug:
+        # Read by the extension (a caught panic's location) and inherited
+        # by the sweep's workers.
+        os.environ["PAGELAB_DEBUG"] = "1"
     try:
         return args.func(args)
-    except _pagelab.PagelabError as e:
+    except (_pagelab.PagelabError, ExecutorUnavailable, WorkerDied) as e:
         print(f"pagelab: error: {e}", file=sys.stderr)
-        return 2
+        return exit_status(e)
     except OSError as e:
         # Writing results (a directory that is a file, no permission...).
         print(f"pagelab: error: cannot write {e.filename or 'output'}: {e.strerror}", file=sys.stderr)
-        return 2
+        return exit_status(e)
     except KeyboardInterrupt:
         print("pagelab: interrupted", file=sys.stderr)
-        return 130
-    except WorkerDied as e:
-        print(f"pagelab: error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED
+    except Exception as e:
+        # A bug: one line, the traceback under --debug.
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        where = "" if args.debug else " (pagelab --debug ... shows where)"
+        print(f"pagelab: internal error (please report): {type(e).__name__}: {e}{where}", file=sys.stderr)
+        return EXIT_RUN_FAILED
 
 
 if __name__ == "__main__":

@@ -201,10 +201,23 @@ def _dispatch(workers: list[_Worker], tasks: Sequence[Task], on_result: OnResult
                 busy[conn] = w
 
 
+class ExecutorUnavailable(Exception):
+    """The executor asked for cannot run here (Ray not installed): bad
+    input, exit status 2 on the command line."""
+
+
+_NO_RAY = "--executor ray: Ray is not installed (pip install 'pagelab[ray]', or use --executor local)"
+
+
 class RayExecutor:
     name = "ray"
 
     def __init__(self, jobs: int | None = None, address: str | None = None):
+        # Checked before any run, so that a sweep fails at once.
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ExecutorUnavailable(_NO_RAY) from None
         self.jobs = jobs
         self.address = address
 
@@ -214,7 +227,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise RuntimeError("the ray executor needs Ray: pip install 'pagelab[ray]'") from None
+            raise ExecutorUnavailable(_NO_RAY) from None
         started = not ray.is_initialized()
         if started:
             import logging

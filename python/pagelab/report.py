@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pagelab import _pagelab
 from pagelab.output import write_atomic
 
 STYLE = """
@@ -110,9 +111,9 @@ def build(directory: str | Path, title: str | None = None) -> str:
             rel = html.escape(str(p.relative_to(d)))
             body.append(f'<p class="file">{rel}</p>')
             if p.suffix == ".md":
-                body.append(markdown_to_html(p.read_text(encoding="utf-8")))
+                body.append(markdown_to_html(_read_text(p)))
             elif p.suffix == ".csv":
-                df = pd.read_csv(p)
+                df = _read_csv(p)
                 body.append(f"<h3>Table {rel}</h3>")
                 body.append(df.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0, classes="csv"))
             else:
@@ -125,6 +126,24 @@ def build(directory: str | Path, title: str | None = None) -> str:
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+def _read_text(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise _pagelab.TraceError(f"{p}: not UTF-8 text (byte offset {e.start})") from None
+
+
+def _read_csv(p: Path):
+    """A table of the directory; an empty or malformed one is refused,
+    naming the file (and the line pandas gives)."""
+    try:
+        return pd.read_csv(p)
+    except pd.errors.EmptyDataError:
+        raise _pagelab.TraceError(f"{p}: empty CSV file (no header line)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
+        raise _pagelab.TraceError(f"{p}: not a readable CSV table: {str(e).strip().splitlines()[0]}") from None
 
 
 def _anchor(key: Path, d: Path) -> str:

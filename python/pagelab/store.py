@@ -1,9 +1,17 @@
 """The results store: one embedded DuckDB file (`results.duckdb` in a sweep's
 output directory), one row per run.
 
-A row is keyed by `config_hash`, the SHA-256 of the run's resolved
-configuration (the canonical TOML the core writes with every key spelled
-out), so the same configuration is never stored twice. Each run is inserted
+A row is keyed by `config_hash`, the SHA-256 of a canonical form of the
+run's resolved configuration (the TOML the core writes with every key
+spelled out), so the same configuration is never stored twice. The
+canonical form (`canonical_config`) is the configuration's keys and values,
+sorted, as JSON, leaving out every key that is not in `STORE_KEYS` (the keys
+of pagelab when this form was fixed, `store_keys.txt`) and is at its
+default: a key added later with a default that keeps the old behaviour
+does not change the hash of the runs stored before it, so they are not
+run again. A key of `STORE_KEYS` always counts, so changing an existing
+default does rerun. (The canonical form replaced the hash of the TOML text;
+runs stored before it are run once more.) Each run is inserted
 in its own transaction once it has finished: killing the writer at any
 moment loses only the runs still in flight.
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import hashlib
 import json
 import platform
@@ -72,9 +81,65 @@ _COLUMNS = [
 ]
 
 
+def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    """Dotted keys; tables in arrays (`[[workloads]]`) by index."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flat(v, f"{prefix}{k}.", out)
+    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        for i, v in enumerate(value):
+            _flat(v, f"{prefix}{i}.", out)
+    else:
+        out[prefix[:-1]] = value
+    return out
+
+
+def _pattern(key: str) -> str:
+    """`workloads.1.kind` -> `workloads.*.kind`."""
+    return ".".join("*" if part.isdigit() else part for part in key.split("."))
+
+
+@functools.lru_cache(maxsize=1)
+def store_keys() -> frozenset[str]:
+    """The keys (as patterns) whose values always count in the hash."""
+    text = (Path(__file__).parent / "store_keys.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+@functools.lru_cache(maxsize=1)
+def default_values() -> dict[str, Any]:
+    """Every key's default, as a pattern: the resolved configuration of a
+    minimal one (the keys of one core's `[workload]` also stand for those
+    of each `[[workloads]]` table)."""
+    import tomllib
+
+    from pagelab import _pagelab
+
+    resolved = tomllib.loads(_pagelab.resolve_config('[workload]\nkind = "gups"\n', "<defaults>", []))
+    flat = {_pattern(k): v for k, v in _flat(resolved, "", {}).items()}
+    flat.update({"workloads.*." + k[len("workload."):]: v for k, v in flat.items() if k.startswith("workload.")})
+    return flat
+
+
+def canonical_config(config_toml: str) -> str:
+    """The form of a resolved configuration that the hash is taken of (see
+    the module's text): sorted keys and values as JSON, without the keys
+    outside `store_keys()` that are at their defaults."""
+    import tomllib
+
+    flat = _flat(tomllib.loads(config_toml), "", {})
+    keys, defaults = store_keys(), default_values()
+    _missing = object()
+    kept = {
+        k: v for k, v in flat.items()
+        if _pattern(k) in keys or defaults.get(_pattern(k), _missing) != v
+    }
+    return json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def config_hash(config_toml: str) -> str:
-    """The key of a run: SHA-256 of its resolved (canonical) TOML."""
-    return hashlib.sha256(config_toml.encode("utf-8")).hexdigest()
+    """The key of a run: SHA-256 of `canonical_config(config_toml)`."""
+    return hashlib.sha256(canonical_config(config_toml).encode("utf-8")).hexdigest()
 
 
 class Store:

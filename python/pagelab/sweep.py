@@ -144,22 +144,27 @@ def resolve(points: list[Point], source: str = "<sweep>") -> None:
 
 def load_sweep(path: str | Path) -> Sweep:
     """Reads a SWEEP.toml (docs/sweeps.md)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
+    import tomllib
 
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise _pagelab.ConfigError(f"cannot read sweep {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise _pagelab.ConfigError(f"{path}: not UTF-8 text (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise _pagelab.ConfigError(f"{path}: {e}") from None
     known = {"id", "base", "grid", "workloads", "seeds"}
     unknown = set(data) - known
     if unknown:
         raise _pagelab.ConfigError(f"{path}: unknown key(s) {sorted(unknown)} (known: {sorted(known)})")
+    sweep_id = data.get("id", path.stem)
+    if not isinstance(sweep_id, str) or not sweep_id or "/" in sweep_id or sweep_id in (".", ".."):
+        raise _pagelab.ConfigError(f"{path}: id: expected a name (a string usable as a directory name), got {sweep_id!r}")
+    for key in ("base", "grid"):
+        if not isinstance(data.get(key, {}), dict):
+            raise _pagelab.ConfigError(f"{path}: {key}: expected a table ([{key}]), got {data[key]!r}")
     grid = {}
     for key, values in flatten(data.get("grid", {})).items():
         if not isinstance(values, list) or not values:
@@ -171,7 +176,7 @@ def load_sweep(path: str | Path) -> Sweep:
     workloads = data.get("workloads", [])
     if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
         raise _pagelab.ConfigError(f"{path}: workloads: expected [[workloads]] tables")
-    return Sweep(id=data.get("id", path.stem), base=data.get("base", {}), grid=grid, workloads=workloads, seeds=seeds)
+    return Sweep(id=sweep_id, base=data.get("base", {}), grid=grid, workloads=workloads, seeds=seeds)
 
 
 def _progress(total: int):

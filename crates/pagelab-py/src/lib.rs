@@ -20,7 +20,7 @@ use pyo3::types::PyDict;
 create_exception!(_pagelab, PagelabError, PyException, "Base class of pagelab's errors.");
 create_exception!(_pagelab, ConfigError, PagelabError, "A configuration key is unknown, ill-typed or out of range.");
 create_exception!(_pagelab, TraceError, PagelabError, "A trace or input file is corrupt or truncated.");
-create_exception!(_pagelab, SimulationError, PagelabError, "The simulated workload or machine failed.");
+create_exception!(_pagelab, SimulationError, PagelabError, "The simulated workload or machine failed (exit status 1).");
 create_exception!(_pagelab, InternalError, PagelabError, "A bug in pagelab (a Rust panic caught at the boundary).");
 
 fn to_py(e: Error) -> PyErr {
@@ -33,8 +33,37 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// Set to show where a caught panic happened (`pagelab --debug` sets it).
+const DEBUG_ENV: &str = "PAGELAB_DEBUG";
+
+thread_local! {
+    /// The location of the last panic on this thread, kept by the hook.
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Replaces Rust's default panic message (printed to stderr before the
+/// exception, so a caught panic printed two messages) with a hook that only
+/// keeps the location: the exception carries the message, and the location
+/// when `PAGELAB_DEBUG` is set (which also prints Rust's own message).
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let at = info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+        PANIC_LOCATION.with(|p| *p.borrow_mut() = at);
+        if debug() {
+            default(info);
+        }
+    }));
+}
+
+fn debug() -> bool {
+    std::env::var_os(DEBUG_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Runs `f` without the GIL, turning errors and panics into exceptions.
 fn call<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    // The closure runs on this thread (detach only releases the GIL), so
+    // the hook's thread-local location is this panic's.
     let result = py.detach(|| catch_unwind(AssertUnwindSafe(f)));
     match result {
         Ok(r) => r.map_err(to_py),
@@ -44,9 +73,21 @@ fn call<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) ->
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(InternalError::new_err(format!("internal error (please report): {what}")))
+            let what = what.lines().next().unwrap_or("").to_string();
+            let at = PANIC_LOCATION.with(|p| p.borrow_mut().take());
+            let msg = match at {
+                Some(at) if debug() => format!("internal error (please report): {what} (at {at})"),
+                _ => format!("internal error (please report): {what}"),
+            };
+            Err(InternalError::new_err(msg))
         }
     }
+}
+
+/// Panics inside the boundary, for the tests of the panic hook.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, msg: String) -> PyResult<()> {
+    call(py, move || -> Result<(), Error> { panic!("{msg}") })
 }
 
 fn stats_dict<'py>(py: Python<'py>, stats: &Stats) -> PyResult<Bound<'py, PyDict>> {
@@ -200,7 +241,9 @@ fn version() -> &'static str {
 #[pymodule]
 fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    install_panic_hook();
     m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;

@@ -135,4 +135,6 @@ fn tlb_arrays(out: &mut Stats, core: &super::core::Core) {
 
 fn kernel_stats(out: &mut Stats, sim: &Simulation) {
     sim.kernel.report(&crate::systems::idle_stats(), out);
+    // Set once at boot by `Snapshot::apply` (os.fragmentation.snapshot).
+    out.insert("phys.snapshot_unplaced".into(), Stat::Int(sim.kernel.mem.snapshot_unplaced()));
 }

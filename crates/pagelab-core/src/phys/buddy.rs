@@ -68,6 +68,11 @@ pub struct PhysMem {
     free_area: Vec<FreeArea>,
     nr_free_pages: u64,
     stats: Stats,
+    /// Free blocks of a fragmentation snapshot that [`snapshot::Snapshot::apply`]
+    /// could not place (reported as `phys.snapshot_unplaced`).
+    ///
+    /// [`snapshot::Snapshot::apply`]: super::snapshot::Snapshot::apply
+    snapshot_unplaced: u64,
 }
 
 impl PhysMem {
@@ -96,6 +101,7 @@ impl PhysMem {
                 .collect(),
             nr_free_pages: 0,
             stats: Stats::default(),
+            snapshot_unplaced: 0,
         };
         mem.carve_free_blocks();
         Ok(mem)
@@ -117,6 +123,16 @@ impl PhysMem {
 
     pub fn nr_frames(&self) -> u64 {
         self.nr_frames
+    }
+
+    /// Free blocks of the snapshot applied at boot that found no place
+    /// (0 without a snapshot).
+    pub fn snapshot_unplaced(&self) -> u64 {
+        self.snapshot_unplaced
+    }
+
+    pub(super) fn set_snapshot_unplaced(&mut self, n: u64) {
+        self.snapshot_unplaced = n;
     }
 
     /// Largest block order, as given to [`PhysMem::new`].

@@ -102,7 +102,9 @@ impl Snapshot {
 
     /// Puts `mem` (fresh, all free) in the state of this snapshot scaled to
     /// its size. Returns the number of free blocks that could not be placed
-    /// (0 unless memory is too small for the captured pattern).
+    /// (0 unless memory is too small for the captured pattern), and records
+    /// it in `mem` ([`PhysMem::snapshot_unplaced`]), so that the run reports
+    /// it as `phys.snapshot_unplaced` whoever applied the snapshot.
     pub fn apply(&self, mem: &mut PhysMem, seed: u64) -> Result<u64> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let scale = mem.nr_frames() as f64 / self.frames() as f64;
@@ -128,6 +130,7 @@ impl Snapshot {
                 }
             }
         }
+        mem.set_snapshot_unplaced(unplaced);
         Ok(unplaced)
     }
 }
@@ -160,14 +163,18 @@ fn random_round(x: f64, rng: &mut Xoshiro256PlusPlus) -> u64 {
 }
 
 /// The migratetype (index into TYPES) of each simulated pageblock, in the
-/// captured proportions, placed at random.
+/// captured proportions, placed at random. Rounding may ask for more
+/// Unmovable and Reclaimable pageblocks than there are (captured [1, 0, 1]
+/// on 129 pageblocks rounds to 65 + 65): the last type gets what is left.
 fn assign_pageblock_types(captured: &[u64; 3], pageblocks: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<usize> {
     let total: u64 = captured.iter().sum::<u64>().max(1);
     let mut types = vec![1usize; pageblocks]; // Movable unless chosen otherwise
+    let mut movable = pageblocks;
     for k in [0, 2] {
-        let n = (captured[k] as f64 * pageblocks as f64 / total as f64).round() as usize;
+        let n = ((captured[k] as f64 * pageblocks as f64 / total as f64).round() as usize).min(movable);
+        movable -= n;
         let mut placed = 0;
-        while placed < n.min(pageblocks) {
+        while placed < n {
             let pb = rng.random_range(0..pageblocks);
             if types[pb] == 1 {
                 types[pb] = k;
@@ -303,5 +310,55 @@ Node 0, zone   Normal           44         2992          100            0       
         let mut again = PhysMem::new(786 * 512, 10).unwrap();
         s.apply(&mut again, 7).unwrap();
         assert_eq!(again.free_blocks_per_order(), got);
+    }
+
+    /// A snapshot of one Unmovable and one Reclaimable pageblock, no
+    /// Movable, with one free order-9 block of each type.
+    fn no_movable() -> Snapshot {
+        let text = SAMPLE
+            .lines()
+            .filter(|l| !l.starts_with("Node 0, zone ") && !l.contains("DMA"))
+            .chain(["Node 0, zone   Normal            1            0            1            0            0"])
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0",
+                     "Normal, type    Unmovable      0      0      0      0      0      0      0      0      0      1      0")
+            .replace("Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118",
+                     "Normal, type      Movable      0      0      0      0      0      0      0      0      0      0      0")
+            .replace("Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0",
+                     "Normal, type  Reclaimable      0      0      0      0      0      0      0      0      0      1      0");
+        Snapshot::parse(&text, "odd.txt").unwrap()
+    }
+
+    #[test]
+    fn rounding_past_the_pageblocks_ends_on_an_odd_machine() {
+        // 258 MiB = 129 pageblocks: 1:1 rounds to 65 + 65 > 129 (this hung).
+        let s = no_movable();
+        assert_eq!(s.pageblocks, [1, 0, 1]);
+        let mut mem = PhysMem::new(129 * 512, 9).unwrap();
+        let unplaced = s.apply(&mut mem, 3).unwrap();
+        mem.check_invariants().unwrap();
+        let unmovable = (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable).count();
+        let reclaimable = (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Reclaimable).count();
+        assert_eq!((unmovable, reclaimable), (65, 64));
+        // 64.5 free order-9 blocks of each type wanted, rounded at random:
+        // 65 Reclaimable ones leave one without a pageblock.
+        assert!(unplaced <= 1, "{unplaced}");
+        assert_eq!(unplaced, mem.snapshot_unplaced());
+    }
+
+    #[test]
+    fn blocks_that_find_no_place_are_counted_in_memory() {
+        // A capture claiming 3 free order-9 Reclaimable blocks in its one
+        // Reclaimable pageblock, scaled x 64.5 onto 64 Reclaimable
+        // pageblocks (max order 9: free pageblocks never merge).
+        let mut s = no_movable();
+        s.free_by_type[2][9] = 3;
+        let mut mem = PhysMem::new(129 * 512, 9).unwrap();
+        let unplaced = s.apply(&mut mem, 3).unwrap();
+        // 3 x 64.5 = 193 or 194 wanted in 64 Reclaimable pageblocks.
+        assert!((129..=130).contains(&unplaced), "{unplaced}");
+        assert_eq!(mem.snapshot_unplaced(), unplaced);
+        assert_eq!(PhysMem::new(512, 9).unwrap().snapshot_unplaced(), 0);
     }
 }

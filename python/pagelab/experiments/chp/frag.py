@@ -82,6 +82,20 @@ def thp_success(df: pd.DataFrame) -> pd.Series:
     return thp / (thp + df["os.thp.fault_fallback"]).clip(lower=1)
 
 
+def _held_reading(t: pd.DataFrame, good: float = 0.99) -> str:
+    """What the rows show: per workload and color set, the largest F_i up to
+    which every success ratio is at least `good`, CHP's and THP's."""
+    parts = []
+    for (workload, colors), g in t.groupby(["workload", "colors"], sort=False):
+        g = g.sort_values("frag_index")
+        for name, col in (("CHP", "success_ratio"), ("THP", "thp_success")):
+            ok = (g[col] >= good).cummin()
+            held = g.frag_index[ok]
+            where = f"F_i = {held.max():g}" if len(held) else f"no F_i measured (lowest {g.frag_index.min():g})"
+            parts.append(f"{workload}, colors {colors}, {name}: success >= {good:g} up to {where}")
+    return "; ".join(parts) + "." if parts else "no rows."
+
+
 def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     df = df.assign(policy=df.case.map(lambda c: CASES[c][0]), colors=df.case.map(lambda c: CASES[c][1]))
     d = pd.DataFrame(
@@ -100,10 +114,13 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     chp = chp.sort_values(["workload", "colors", "frag_index"], ascending=[False, False, True]).reset_index(drop=True)
     t = chp[["workload", "frag_index", "success_ratio", "colors", "thp_success", "critical_fi"]]
     files = [write_csv(t, out / "chp-fig5.csv"), _plot(t, "colors", out / "chp-fig5.png", "chp-fig5: success ratio vs F_i")]
+    share = {app: APPS[app][1] / PAPER_MEM for app in ("mcf", "bfs")}
+    blocks = {app: USED_COLORS / len(app_colors(app)) for app in share}
+    expected = {app: 1 - blocks[app] * share[app] for app in share}
     text = f"""# chp-fig5: colored-huge-page allocation success under fragmentation
 
 Variant `{variant}`: {SCALES[variant][0] / GIB:g} GiB i7-10700, 8 system colors (bits 12-14), mcf
-(11% of memory) and bfs (28%) faulting their whole footprint on a machine
+({share['mcf']:.0%} of memory) and bfs ({share['bfs']:.0%}) faulting their whole footprint on a machine
 fragmented to F_i. `colors = table3`: the workload's 5 colors, as in the
 performance runs; `all`: all 8. `thp_success`: THP on the same machine.
 
@@ -115,9 +132,10 @@ for bfs", and stays near-perfect up to F_i = 0.6.
 Reading: a sub-mapping takes the pages of one color from a 2 MiB block and
 leaves the others in the allocator cache. With all 8 colors a process uses
 every leftover, so CHP needs as many free 2 MiB blocks as THP; with k of 8
-it takes 8/k blocks per 2 MiB of footprint (1.6 for 5 colors), and its
-threshold moves to about 1 - 1.6 x footprint (0.82 for mcf, 0.55 for bfs).
-The paper's "10% earlier for bfs" lies between the two.
+it takes 8/k blocks per 2 MiB of footprint ({blocks['bfs']:.2g} for {len(app_colors('bfs'))} colors), and its
+threshold moves to about 1 - {blocks['bfs']:.2g} x footprint ({expected['mcf']:.2f} for mcf, {expected['bfs']:.2f} for bfs).
+
+In these rows: {_held_reading(t)}
 """
     files.append(write_text(text, out / "chp-fig5.md"))
     return files
