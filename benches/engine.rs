@@ -13,12 +13,15 @@ use pagelab_core::engine::bench::{run_case, CASES};
 fn main() {
     let quick = std::env::var_os("PAGELAB_BENCH_QUICK").is_some();
     let (footprint, accesses) = if quick { (1u64 << 30, 2_000_000) } else { (16u64 << 30, 20_000_000) };
-    let footprint = std::env::var("PAGELAB_BENCH_GIB").ok().and_then(|g| g.parse::<u64>().ok()).map_or(footprint, |g| g << 30);
+    let footprint =
+        std::env::var("PAGELAB_BENCH_GIB").ok().and_then(|g| g.parse::<u64>().ok()).map_or(footprint, |g| g << 30);
     let accesses = std::env::var("PAGELAB_BENCH_ACCESSES").ok().and_then(|n| n.parse::<u64>().ok()).unwrap_or(accesses);
     let only = std::env::var("PAGELAB_BENCH_CASE").ok();
     for (name, target, overrides) in CASES.iter().filter(|c| only.as_deref().is_none_or(|o| c.0 == o)) {
         match run_case(overrides, footprint, accesses) {
-            Ok(rate) if *target > 0.0 => println!("{name:24} {:8.2} M accesses/s (target {:.0} M)", rate / 1e6, target / 1e6),
+            Ok(rate) if *target > 0.0 => {
+                println!("{name:24} {:8.2} M accesses/s (target {:.0} M)", rate / 1e6, target / 1e6)
+            }
             Ok(rate) => println!("{name:24} {:8.2} M accesses/s", rate / 1e6),
             Err(e) => println!("{name:24} failed: {e}"),
         }

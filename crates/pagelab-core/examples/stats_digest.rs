@@ -13,9 +13,9 @@
 
 use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
+use pagelab_core::hw::set_assoc::Replacement;
 use pagelab_core::hw::tlb::{Tlb, TlbConfig, TlbEntry, TlbLookup};
 use pagelab_core::systems::{chp::tlb::colored_huge, TlbExtensions};
-use pagelab_core::hw::set_assoc::Replacement;
 use pagelab_core::units::{PageSize, Pfn, VirtAddr, Vpn};
 
 /// (name, overrides). Small footprints so the whole set runs in seconds,
@@ -26,24 +26,118 @@ const RUNS: &[(&str, &[&str])] = &[
     ("gups-thp-caches", &["workload.kind=\"gups\"", "os.policy=\"thp\""]),
     ("stream-thp-caches", &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
     ("stream-base-caches", &["workload.kind=\"stream\"", "os.policy=\"base\""]),
-    ("chase-coloring", &["workload.kind=\"pointer-chase\"", "os.policy=\"coloring\"", "workload.colors=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23]"]),
+    (
+        "chase-coloring",
+        &[
+            "workload.kind=\"pointer-chase\"",
+            "os.policy=\"coloring\"",
+            "workload.colors=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23]",
+        ],
+    ),
     ("chase-bin-hopping", &["workload.kind=\"pointer-chase\"", "os.policy=\"bin-hopping\""]),
     ("stride-hugetlb", &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "workload.stride=4160"]),
-    ("kv-thp-khugepaged", &["workload.kind=\"kv\"", "os.policy=\"thp\"", "os.thp.fault=false", "os.thp.khugepaged=true", "os.thp.scan_sleep_ms=1"]),
-    ("gups-random-repl", &["workload.kind=\"gups\"", "machine.tlb.policy=\"random\"", "machine.cache.l2.policy=\"random\"", "machine.cache.llc.policy=\"srrip\""]),
-    ("gups-fifo-pwcsets", &["workload.kind=\"gups\"", "machine.tlb.policy=\"fifo\"", "machine.pwc.ways=2", "machine.paging_levels=5", "machine.cache.l1d.policy=\"fifo\""]),
+    (
+        "kv-thp-khugepaged",
+        &[
+            "workload.kind=\"kv\"",
+            "os.policy=\"thp\"",
+            "os.thp.fault=false",
+            "os.thp.khugepaged=true",
+            "os.thp.scan_sleep_ms=1",
+        ],
+    ),
+    (
+        "gups-random-repl",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.tlb.policy=\"random\"",
+            "machine.cache.l2.policy=\"random\"",
+            "machine.cache.llc.policy=\"srrip\"",
+        ],
+    ),
+    (
+        "gups-fifo-pwcsets",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.tlb.policy=\"fifo\"",
+            "machine.pwc.ways=2",
+            "machine.paging_levels=5",
+            "machine.cache.l1d.policy=\"fifo\"",
+        ],
+    ),
     ("gups-5level-l2walk", &["workload.kind=\"gups\"", "machine.paging_levels=5", "machine.walker.cache_level=\"l2\""]),
-    ("sparse-thp-llcwalk", &["workload.kind=\"sparse\"", "os.policy=\"thp\"", "workload.touched_pages=3", "machine.walker.cache_level=\"llc\""]),
-    ("gups-frag-thp-warmup", &["workload.kind=\"gups\"", "os.policy=\"thp\"", "os.fragmentation.target=0.5", "run.warmup=200000", "run.check_translations=true"]),
-    ("graph-bfs-thp", &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""]),
+    (
+        "sparse-thp-llcwalk",
+        &[
+            "workload.kind=\"sparse\"",
+            "os.policy=\"thp\"",
+            "workload.touched_pages=3",
+            "machine.walker.cache_level=\"llc\"",
+        ],
+    ),
+    (
+        "gups-frag-thp-warmup",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"thp\"",
+            "os.fragmentation.target=0.5",
+            "run.warmup=200000",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "graph-bfs-thp",
+        &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""],
+    ),
     // Colored Huge Pages, its three schemes, and the fallbacks of the
     // policies that try a huge page first (the chains of systems).
-    ("chase-chp", &["workload.kind=\"pointer-chase\"", "os.policy=\"chp\"", "machine.color_bits=[12,13,14,15]", "workload.colors=[1,2,3,5,8]"]),
-    ("gups-chp-scattered", &["workload.kind=\"gups\"", "os.policy=\"chp\"", "os.chp.scheme=\"scattered\"", "machine.color_bits=[12,13]"]),
-    ("gups-chp-swap", &["workload.kind=\"gups\"", "os.policy=\"chp\"", "os.chp.scheme=\"swap\"", "machine.color_bits=[12,13,14]", "workload.colors=[0,2,4,6]"]),
-    ("gups-chp-fallback", &["workload.kind=\"gups\"", "os.policy=\"chp\"", "machine.color_bits=[12,13,14,15]", "os.fragmentation.target=0.85", "os.chp.submappings=4", "run.check_translations=true"]),
-    ("stride-hugetlb-fallback", &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "os.hugetlb.pool=\"64MiB\"", "workload.stride=8256"]),
-    ("gups-thp-fallback", &["workload.kind=\"gups\"", "os.policy=\"thp\"", "os.fragmentation.target=0.9", "os.fragmentation.pattern=\"clustered\""]),
+    (
+        "chase-chp",
+        &[
+            "workload.kind=\"pointer-chase\"",
+            "os.policy=\"chp\"",
+            "machine.color_bits=[12,13,14,15]",
+            "workload.colors=[1,2,3,5,8]",
+        ],
+    ),
+    (
+        "gups-chp-scattered",
+        &["workload.kind=\"gups\"", "os.policy=\"chp\"", "os.chp.scheme=\"scattered\"", "machine.color_bits=[12,13]"],
+    ),
+    (
+        "gups-chp-swap",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"chp\"",
+            "os.chp.scheme=\"swap\"",
+            "machine.color_bits=[12,13,14]",
+            "workload.colors=[0,2,4,6]",
+        ],
+    ),
+    (
+        "gups-chp-fallback",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"chp\"",
+            "machine.color_bits=[12,13,14,15]",
+            "os.fragmentation.target=0.85",
+            "os.chp.submappings=4",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "stride-hugetlb-fallback",
+        &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "os.hugetlb.pool=\"64MiB\"", "workload.stride=8256"],
+    ),
+    (
+        "gups-thp-fallback",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"thp\"",
+            "os.fragmentation.target=0.9",
+            "os.fragmentation.pattern=\"clustered\"",
+        ],
+    ),
 ];
 
 fn run(name: &str, overrides: &[&str]) {
@@ -121,12 +215,34 @@ fn tlb_sequence(policy: Replacement) {
             }
             8..=10 => {
                 let entry = match r >> 12 & 7 {
-                    0..=3 => TlbEntry::page(asid, vaddr.vpn(), PageSize::Size4K, Pfn::new(r >> 20 & 0xfffff), r >> 16 & 1 == 1, r >> 17 & 1 == 1),
-                    4 => TlbEntry::page(asid, vaddr.align_down(2 << 20).vpn(), PageSize::Size2M, Pfn::new((r >> 20 & 0xfff) << 9), true, false),
-                    5 => TlbEntry::page(asid, vaddr.align_down(1 << 30).vpn(), PageSize::Size1G, Pfn::new((r >> 20 & 0xf) << 18), true, r >> 17 & 1 == 1),
+                    0..=3 => TlbEntry::page(
+                        asid,
+                        vaddr.vpn(),
+                        PageSize::Size4K,
+                        Pfn::new(r >> 20 & 0xfffff),
+                        r >> 16 & 1 == 1,
+                        r >> 17 & 1 == 1,
+                    ),
+                    4 => TlbEntry::page(
+                        asid,
+                        vaddr.align_down(2 << 20).vpn(),
+                        PageSize::Size2M,
+                        Pfn::new((r >> 20 & 0xfff) << 9),
+                        true,
+                        false,
+                    ),
+                    5 => TlbEntry::page(
+                        asid,
+                        vaddr.align_down(1 << 30).vpn(),
+                        PageSize::Size1G,
+                        Pfn::new((r >> 20 & 0xf) << 18),
+                        true,
+                        r >> 17 & 1 == 1,
+                    ),
                     _ => {
                         let shift = (r >> 24 & 3) as u8;
-                        let sub = std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
+                        let sub =
+                            std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
                         colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false)
                     }
                 };

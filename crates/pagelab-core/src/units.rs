@@ -233,7 +233,6 @@ impl PageSize {
 /// An address-space identifier (one per simulated process).
 pub type Asid = u16;
 
-
 /// A size in bytes as written in configuration files: an integer, or a
 /// string with a binary suffix (`"32KiB"`, `"16GiB"`, `"2MiB"`; `K`, `KB`,
 /// `k` are read as KiB too, since nobody means 1000 in this field).
@@ -291,7 +290,9 @@ impl<'de> serde::Deserialize<'de> for ByteSize {
                 Ok(ByteSize(v))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<ByteSize, E> {
-                u64::try_from(v).map(ByteSize).map_err(|_| E::custom(format!("{v} is negative: a size is a number of bytes")))
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom(format!("{v} is negative: a size is a number of bytes")))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<ByteSize, E> {
                 ByteSize::parse(v).map_err(E::custom)

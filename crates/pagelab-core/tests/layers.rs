@@ -89,15 +89,23 @@ fn every_module_uses_only_its_own_layer_and_those_before_it() {
             continue;
         }
         let Some(allowed) = allowed_layer(rel) else {
-            violations.push(format!("{}: its module is in no layer (add it to LAYERS and ARCHITECTURE.md)", rel.display()));
+            violations
+                .push(format!("{}: its module is in no layer (add it to LAYERS and ARCHITECTURE.md)", rel.display()));
             continue;
         };
         for (line, module) in crate_uses(&std::fs::read_to_string(path).unwrap()) {
             match layer_of(&module) {
                 Some(l) if l <= allowed => {}
-                Some(l) => violations.push(format!("{}:{line}: uses crate::{module} (layer {}) from layer {}", rel.display(), l + 1, allowed + 1)),
+                Some(l) => violations.push(format!(
+                    "{}:{line}: uses crate::{module} (layer {}) from layer {}",
+                    rel.display(),
+                    l + 1,
+                    allowed + 1
+                )),
                 None if module == "Error" || module == "Result" => {}
-                None => violations.push(format!("{}:{line}: uses crate::{module}, which is in no layer", rel.display())),
+                None => {
+                    violations.push(format!("{}:{line}: uses crate::{module}, which is in no layer", rel.display()))
+                }
             }
         }
     }
@@ -107,7 +115,8 @@ fn every_module_uses_only_its_own_layer_and_those_before_it() {
 #[test]
 fn the_checker_sees_a_violation() {
     // A use of the engine from the hardware layer must be caught.
-    let uses = crate_uses("use crate::engine::Simulation;\n// crate::config in a comment\n#[cfg(test)]\nuse crate::config;");
+    let uses =
+        crate_uses("use crate::engine::Simulation;\n// crate::config in a comment\n#[cfg(test)]\nuse crate::config;");
     assert_eq!(uses, vec![(1, "engine".to_string())]);
     assert!(layer_of("engine") > allowed_layer(Path::new("hw/tlb/l2.rs")));
     assert_eq!(allowed_layer(Path::new("systems/chp/tlb.rs")), layer_of("hw"));

@@ -6,8 +6,8 @@
 mod trace;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, MutexGuard};
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 use pagelab_core::config::{parse_config, preset_names, SimConfig};
 use pagelab_core::engine::{Simulation as CoreSimulation, Stat, Stats};
@@ -133,7 +133,9 @@ impl Simulation {
     #[pyo3(signature = (path, format = "pagelab", memory_only = false))]
     fn export_phys(&self, py: Python<'_>, path: PathBuf, format: &str, memory_only: bool) -> PyResult<()> {
         let Some(format) = pagelab_core::engine::ExportFormat::parse(format) else {
-            return Err(ConfigError::new_err(format!("unknown export format `{format}`: pagelab, ramulator2 or dramsim3")));
+            return Err(ConfigError::new_err(format!(
+                "unknown export format `{format}`: pagelab, ramulator2 or dramsim3"
+            )));
         };
         let mut sim = self.sim();
         let sim = &mut *sim;
@@ -206,7 +208,10 @@ fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDi
     d.set_item("free_reclaimable", snap.free_by_type[2].clone())?;
     d.set_item("pageblocks", snap.pageblocks.to_vec())?;
     let orders = 0..snap.free.len() as u8;
-    d.set_item("fragmentation_index", orders.clone().map(|o| f::fragmentation_index(&snap.free, o)).collect::<Vec<_>>())?;
+    d.set_item(
+        "fragmentation_index",
+        orders.clone().map(|o| f::fragmentation_index(&snap.free, o)).collect::<Vec<_>>(),
+    )?;
     d.set_item("unusable_index", orders.map(|o| f::unusable_free_index(&snap.free, o)).collect::<Vec<_>>())?;
     d.set_item("fi", f::fi_from(&snap.free, snap.frames()))?;
     Ok(d)

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use pagelab_core::trace;
 use pagelab_core::workload::MapEvent;
-use pyo3::types::PyList;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::types::PyList;
 
 use crate::call;
 

@@ -49,9 +49,7 @@ fn unknown_field(msg: &str) -> Option<&str> {
 /// Applies `a.b.c=VALUE`. VALUE is read as a TOML value (`4`, `true`,
 /// `"lru"`, `[1, 2]`), or as a bare string when it is not one (`lru`).
 pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
-    let (key, raw) = item
-        .split_once('=')
-        .ok_or_else(|| Error::config(item, "an override is KEY=VALUE"))?;
+    let (key, raw) = item.split_once('=').ok_or_else(|| Error::config(item, "an override is KEY=VALUE"))?;
     let key = key.trim();
     let value = parse_value(raw.trim());
     let parts: Vec<&str> = key.split('.').collect();

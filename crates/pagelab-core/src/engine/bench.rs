@@ -18,8 +18,26 @@ pub const CASES: &[(&str, f64, &[&str])] = &[
     ("gups-4k-translation", 15e6, &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
     ("gups-4k-caches", 5e6, &["workload.kind=\"gups\"", "os.policy=\"base\""]),
     ("stream-thp-caches", 40e6, &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
-    ("gups-thp-translation", 0.0, &["workload.kind=\"gups\"", "os.policy=\"thp\"", "machine.cache.enabled=false", "machine.color_bits=[12,13,14]"]),
-    ("gups-chp-translation", 0.0, &["workload.kind=\"gups\"", "os.policy=\"chp\"", "machine.cache.enabled=false", "machine.color_bits=[12,13,14]"]),
+    (
+        "gups-thp-translation",
+        0.0,
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"thp\"",
+            "machine.cache.enabled=false",
+            "machine.color_bits=[12,13,14]",
+        ],
+    ),
+    (
+        "gups-chp-translation",
+        0.0,
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"chp\"",
+            "machine.cache.enabled=false",
+            "machine.color_bits=[12,13,14]",
+        ],
+    ),
 ];
 
 /// Measured accesses per second of one case over `footprint` bytes.

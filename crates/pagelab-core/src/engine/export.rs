@@ -68,7 +68,15 @@ impl PhysExport {
         } else {
             Sink::Plain(file)
         };
-        Ok(PhysExport { format, memory_only, sink, path: path.to_path_buf(), partial, line: Vec::with_capacity(48), error: None })
+        Ok(PhysExport {
+            format,
+            memory_only,
+            sink,
+            path: path.to_path_buf(),
+            partial,
+            line: Vec::with_capacity(48),
+            error: None,
+        })
     }
 
     /// Writes one reference; `cycle` is the issuing core's clock.

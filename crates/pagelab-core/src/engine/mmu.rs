@@ -16,14 +16,14 @@
 //! page-walk caches) meets the page tables of layer 4; the hardware models
 //! themselves know nothing of page tables.
 
-use crate::hw::core_stats::CoreStats;
-use crate::hw::refs::{RefBuf, RefKind};
 use crate::error::Result;
+use crate::hw::core_stats::CoreStats;
 use crate::hw::pwc::Pwc;
+use crate::hw::refs::{RefBuf, RefKind};
 use crate::hw::tlb::{Tlb, TlbEntry, TlbLookup};
+use crate::os::Kernel;
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
-use crate::os::Kernel;
 use crate::systems::{ExtEntry, TlbExtensions};
 use crate::units::{Asid, PageSize, Pfn, VirtAddr};
 
@@ -51,7 +51,12 @@ pub struct Request {
 
 /// Outcome of one page walk.
 enum Walk {
-    Leaf { pte_frame: Pfn, size: PageSize, writable: bool, dirty: bool },
+    Leaf {
+        pte_frame: Pfn,
+        size: PageSize,
+        writable: bool,
+        dirty: bool,
+    },
     /// A leaf extension's walk step gave this entry.
     Ext(ExtEntry),
     NotPresent,
@@ -62,7 +67,13 @@ impl Mmu {
     /// references go to `refs`; cycles of TLB and PWC lookups to `stats`.
     /// Faults are handled through `kernel` (their cost lands in `stats`).
     #[inline]
-    pub fn translate(&mut self, kernel: &mut Kernel, req: Request, refs: &mut RefBuf, stats: &mut CoreStats) -> Result<Pfn> {
+    pub fn translate(
+        &mut self,
+        kernel: &mut Kernel,
+        req: Request,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) -> Result<Pfn> {
         let Request { asid, vaddr, write, instr } = req;
         match self.tlb.lookup(asid, vaddr, instr) {
             TlbLookup::L1(t) => {
@@ -114,7 +125,15 @@ impl Mmu {
 
     /// The hardware page walk: skip the levels the page-walk caches hold,
     /// read the rest, set A (and D on a store) in the leaf.
-    fn walk(&mut self, pt: &mut PageTable, asid: Asid, vaddr: VirtAddr, write: bool, refs: &mut RefBuf, stats: &mut CoreStats) -> Walk {
+    fn walk(
+        &mut self,
+        pt: &mut PageTable,
+        asid: Asid,
+        vaddr: VirtAddr,
+        write: bool,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) -> Walk {
         stats.walks += 1;
         let hit = self.pwc.lookup(asid, vaddr);
         stats.cycles_translation += self.pwc_latency;
@@ -142,9 +161,15 @@ impl Mmu {
                 return Walk::NotPresent;
             }
             if pte.is_huge() {
-                let slot = crate::paging::LeafSlot { node, index: crate::paging::pagetable::table_index(vaddr, level), level };
+                let slot =
+                    crate::paging::LeafSlot { node, index: crate::paging::pagetable::table_index(vaddr, level), level };
                 pt.set_bits(slot, bits);
-                return Walk::Leaf { pte_frame: pte.pfn(), size: level_size(level), writable: pte.writable(), dirty: write || pte.dirty() };
+                return Walk::Leaf {
+                    pte_frame: pte.pfn(),
+                    size: level_size(level),
+                    writable: pte.writable(),
+                    dirty: write || pte.dirty(),
+                };
             }
             let child = child.expect("a present non-leaf entry has a child table");
             self.pwc.fill(asid, vaddr, level, pte.pfn(), child.handle());
@@ -161,12 +186,24 @@ impl Mmu {
         if !pte.present() {
             return Walk::NotPresent;
         }
-        Walk::Leaf { pte_frame: pte.pfn(), size: PageSize::Size4K, writable: pte.writable(), dirty: write || pte.dirty() }
+        Walk::Leaf {
+            pte_frame: pte.pfn(),
+            size: PageSize::Size4K,
+            writable: pte.writable(),
+            dirty: write || pte.dirty(),
+        }
     }
 
     /// A store through a clean TLB entry: the hardware sets the PTE's dirty
     /// bit with a locked update of the entry (one more reference).
-    fn dirty_assist(&mut self, kernel: &mut Kernel, asid: Asid, vaddr: VirtAddr, refs: &mut RefBuf, stats: &mut CoreStats) {
+    fn dirty_assist(
+        &mut self,
+        kernel: &mut Kernel,
+        asid: Asid,
+        vaddr: VirtAddr,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) {
         let pt = kernel.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
             pt.set_bits(slot, DIRTY | ACCESSED);

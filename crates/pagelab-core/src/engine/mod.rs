@@ -20,11 +20,11 @@ pub mod core;
 mod export;
 pub mod mmu;
 mod stats;
-pub mod timing;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod timing;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
@@ -105,7 +105,8 @@ impl Simulation {
         cfg.validate()?;
         let m = &cfg.machine;
         let mut kernel = boot_kernel(&cfg)?;
-        let caches = m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
+        let caches =
+            m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         let mut cores = Vec::new();
         let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
@@ -115,9 +116,14 @@ impl Simulation {
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
             expected_accesses = expected_accesses.zip(workload.total_accesses()).map(|(a, b)| a + b);
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
-            let asid = kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
+            let asid =
+                kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
             let mmu = Mmu {
-                tlb: Tlb::with_extensions(&m.tlb, cfg.run.seed.wrapping_add(id as u64), systems::tlb_extensions(kernel.color_map())),
+                tlb: Tlb::with_extensions(
+                    &m.tlb,
+                    cfg.run.seed.wrapping_add(id as u64),
+                    systems::tlb_extensions(kernel.color_map()),
+                ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
                 pwc_latency: m.pwc.latency as f64,
@@ -489,7 +495,10 @@ impl Simulation {
 
 /// The workload a workload table describes: a trace reader, else a
 /// generator (validated; errors name keys under `key_prefix`).
-pub fn build_workload(cfg: &crate::workload::WorkloadConfig, key_prefix: &str) -> Result<Box<dyn crate::workload::Workload>> {
+pub fn build_workload(
+    cfg: &crate::workload::WorkloadConfig,
+    key_prefix: &str,
+) -> Result<Box<dyn crate::workload::Workload>> {
     if cfg.kind == crate::workload::WorkloadKind::Trace {
         cfg.validate(key_prefix)?;
         return Ok(Box::new(crate::trace::TraceWorkload::new(cfg, key_prefix)?));

@@ -90,7 +90,9 @@ fn bin_hopping_gives_consecutive_faults_consecutive_colors() {
     let sim = simulate(cfg, vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 40))]).unwrap();
     let colors = sim.kernel.color_map();
     let n = colors.nr_colors();
-    let seq: Vec<u32> = (0..40).map(|i| colors.color_of(sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame)).collect();
+    let seq: Vec<u32> = (0..40)
+        .map(|i| colors.color_of(sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame))
+        .collect();
     for w in seq.windows(2) {
         assert_eq!(w[1], (w[0] + 1) % n, "{seq:?}");
     }
@@ -217,7 +219,12 @@ fn without_caches_the_memory_stage_gives_the_general_stages_statistics() {
     for walker in ["l1d", "llc", "none"] {
         let run = |export: bool| {
             let level = format!("machine.walker.cache_level=\"{walker}\"");
-            let cfg = config(&["workload.accesses=20000", "workload.footprint=\"64MiB\"", "machine.cache.enabled=false", &level]);
+            let cfg = config(&[
+                "workload.accesses=20000",
+                "workload.footprint=\"64MiB\"",
+                "machine.cache.enabled=false",
+                &level,
+            ]);
             let mut sim = Simulation::new(cfg).unwrap();
             let dir = std::env::temp_dir().join(format!("pagelab-memory-stage-{}-{walker}", std::process::id()));
             if export {
@@ -279,7 +286,12 @@ fn epochs_snapshot_cumulative_statistics() {
 
 #[test]
 fn the_i7_10700_has_the_papers_16_colors() {
-    let cfg = parse_config("[machine]\npreset = \"i7-10700\"\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n", "t", &[]).unwrap();
+    let cfg = parse_config(
+        "[machine]\npreset = \"i7-10700\"\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n",
+        "t",
+        &[],
+    )
+    .unwrap();
     let sim = Simulation::new(cfg).unwrap();
     let colors = sim.kernel.color_map();
     assert_eq!(colors.nr_colors(), 16);
@@ -332,7 +344,12 @@ fn an_impossible_page_walk_cache_geometry_is_a_config_error_naming_the_key() {
     // 12 PML5E entries in 4-way sets: 3 sets.
     assert_eq!(key_of(&["machine.pwc.ways=4", "machine.pwc.pml5_entries=12"]), "machine.pwc.pml5_entries");
     // An empty cache is allowed with any way count.
-    let cfg = config(&["machine.pwc.ways=4", "machine.pwc.pml5_entries=0", "machine.pwc.pml4_entries=0", "workload.accesses=2000"]);
+    let cfg = config(&[
+        "machine.pwc.ways=4",
+        "machine.pwc.pml5_entries=0",
+        "machine.pwc.pml4_entries=0",
+        "workload.accesses=2000",
+    ]);
     let mut sim = Simulation::new(cfg).unwrap();
     sim.run().unwrap();
     assert_eq!(stat(&sim, "core0.pwc.pml4e_hits"), 0.0);
@@ -421,7 +438,9 @@ fn partial_mapping_events_keep_automatic_vmas_and_replace_them() {
         // Touching what a munmap unmapped: a new automatic VMA, counted.
         batch(vec![munmap(BASE, 4 * 4096)], stores(BASE, 1)),
     ];
-    let sim = Simulation::with_workloads(cfg.clone(), vec![Box::new(Partial(Script { batches: batches.clone() }))]).and_then(|mut s| s.run().map(|_| s)).unwrap();
+    let sim = Simulation::with_workloads(cfg.clone(), vec![Box::new(Partial(Script { batches: batches.clone() }))])
+        .and_then(|mut s| s.run().map(|_| s))
+        .unwrap();
     assert_eq!(stat(&sim, "os.auto_vmas"), 2.0);
     assert_eq!(stat(&sim, "os.auto_vmas_after_munmap"), 1.0);
     assert_eq!(stat(&sim, "os.splits"), 1.0);
@@ -450,7 +469,9 @@ fn hugetlb_maps_1g_pages_when_the_buddy_has_1g_blocks() {
 fn compaction_migrates_movable_pages_and_shoots_them_down() {
     // A 16 MiB machine almost full of one process's pages, then every other
     // page unmapped: free memory everywhere, but no free 2 MiB block.
-    let cfg = parse_config("[machine]\nphys_mem = \"16MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n", "t", &[]).unwrap();
+    let cfg =
+        parse_config("[machine]\nphys_mem = \"16MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n", "t", &[])
+            .unwrap();
     let pages = 3500;
     let mut events = vec![];
     for i in (0..pages).step_by(2) {
@@ -461,7 +482,8 @@ fn compaction_migrates_movable_pages_and_shoots_them_down() {
     assert_eq!(sim.kernel.mem.free_blocks_per_order()[9..].iter().sum::<u64>(), 0);
     sim.kernel.drain_shootdowns().for_each(drop);
     let live: Vec<u64> = (1..pages).step_by(2).collect();
-    let before: Vec<Pfn> = live.iter().map(|&i| sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame).collect();
+    let before: Vec<Pfn> =
+        live.iter().map(|&i| sim.kernel.proc(1).aspace.pt.lookup(BASE.add(i * 4096)).unwrap().frame).collect();
     let cycles = sim.kernel.compact(crate::units::Order::PMD);
     let s = sim.kernel.stats.clone();
     assert!(s.compaction_migrated > 0 && cycles > 0.0);

@@ -70,4 +70,3 @@ pub(crate) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
         check: true,
     }
 }
-

@@ -471,9 +471,9 @@ mod tests {
         walk(&mut pwc, A, x, 0x100);
         walk(&mut pwc, A, x + MIB2, 0x200); // shares the PML4E and PDPTE keys
         assert_eq!(pwc.occupancy(), 4); // PML4E, PDPTE (refilled), 2 PDEs
-        // Unmapping [x + 2M, x + 4M) frees the page table at 0x201: only
-        // that region's PDE entry goes... and the PDPTE and PML4E covering it,
-        // since the range overlaps their regions too.
+                                        // Unmapping [x + 2M, x + 4M) frees the page table at 0x201: only
+                                        // that region's PDE entry goes... and the PDPTE and PML4E covering it,
+                                        // since the range overlaps their regions too.
         let start = va(x + MIB2).vpn();
         assert_eq!(pwc.invalidate_range(A, start, start.add(512)), 3);
         assert_eq!(pwc.lookup(A, va(x)).skip_to_level, 1);

@@ -257,7 +257,8 @@ impl<V: Copy + Default> SetAssoc<V> {
         let base = self.base(set);
         let keys = &self.keys[base..base + self.ways];
         let stamps = &self.stamps[base..base + self.ways];
-        let (present, oldest) = by_ways!(self.ways, N => scan::<N>(keys, stamps, key), _ => scan_any(keys, stamps, key));
+        let (present, oldest) =
+            by_ways!(self.ways, N => scan::<N>(keys, stamps, key), _ => scan_any(keys, stamps, key));
         match present {
             Some(w) => (base + w, true),
             None => (self.victim(set, base + oldest), false),

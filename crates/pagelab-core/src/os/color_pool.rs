@@ -43,7 +43,8 @@ impl ColorPool {
             allowed
         };
         loop {
-            let candidates: Vec<u32> = allowed.iter().copied().filter(|&c| !self.lists[c as usize].is_empty()).collect();
+            let candidates: Vec<u32> =
+                allowed.iter().copied().filter(|&c| !self.lists[c as usize].is_empty()).collect();
             if !candidates.is_empty() {
                 let color = pick(&candidates);
                 return self.lists[color as usize].pop();
@@ -57,7 +58,8 @@ impl ColorPool {
 
     /// Breaks one buddy block into order-0 pages bucketed by color.
     fn refill(&mut self, mem: &mut PhysMem) -> bool {
-        let Some(block) = mem.alloc(self.refill_order, Migratetype::Movable, FrameOwner::Reserved { pool: COLOR_POOL }) else {
+        let Some(block) = mem.alloc(self.refill_order, Migratetype::Movable, FrameOwner::Reserved { pool: COLOR_POOL })
+        else {
             return false;
         };
         // Pushed in reverse so that pops hand out the lowest frame first.
@@ -73,4 +75,3 @@ impl ColorPool {
         self.lists.iter().map(|l| l.len() as u64).sum()
     }
 }
-

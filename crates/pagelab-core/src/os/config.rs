@@ -58,7 +58,10 @@ impl FragmentationConfig {
             return Err(Error::config(format!("{prefix}.fragmentation.target"), "must be in [0, 0.999]"));
         }
         if self.snapshot.is_some() && self.target > 0.0 {
-            return Err(Error::config(format!("{prefix}.fragmentation.snapshot"), "give either a snapshot or a target, not both"));
+            return Err(Error::config(
+                format!("{prefix}.fragmentation.snapshot"),
+                "give either a snapshot or a target, not both",
+            ));
         }
         if self.holes == 0 || self.holes > 512 {
             return Err(Error::config(format!("{prefix}.fragmentation.holes"), "must be between 1 and 512"));
@@ -114,12 +117,21 @@ impl FaultCosts {
     pub fn validate(&self, prefix: &str) -> Result<()> {
         let c = self;
         for (k, v) in [
-            ("base", c.base), ("colored", c.colored), ("thp", c.thp), ("hugetlb_2m", c.hugetlb_2m),
-            ("hugetlb_1g", c.hugetlb_1g), ("shootdown", c.shootdown), ("copy_4k", c.copy_4k), ("split", c.split),
+            ("base", c.base),
+            ("colored", c.colored),
+            ("thp", c.thp),
+            ("hugetlb_2m", c.hugetlb_2m),
+            ("hugetlb_1g", c.hugetlb_1g),
+            ("shootdown", c.shootdown),
+            ("copy_4k", c.copy_4k),
+            ("split", c.split),
             ("chp", c.chp),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
-                return Err(Error::config(format!("{prefix}.fault_cost.{k}"), "must be a non-negative number of cycles"));
+                return Err(Error::config(
+                    format!("{prefix}.fault_cost.{k}"),
+                    "must be a non-negative number of cycles",
+                ));
             }
         }
         Ok(())

@@ -37,7 +37,14 @@ impl AddressSpace {
     }
 
     /// Installs a leaf translation.
-    pub fn map_leaf(&mut self, vaddr: VirtAddr, frame: crate::units::Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Result<()> {
+    pub fn map_leaf(
+        &mut self,
+        vaddr: VirtAddr,
+        frame: crate::units::Pfn,
+        size: PageSize,
+        writable: bool,
+        mem: &mut PhysMem,
+    ) -> Result<()> {
         self.pt.map(vaddr, frame, size, writable, mem)?;
         self.mapped[size_index(size)] += size.bytes();
         Ok(())
@@ -55,7 +62,14 @@ impl AddressSpace {
 
     /// Collapses a 2 MiB (or 1 GiB) range into one leaf of `frame`; returns
     /// the entries it replaced.
-    pub fn collapse(&mut self, vaddr: VirtAddr, frame: crate::units::Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Vec<super::Pte> {
+    pub fn collapse(
+        &mut self,
+        vaddr: VirtAddr,
+        frame: crate::units::Pfn,
+        size: PageSize,
+        writable: bool,
+        mem: &mut PhysMem,
+    ) -> Vec<super::Pte> {
         let old = self.pt.collapse(vaddr, frame, size, writable, mem);
         let smaller = if size == PageSize::Size1G { PageSize::Size2M } else { PageSize::Size4K };
         self.mapped[size_index(smaller)] -= old.len() as u64 * smaller.bytes();
@@ -82,7 +96,12 @@ impl AddressSpace {
 
     /// munmap: removes [start, end) from the VMAs and the page table.
     /// Returns the removed leaves (their frames are the caller's to free).
-    pub fn unmap_range(&mut self, start: VirtAddr, end: VirtAddr, mem: &mut PhysMem) -> Result<(Vec<(VirtAddr, Mapping)>, u32)> {
+    pub fn unmap_range(
+        &mut self,
+        start: VirtAddr,
+        end: VirtAddr,
+        mem: &mut PhysMem,
+    ) -> Result<(Vec<(VirtAddr, Mapping)>, u32)> {
         let splits = self.split_edges(start, end, mem)?;
         let leaves = self.pt.leaves_in(start, end);
         for (va, m) in &leaves {

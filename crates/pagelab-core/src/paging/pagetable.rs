@@ -21,7 +21,7 @@
 use super::pte::{Pte, ACCESSED, DIRTY, LEAF_EXT};
 use crate::error::{Error, Result};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
-use crate::units::{Asid, Order, PageSize, PhysAddr, Pfn, VirtAddr, PTRS_PER_TABLE};
+use crate::units::{Asid, Order, PageSize, Pfn, PhysAddr, VirtAddr, PTRS_PER_TABLE};
 
 const NO_CHILD: u32 = u32::MAX;
 
@@ -337,7 +337,10 @@ impl PageTable {
         debug_assert!(bit != 0 && bit & !LEAF_EXT == 0, "{bit:#x} is not a leaf-extension bit");
         let (node, idx) = self.pmd_of(vaddr).expect("a leaf extension needs a PMD");
         let e = self.raw_entry_mut(node, idx);
-        debug_assert!(Pte::from_raw(*e).present() && !Pte::from_raw(*e).is_huge(), "leaf-extension bit on a PMD without a table");
+        debug_assert!(
+            Pte::from_raw(*e).present() && !Pte::from_raw(*e).is_huge(),
+            "leaf-extension bit on a PMD without a table"
+        );
         if on {
             *e |= bit;
         } else {
@@ -411,7 +414,14 @@ impl PageTable {
 
     /// Installs a leaf of `size` for the aligned `vaddr`, creating tables on
     /// the way. Mapping over a present entry is a bug in the caller.
-    pub fn map(&mut self, vaddr: VirtAddr, frame: Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Result<()> {
+    pub fn map(
+        &mut self,
+        vaddr: VirtAddr,
+        frame: Pfn,
+        size: PageSize,
+        writable: bool,
+        mem: &mut PhysMem,
+    ) -> Result<()> {
         debug_assert!(vaddr.is_aligned(size.bytes()) && frame.is_aligned(size.nr_pages()));
         let node = self.table_for(vaddr, size.leaf_level(), mem)?;
         let idx = table_index(vaddr, node.level);
@@ -471,7 +481,14 @@ impl PageTable {
     /// aligned `vaddr` into one huge leaf of `frame` (khugepaged's
     /// collapse_huge_page): the table page is freed; the old entries are
     /// returned so the caller can free or reuse their frames.
-    pub fn collapse(&mut self, vaddr: VirtAddr, frame: Pfn, size: PageSize, writable: bool, mem: &mut PhysMem) -> Vec<Pte> {
+    pub fn collapse(
+        &mut self,
+        vaddr: VirtAddr,
+        frame: Pfn,
+        size: PageSize,
+        writable: bool,
+        mem: &mut PhysMem,
+    ) -> Vec<Pte> {
         let level = size.leaf_level();
         let parent = self.table_for_existing(vaddr, level).expect("collapse under a missing table");
         let idx = table_index(vaddr, level);

@@ -167,7 +167,9 @@ mod tests {
         t.insert(vma(0x0, 0x2000));
         t.insert(Vma { name: "b".into(), ..vma(0x3000, 0x5000) });
         t.insert(Vma { name: "c".into(), ..vma(0x6000, 0x7000) });
-        let starts = |s: u64, e: u64| t.overlapping(VirtAddr::new(s), VirtAddr::new(e)).map(|v| v.start.raw()).collect::<Vec<_>>();
+        let starts = |s: u64, e: u64| {
+            t.overlapping(VirtAddr::new(s), VirtAddr::new(e)).map(|v| v.start.raw()).collect::<Vec<_>>()
+        };
         assert_eq!(starts(0x1000, 0x3001), [0x0, 0x3000]);
         assert_eq!(starts(0x2000, 0x3000), Vec::<u64>::new());
         assert_eq!(starts(0x4000, 0x8000), [0x3000, 0x6000]);

@@ -18,9 +18,7 @@ pub(crate) struct Bitmap {
 
 impl Bitmap {
     pub(crate) fn new(len: u64) -> Self {
-        Bitmap {
-            words: vec![0; len.div_ceil(64) as usize],
-        }
+        Bitmap { words: vec![0; len.div_ceil(64) as usize] }
     }
 
     #[inline]
@@ -50,11 +48,7 @@ impl Bitmap {
         let (first, last, mask) = if len >= 64 {
             (start / 64, (start + len) / 64, u64::MAX)
         } else {
-            (
-                start / 64,
-                start / 64 + 1,
-                ((1u64 << len) - 1) << (start % 64),
-            )
+            (start / 64, start / 64 + 1, ((1u64 << len) - 1) << (start % 64))
         };
         let last = last.min(self.words.len() as u64);
         (first..last).map(move |i| (i, self.words[i as usize] & mask))
@@ -63,9 +57,7 @@ impl Bitmap {
     /// Lowest set bit in the aligned range `[start, start+len)`.
     #[inline]
     pub(crate) fn first_in(&self, start: u64, len: u64) -> Option<u64> {
-        self.range_words(start, len)
-            .find(|&(_, w)| w != 0)
-            .map(|(i, w)| i * 64 + w.trailing_zeros() as u64)
+        self.range_words(start, len).find(|&(_, w)| w != 0).map(|(i, w)| i * 64 + w.trailing_zeros() as u64)
     }
 
     /// Whether any bit of the aligned range `[start, start+len)` is set,
@@ -82,9 +74,7 @@ impl Bitmap {
     /// Number of set bits in the aligned range `[start, start+len)`.
     #[inline]
     pub(crate) fn count_in(&self, start: u64, len: u64) -> u64 {
-        self.range_words(start, len)
-            .map(|(_, w)| w.count_ones() as u64)
-            .sum()
+        self.range_words(start, len).map(|(_, w)| w.count_ones() as u64).sum()
     }
 
     /// All set bits, lowest first.
@@ -99,11 +89,7 @@ impl Bitmap {
 
 /// The set bits of a run of words, lowest first.
 fn set_bits(words: &[u64]) -> impl Iterator<Item = u64> + '_ {
-    words
-        .iter()
-        .enumerate()
-        .filter(|(_, &w)| w != 0)
-        .flat_map(|(i, &w)| SetBits(w).map(move |b| i as u64 * 64 + b))
+    words.iter().enumerate().filter(|(_, &w)| w != 0).flat_map(|(i, &w)| SetBits(w).map(move |b| i as u64 * 64 + b))
 }
 
 /// The set bits of one word, lowest first.
@@ -142,9 +128,7 @@ impl SummaryBitmap {
 
     #[inline]
     pub(crate) fn get(&self, bit: u64) -> bool {
-        self.levels[0]
-            .get((bit / 64) as usize)
-            .is_some_and(|w| w & (1 << (bit % 64)) != 0)
+        self.levels[0].get((bit / 64) as usize).is_some_and(|w| w & (1 << (bit % 64)) != 0)
     }
 
     /// Sets `bit`; summary bits are set up to the first level that already

@@ -20,9 +20,7 @@
 use super::bitmap::Bitmap;
 use super::frame::{packed_is_movable, packed_nth, FrameOwner, PACKED_FREE};
 use super::free_area::FreeArea;
-use super::migratetype::{
-    should_try_claim_block, Migratetype, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,
-};
+use super::migratetype::{should_try_claim_block, Migratetype, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::error::{Error, Result};
 use crate::units::{Order, Pfn};
 
@@ -82,8 +80,7 @@ impl PhysMem {
     /// order, 9..=18.
     pub fn new(nr_frames: u64, max_order: u8) -> Result<Self> {
         if !(1..=MAX_FRAMES).contains(&nr_frames) {
-            let msg =
-                format!("{nr_frames} frames; the simulator takes 1 frame to 1 TiB (2^28 frames)");
+            let msg = format!("{nr_frames} frames; the simulator takes 1 frame to 1 TiB (2^28 frames)");
             return Err(Error::config(MEMORY_SIZE_KEY, msg));
         }
         if !(MIN_MAX_ORDER..=MAX_MAX_ORDER).contains(&max_order) {
@@ -96,9 +93,7 @@ impl PhysMem {
             max_order,
             owners: crate::hostmem::zeroed_vec(nr_frames as usize),
             pageblock_mt: vec![Migratetype::Movable; nr_pageblocks],
-            free_area: (0..=max_order)
-                .map(|o| FreeArea::new(o, nr_frames))
-                .collect(),
+            free_area: (0..=max_order).map(|o| FreeArea::new(o, nr_frames)).collect(),
             nr_free_pages: 0,
             stats: Stats::default(),
             snapshot_unplaced: 0,
@@ -382,15 +377,9 @@ impl PhysMem {
     pub fn free(&mut self, pfn: Pfn, order: Order) {
         let (mut pfn, mut order) = (pfn.raw(), order.get());
         debug_assert!(order <= self.max_order, "free of order {order} > max_order");
-        debug_assert!(
-            pfn.is_multiple_of(1 << order),
-            "free of misaligned pfn {pfn:#x} at order {order}"
-        );
+        debug_assert!(pfn.is_multiple_of(1 << order), "free of misaligned pfn {pfn:#x} at order {order}");
         let frames = &mut self.owners[pfn as usize..(pfn + (1 << order)) as usize];
-        debug_assert!(
-            frames.iter().all(|&o| o != PACKED_FREE),
-            "double free in block {pfn:#x} order {order}"
-        );
+        debug_assert!(frames.iter().all(|&o| o != PACKED_FREE), "double free in block {pfn:#x} order {order}");
         frames.fill(PACKED_FREE);
         let mt = self.block_mt(pfn);
         if order > PAGEBLOCK_ORDER {
@@ -398,9 +387,7 @@ impl PhysMem {
         }
         while order < self.max_order {
             let buddy = pfn ^ (1 << order);
-            if buddy + (1 << order) > self.nr_frames
-                || !self.free_area[order as usize].is_head(buddy)
-            {
+            if buddy + (1 << order) > self.nr_frames || !self.free_area[order as usize].is_head(buddy) {
                 break;
             }
             self.del_free(buddy, order);
@@ -442,8 +429,7 @@ impl PhysMem {
 
     /// The free block (head pfn, order) that contains `pfn`, if `pfn` is free.
     pub fn free_block_containing(&self, pfn: Pfn) -> Option<(Pfn, Order)> {
-        self.free_block_containing_raw(pfn.raw())
-            .map(|(h, o)| (Pfn::new(h), Order::new(o)))
+        self.free_block_containing_raw(pfn.raw()).map(|(h, o)| (Pfn::new(h), Order::new(o)))
     }
 
     /// Looks only at the free-list bitmaps, largest order first: reading
@@ -454,9 +440,7 @@ impl PhysMem {
     fn free_block_containing_raw(&self, pfn: u64) -> Option<(u64, u8)> {
         (0..=self.max_order).rev().find_map(|order| {
             let head = pfn & !((1u64 << order) - 1);
-            self.free_area[order as usize]
-                .is_head(head)
-                .then_some((head, order))
+            self.free_area[order as usize].is_head(head).then_some((head, order))
         })
     }
 
@@ -464,9 +448,7 @@ impl PhysMem {
 
     /// Free blocks of `order` on the list of `mt` (`nr_free` of one list).
     pub fn nr_free(&self, order: Order, mt: Migratetype) -> u64 {
-        self.free_area
-            .get(order.get() as usize)
-            .map_or(0, |a| a.nr_free(mt))
+        self.free_area.get(order.get() as usize).map_or(0, |a| a.nr_free(mt))
     }
 
     /// Free blocks per order, all types together (`/proc/buddyinfo`), index
@@ -484,48 +466,32 @@ impl PhysMem {
     /// could back 2 MiB pages now).
     pub fn free_pages_at_or_above(&self, order: Order) -> u64 {
         let first = order.get() as usize;
-        self.free_area
-            .iter()
-            .enumerate()
-            .skip(first)
-            .map(|(o, a)| a.nr_free_total() << o)
-            .sum()
+        self.free_area.iter().enumerate().skip(first).map(|(o, a)| a.nr_free_total() << o).sum()
     }
 
     /// Pfns of the free blocks of `order`, lowest first (O(bitmap)).
     pub fn free_blocks(&self, order: Order) -> Vec<Pfn> {
-        self.free_area
-            .get(order.get() as usize)
-            .map_or_else(Vec::new, |a| a.iter().map(Pfn::new).collect())
+        self.free_area.get(order.get() as usize).map_or_else(Vec::new, |a| a.iter().map(Pfn::new).collect())
     }
 
     /// Frames in free blocks inside pageblock `pb`, which must not lie in a
     /// free block of pageblock order or more.
     fn free_pages_in_pageblock(&self, pb: u64) -> u64 {
-        self.free_area[..PAGEBLOCK_ORDER as usize]
-            .iter()
-            .map(|a| a.free_pages_in_pageblock(pb))
-            .sum()
+        self.free_area[..PAGEBLOCK_ORDER as usize].iter().map(|a| a.free_pages_in_pageblock(pb)).sum()
     }
 
     /// Movable (user) frames in pageblock `pb`.
     pub(crate) fn movable_pages_in_pageblock(&self, pb: u64) -> u64 {
         let start = (pb * PAGEBLOCK_NR_PAGES) as usize;
         let end = ((pb + 1) * PAGEBLOCK_NR_PAGES).min(self.nr_frames) as usize;
-        self.owners[start..end]
-            .iter()
-            .filter(|&&o| packed_is_movable(o))
-            .count() as u64
+        self.owners[start..end].iter().filter(|&&o| packed_is_movable(o)).count() as u64
     }
 
     /// Whether the whole pageblock `pb` lies in one free block (of pageblock
     /// order or more), i.e. could back a 2 MiB page right now.
     pub fn pageblock_is_free(&self, pb: u64) -> bool {
         let pfn = pb * PAGEBLOCK_NR_PAGES;
-        pfn < self.nr_frames
-            && self
-                .free_block_containing_raw(pfn)
-                .is_some_and(|(_, order)| order >= PAGEBLOCK_ORDER)
+        pfn < self.nr_frames && self.free_block_containing_raw(pfn).is_some_and(|(_, order)| order >= PAGEBLOCK_ORDER)
     }
 
     // ---- pageblocks --------------------------------------------------------
@@ -587,41 +553,23 @@ impl PhysMem {
             }
         }
         if free_pages != self.nr_free_pages {
-            return Err(format!(
-                "nr_free_pages {} but free blocks hold {free_pages}",
-                self.nr_free_pages
-            ));
+            return Err(format!("nr_free_pages {} but free blocks hold {free_pages}", self.nr_free_pages));
         }
-        match (0..self.nr_frames)
-            .find(|&pfn| !covered.get(pfn) && self.owners[pfn as usize] == PACKED_FREE)
-        {
-            Some(pfn) => Err(format!(
-                "frame {pfn:#x} is neither in a free block nor owned"
-            )),
+        match (0..self.nr_frames).find(|&pfn| !covered.get(pfn) && self.owners[pfn as usize] == PACKED_FREE) {
+            Some(pfn) => Err(format!("frame {pfn:#x} is neither in a free block nor owned")),
             None => Ok(()),
         }
     }
 
-    fn check_free_block(
-        &self,
-        head: u64,
-        order: u8,
-        covered: &mut Bitmap,
-    ) -> std::result::Result<(), String> {
+    fn check_free_block(&self, head: u64, order: u8, covered: &mut Bitmap) -> std::result::Result<(), String> {
         let len = 1u64 << order;
         if head + len > self.nr_frames {
-            return Err(format!(
-                "free block {head:#x} order {order} runs past memory"
-            ));
+            return Err(format!("free block {head:#x} order {order} runs past memory"));
         }
         let mt = self.block_mt(head);
         let last_pb = (head + len - 1) >> PAGEBLOCK_ORDER;
-        if let Some(pb) =
-            (head >> PAGEBLOCK_ORDER..=last_pb).find(|&pb| self.pageblock_mt[pb as usize] != mt)
-        {
-            return Err(format!(
-                "free block {head:#x} order {order} spans pageblock {pb} of another type"
-            ));
+        if let Some(pb) = (head >> PAGEBLOCK_ORDER..=last_pb).find(|&pb| self.pageblock_mt[pb as usize] != mt) {
+            return Err(format!("free block {head:#x} order {order} spans pageblock {pb} of another type"));
         }
         for pfn in head..head + len {
             if covered.get(pfn) {
@@ -633,13 +581,8 @@ impl PhysMem {
             }
         }
         let buddy = head ^ len;
-        if order < self.max_order
-            && buddy + len <= self.nr_frames
-            && self.free_area[order as usize].is_head(buddy)
-        {
-            return Err(format!(
-                "free buddies {head:#x} and {buddy:#x} at order {order} not merged"
-            ));
+        if order < self.max_order && buddy + len <= self.nr_frames && self.free_area[order as usize].is_head(buddy) {
+            return Err(format!("free buddies {head:#x} and {buddy:#x} at order {order} not merged"));
         }
         Ok(())
     }
@@ -662,10 +605,7 @@ mod tests {
     }
 
     fn heads(mem: &PhysMem, order: u8) -> Vec<u64> {
-        mem.free_blocks(o(order))
-            .into_iter()
-            .map(Pfn::raw)
-            .collect()
+        mem.free_blocks(o(order)).into_iter().map(Pfn::raw).collect()
     }
 
     #[test]
@@ -691,9 +631,7 @@ mod tests {
     #[test]
     fn buddy_of_pfn_8_at_order_1_is_10() {
         let mut mem = PhysMem::new(16, 9).unwrap();
-        let pfns: Vec<u64> = (0..8)
-            .map(|_| mem.alloc(o(1), Migratetype::Movable, KERNEL).unwrap().raw())
-            .collect();
+        let pfns: Vec<u64> = (0..8).map(|_| mem.alloc(o(1), Migratetype::Movable, KERNEL).unwrap().raw()).collect();
         assert_eq!(pfns, [0, 2, 4, 6, 8, 10, 12, 14]);
         mem.free(p(10), o(1));
         assert_eq!(heads(&mem, 1), [10]);
@@ -715,10 +653,7 @@ mod tests {
         mem.check_invariants().unwrap();
         // 3000 = 2 * 1024 + 512 + 256 + 128 + 32 + 16 + 8 with max_order 10.
         let mem = PhysMem::new(3000, 10).unwrap();
-        assert_eq!(
-            mem.free_blocks_per_order(),
-            [0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 2]
-        );
+        assert_eq!(mem.free_blocks_per_order(), [0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 2]);
         assert_eq!(mem.free_pages(), 3000);
         mem.check_invariants().unwrap();
     }
@@ -739,18 +674,9 @@ mod tests {
     #[test]
     fn user_blocks_record_consecutive_vpns() {
         let mut mem = PhysMem::new(64, 9).unwrap();
-        let owner = FrameOwner::User {
-            asid: 2,
-            vpn: Vpn::new(100),
-        };
+        let owner = FrameOwner::User { asid: 2, vpn: Vpn::new(100) };
         let pfn = mem.alloc(o(2), Migratetype::Movable, owner).unwrap();
-        assert_eq!(
-            mem.owner(pfn.add(3)),
-            FrameOwner::User {
-                asid: 2,
-                vpn: Vpn::new(103)
-            }
-        );
+        assert_eq!(mem.owner(pfn.add(3)), FrameOwner::User { asid: 2, vpn: Vpn::new(103) });
         mem.set_owner(pfn.add(1), FrameOwner::PageTable { asid: 2 });
         assert_eq!(mem.owner(pfn.add(1)), FrameOwner::PageTable { asid: 2 });
         assert!(!mem.is_free(pfn) && mem.is_free(pfn.add(4)));
@@ -807,14 +733,7 @@ mod tests {
     fn unmovable_request_claims_a_mostly_free_pageblock() {
         // One pageblock with one movable frame at pfn 0 and 511 free frames.
         let mut mem = PhysMem::new(512, 9).unwrap();
-        mem.alloc(
-            o(0),
-            Migratetype::Movable,
-            FrameOwner::User {
-                asid: 1,
-                vpn: Vpn::new(0),
-            },
-        );
+        mem.alloc(o(0), Migratetype::Movable, FrameOwner::User { asid: 1, vpn: Vpn::new(0) });
         // The largest fallback block is 256 (order 8); the pageblock has
         // 511 free frames >= 256, so it is claimed and the request served
         // from the unmovable lists, lowest first: pfn 1.
@@ -833,17 +752,11 @@ mod tests {
         let mut mem = PhysMem::new(512, 9).unwrap();
         mem.set_pageblock_migratetype(p(0), Migratetype::Unmovable);
         assert_eq!(mem.alloc(o(8), Migratetype::Unmovable, KERNEL), Some(p(0)));
-        assert_eq!(
-            mem.alloc(o(5), Migratetype::Unmovable, KERNEL),
-            Some(p(256))
-        );
+        assert_eq!(mem.alloc(o(5), Migratetype::Unmovable, KERNEL), Some(p(256)));
         // A movable order-0 request tries to claim from orders 7, 6, 5 (too
         // few free or movable frames), stops at order 3 (too small to
         // claim), then steals the smallest fallback block, 288 (o5).
-        let user = FrameOwner::User {
-            asid: 1,
-            vpn: Vpn::new(0),
-        };
+        let user = FrameOwner::User { asid: 1, vpn: Vpn::new(0) };
         assert_eq!(mem.alloc(o(0), Migratetype::Movable, user), Some(p(288)));
         assert_eq!(mem.pageblock_migratetype(p(0)), Migratetype::Unmovable);
         assert_eq!((mem.stats().fallbacks, mem.stats().steals), (1, 0));

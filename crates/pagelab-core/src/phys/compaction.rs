@@ -53,10 +53,7 @@ pub fn compact(
     order: Order,
     mut migrate: impl FnMut(Pfn, Pfn, FrameOwner) -> bool,
 ) -> CompactionStats {
-    let mut stats = CompactionStats {
-        success: compact_finished(mem, order),
-        ..Default::default()
-    };
+    let mut stats = CompactionStats { success: compact_finished(mem, order), ..Default::default() };
     let mut free_scanner = FreeScanner::new(mem);
     for migrate_pb in 0..mem.nr_pageblocks() {
         if stats.success || free_scanner.pb <= migrate_pb {
@@ -92,12 +89,7 @@ pub fn compact(
 }
 
 /// Moves frame `old` to the free frame `new` through the caller's closure.
-fn migrate_one(
-    mem: &mut PhysMem,
-    old: u64,
-    new: u64,
-    migrate: &mut impl FnMut(Pfn, Pfn, FrameOwner) -> bool,
-) -> bool {
+fn migrate_one(mem: &mut PhysMem, old: u64, new: u64, migrate: &mut impl FnMut(Pfn, Pfn, FrameOwner) -> bool) -> bool {
     let (old, new) = (Pfn::new(old), Pfn::new(new));
     let owner = mem.owner(old);
     let taken = mem.alloc_specific(new, Order::BASE, owner);
@@ -130,10 +122,7 @@ struct FreeScanner {
 impl FreeScanner {
     fn new(mem: &PhysMem) -> Self {
         let pb = mem.nr_pageblocks() - 1;
-        FreeScanner {
-            pb,
-            cursor: Self::start_of_scan(mem, pb),
-        }
+        FreeScanner { pb, cursor: Self::start_of_scan(mem, pb) }
     }
 
     /// Top frame of pageblock `pb` if it may give targets
@@ -141,8 +130,7 @@ impl FreeScanner {
     /// scanner never breaks up a free 2 MiB block.
     fn start_of_scan(mem: &PhysMem, pb: u64) -> Option<u64> {
         let first = pb * PAGEBLOCK_NR_PAGES;
-        let suitable = mem.pageblock_migratetype(Pfn::new(first)) == Migratetype::Movable
-            && !mem.pageblock_is_free(pb);
+        let suitable = mem.pageblock_migratetype(Pfn::new(first)) == Migratetype::Movable && !mem.pageblock_is_free(pb);
         suitable.then(|| ((pb + 1) * PAGEBLOCK_NR_PAGES).min(mem.nr_frames()) - 1)
     }
 
@@ -180,10 +168,7 @@ mod tests {
     use crate::units::Vpn;
 
     fn user(vpn: u64) -> FrameOwner {
-        FrameOwner::User {
-            asid: 1,
-            vpn: Vpn::new(vpn),
-        }
+        FrameOwner::User { asid: 1, vpn: Vpn::new(vpn) }
     }
 
     /// 4 pageblocks: user frames 0..10 in the first, and one user frame in
@@ -267,13 +252,7 @@ mod tests {
         // nothing.
         assert!(mem.alloc_specific(Pfn::new(20), Order::BASE, FrameOwner::Kernel));
         let stats = compact(&mut mem, Order::new(3), |_, _, _| panic!("nothing to do"));
-        assert_eq!(
-            stats,
-            CompactionStats {
-                success: true,
-                ..Default::default()
-            }
-        );
+        assert_eq!(stats, CompactionStats { success: true, ..Default::default() });
         let stats = compact(&mut mem, Order::PMD, |_, _, _| true);
         // Pageblock 0 keeps the kernel frame, pageblock 1 is emptied.
         assert!(stats.success);

@@ -96,12 +96,8 @@ pub fn fi_from(free: &[u64], nr_frames: u64) -> f64 {
     if nr_frames == 0 {
         return 0.0;
     }
-    let backed: u128 = free
-        .iter()
-        .enumerate()
-        .skip(PAGEBLOCK_ORDER as usize)
-        .map(|(o, &blocks)| (blocks as u128) << o)
-        .sum();
+    let backed: u128 =
+        free.iter().enumerate().skip(PAGEBLOCK_ORDER as usize).map(|(o, &blocks)| (blocks as u128) << o).sum();
     1.0 - backed as f64 / nr_frames as f64
 }
 
@@ -170,25 +166,14 @@ pub fn inject(
     validate(target_fi, holes_per_block)?;
     let fi_now = fi(mem);
     if target_fi <= 0.0 || fi_now >= target_fi {
-        return Ok(InjectReport {
-            fi_reached: fi_now,
-            ..InjectReport::default()
-        });
+        return Ok(InjectReport { fi_reached: fi_now, ..InjectReport::default() });
     }
     let mut candidates = fully_free_pageblocks(mem);
-    let (backed, nr_frames) = (
-        mem.free_pages_at_or_above(Order::new(PAGEBLOCK_ORDER)),
-        mem.nr_frames(),
-    );
+    let (backed, nr_frames) = (mem.free_pages_at_or_above(Order::new(PAGEBLOCK_ORDER)), mem.nr_frames());
     // The same formula as fi, after `blocks` more pageblocks are spoilt.
-    let fi_after =
-        |blocks: u64| 1.0 - (backed - blocks * PAGEBLOCK_NR_PAGES) as f64 / nr_frames as f64;
-    let Some(needed) = (1..=candidates.len() as u64).find(|&blocks| fi_after(blocks) >= target_fi)
-    else {
-        let msg = format!(
-            "F_i {target_fi} cannot be reached: at most {}",
-            fi_after(candidates.len() as u64)
-        );
+    let fi_after = |blocks: u64| 1.0 - (backed - blocks * PAGEBLOCK_NR_PAGES) as f64 / nr_frames as f64;
+    let Some(needed) = (1..=candidates.len() as u64).find(|&blocks| fi_after(blocks) >= target_fi) else {
+        let msg = format!("F_i {target_fi} cannot be reached: at most {}", fi_after(candidates.len() as u64));
         return Err(Error::config(format!("{CONFIG_PREFIX}.target"), msg));
     };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -200,11 +185,8 @@ pub fn inject(
         hole_offsets(pattern, holes_per_block, &mut rng, &mut offsets);
         pin_holes(mem, pb, &offsets);
     }
-    let report = InjectReport {
-        fi_reached: fi(mem),
-        blocks_fragmented: needed,
-        frames_pinned: needed * holes_per_block as u64,
-    };
+    let report =
+        InjectReport { fi_reached: fi(mem), blocks_fragmented: needed, frames_pinned: needed * holes_per_block as u64 };
     debug_assert_eq!(report.fi_reached, fi_after(needed));
     mem.debug_check_invariants();
     Ok(report)
@@ -240,10 +222,7 @@ fn hole_offsets(pattern: Pattern, holes: u32, rng: &mut Xoshiro256PlusPlus, out:
     match pattern {
         Pattern::Dispersed => {
             for i in 0..holes {
-                let (lo, hi) = (
-                    i * PAGEBLOCK_NR_PAGES / holes,
-                    (i + 1) * PAGEBLOCK_NR_PAGES / holes,
-                );
+                let (lo, hi) = (i * PAGEBLOCK_NR_PAGES / holes, (i + 1) * PAGEBLOCK_NR_PAGES / holes);
                 out.push(rng.random_range(lo..hi));
             }
         }
@@ -316,8 +295,7 @@ mod tests {
         // leaving order-9 blocks worth 1536 of 2048 frames: 0.25.
         let mut mem = PhysMem::new(2048, 10).unwrap();
         assert_eq!(fi(&mem), 0.0);
-        mem.alloc(o(0), Migratetype::Movable, FrameOwner::Kernel)
-            .unwrap();
+        mem.alloc(o(0), Migratetype::Movable, FrameOwner::Kernel).unwrap();
         assert_eq!(fi(&mem), 0.25);
         assert_eq!(fi_from(&mem.free_blocks_per_order(), 2048), 0.25);
         // 1000 frames: only the first 512 can ever be a huge page.
@@ -326,9 +304,7 @@ mod tests {
 
     /// Pfns of the kernel frames, lowest first.
     fn pinned(mem: &PhysMem) -> Vec<u64> {
-        (0..mem.nr_frames())
-            .filter(|&p| mem.owner(Pfn::new(p)) == FrameOwner::Kernel)
-            .collect()
+        (0..mem.nr_frames()).filter(|&p| mem.owner(Pfn::new(p)) == FrameOwner::Kernel).collect()
     }
 
     #[test]
@@ -354,24 +330,13 @@ mod tests {
         assert_eq!(mem.free_pages(), 16384 - 17 * 25);
         mem.check_invariants().unwrap();
         // Fragmented pageblocks are unmovable, the others still movable.
-        let unmovable = (0..32)
-            .filter(|pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable)
-            .count();
+        let unmovable =
+            (0..32).filter(|pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable).count();
         assert_eq!(unmovable, 17);
         // Asking for less than is already there does nothing.
         let again = inject(&mut mem, 0.3, Pattern::Clustered, 25, 7).unwrap();
-        assert_eq!(
-            (again.blocks_fragmented, again.fi_reached),
-            (0, 17.0 / 32.0)
-        );
-        let zero = inject(
-            &mut PhysMem::new(16384, 10).unwrap(),
-            0.0,
-            Pattern::Dispersed,
-            1,
-            0,
-        )
-        .unwrap();
+        assert_eq!((again.blocks_fragmented, again.fi_reached), (0, 17.0 / 32.0));
+        let zero = inject(&mut PhysMem::new(16384, 10).unwrap(), 0.0, Pattern::Dispersed, 1, 0).unwrap();
         assert_eq!(zero, InjectReport::default());
     }
 
@@ -384,22 +349,10 @@ mod tests {
             Err(Error::Config { key, .. }) => key,
             other => panic!("expected a config error, got {other:?}"),
         };
-        assert_eq!(
-            key(inject(&mut mem, 1.5, Pattern::Dispersed, 1, 0)),
-            "os.fragmentation.target"
-        );
-        assert_eq!(
-            key(inject(&mut mem, f64::NAN, Pattern::Dispersed, 1, 0)),
-            "os.fragmentation.target"
-        );
-        assert_eq!(
-            key(inject(&mut mem, 0.5, Pattern::Dispersed, 0, 0)),
-            "os.fragmentation.holes"
-        );
-        assert_eq!(
-            key(inject(&mut mem, 0.5, Pattern::Dispersed, 513, 0)),
-            "os.fragmentation.holes"
-        );
+        assert_eq!(key(inject(&mut mem, 1.5, Pattern::Dispersed, 1, 0)), "os.fragmentation.target");
+        assert_eq!(key(inject(&mut mem, f64::NAN, Pattern::Dispersed, 1, 0)), "os.fragmentation.target");
+        assert_eq!(key(inject(&mut mem, 0.5, Pattern::Dispersed, 0, 0)), "os.fragmentation.holes");
+        assert_eq!(key(inject(&mut mem, 0.5, Pattern::Dispersed, 513, 0)), "os.fragmentation.holes");
     }
 
     #[test]
@@ -418,11 +371,7 @@ mod tests {
         assert_eq!(clustered.len(), 8);
         for offsets in clustered.values() {
             assert_eq!(offsets.len(), 25);
-            assert_eq!(
-                offsets[24] - offsets[0],
-                24,
-                "one contiguous run: {offsets:?}"
-            );
+            assert_eq!(offsets[24] - offsets[0], 24, "one contiguous run: {offsets:?}");
         }
         let mut mem = PhysMem::new(8192, 10).unwrap();
         inject(&mut mem, 0.5, Pattern::Dispersed, 8, 11).unwrap();
@@ -439,11 +388,7 @@ mod tests {
     #[test]
     #[ignore]
     fn one_tib_injection_timing() {
-        for (pattern, holes) in [
-            (Pattern::Dispersed, 1),
-            (Pattern::Clustered, 25),
-            (Pattern::Dispersed, 25),
-        ] {
+        for (pattern, holes) in [(Pattern::Dispersed, 1), (Pattern::Clustered, 25), (Pattern::Dispersed, 25)] {
             let start = std::time::Instant::now();
             let mut mem = PhysMem::new(1 << 28, 10).unwrap();
             let report = inject(&mut mem, 0.9, pattern, holes, 1).unwrap();

@@ -47,14 +47,9 @@ impl FrameOwner {
         match self {
             FrameOwner::Free => TAG_FREE << TAG_SHIFT,
             FrameOwner::Kernel => TAG_KERNEL << TAG_SHIFT,
-            FrameOwner::PageTable { asid } => {
-                TAG_PAGE_TABLE << TAG_SHIFT | (asid as u64) << ASID_SHIFT
-            }
+            FrameOwner::PageTable { asid } => TAG_PAGE_TABLE << TAG_SHIFT | (asid as u64) << ASID_SHIFT,
             FrameOwner::User { asid, vpn } => {
-                debug_assert!(
-                    vpn.raw() <= VPN_MASK,
-                    "{vpn:?} does not fit in {VPN_BITS} bits"
-                );
+                debug_assert!(vpn.raw() <= VPN_MASK, "{vpn:?} does not fit in {VPN_BITS} bits");
                 TAG_USER << TAG_SHIFT | (asid as u64) << ASID_SHIFT | (vpn.raw() & VPN_MASK)
             }
             FrameOwner::Reserved { pool } => TAG_RESERVED << TAG_SHIFT | pool as u64,
@@ -69,10 +64,7 @@ impl FrameOwner {
             TAG_FREE => FrameOwner::Free,
             TAG_KERNEL => FrameOwner::Kernel,
             TAG_PAGE_TABLE => FrameOwner::PageTable { asid },
-            TAG_USER => FrameOwner::User {
-                asid,
-                vpn: Vpn::new(raw & VPN_MASK),
-            },
+            TAG_USER => FrameOwner::User { asid, vpn: Vpn::new(raw & VPN_MASK) },
             TAG_RESERVED => FrameOwner::Reserved { pool: raw as u8 },
             tag => unreachable!("corrupt packed frame owner {raw:#x} (tag {tag})"),
         }
@@ -83,10 +75,7 @@ impl FrameOwner {
     #[inline]
     pub fn nth(self, i: u64) -> FrameOwner {
         match self {
-            FrameOwner::User { asid, vpn } => FrameOwner::User {
-                asid,
-                vpn: vpn.add(i),
-            },
+            FrameOwner::User { asid, vpn } => FrameOwner::User { asid, vpn: vpn.add(i) },
             other => other,
         }
     }
@@ -108,10 +97,7 @@ impl FrameOwner {
 #[inline]
 pub(crate) fn packed_nth(first: u64, i: u64) -> u64 {
     if first >> TAG_SHIFT == TAG_USER {
-        debug_assert!(
-            (first & VPN_MASK) + i <= VPN_MASK,
-            "vpn overflows {VPN_BITS} bits"
-        );
+        debug_assert!((first & VPN_MASK) + i <= VPN_MASK, "vpn overflows {VPN_BITS} bits");
         first + i
     } else {
         first
@@ -137,14 +123,8 @@ mod tests {
             FrameOwner::Free,
             FrameOwner::Kernel,
             FrameOwner::PageTable { asid: 0xffff },
-            FrameOwner::User {
-                asid: 7,
-                vpn: Vpn::new(VPN_MASK),
-            },
-            FrameOwner::User {
-                asid: 0,
-                vpn: Vpn::new(0),
-            },
+            FrameOwner::User { asid: 7, vpn: Vpn::new(VPN_MASK) },
+            FrameOwner::User { asid: 0, vpn: Vpn::new(0) },
             FrameOwner::Reserved { pool: 255 },
         ];
         for owner in cases {
@@ -152,33 +132,14 @@ mod tests {
         }
         assert_eq!(FrameOwner::Free.pack(), PACKED_FREE);
         // User and PageTable of the same asid differ in the tag only.
-        assert_ne!(
-            FrameOwner::User {
-                asid: 1,
-                vpn: Vpn::new(0)
-            }
-            .pack(),
-            FrameOwner::PageTable { asid: 1 }.pack()
-        );
+        assert_ne!(FrameOwner::User { asid: 1, vpn: Vpn::new(0) }.pack(), FrameOwner::PageTable { asid: 1 }.pack());
     }
 
     #[test]
     fn user_blocks_back_consecutive_pages() {
-        let first = FrameOwner::User {
-            asid: 3,
-            vpn: Vpn::new(0x7f00_0000),
-        };
-        assert_eq!(
-            first.nth(5),
-            FrameOwner::User {
-                asid: 3,
-                vpn: Vpn::new(0x7f00_0005)
-            }
-        );
-        assert_eq!(
-            FrameOwner::unpack(packed_nth(first.pack(), 5)),
-            first.nth(5)
-        );
+        let first = FrameOwner::User { asid: 3, vpn: Vpn::new(0x7f00_0000) };
+        assert_eq!(first.nth(5), FrameOwner::User { asid: 3, vpn: Vpn::new(0x7f00_0005) });
+        assert_eq!(FrameOwner::unpack(packed_nth(first.pack(), 5)), first.nth(5));
         let kernel = FrameOwner::Kernel.pack();
         assert_eq!(packed_nth(kernel, 9), kernel);
         assert!(first.is_movable() && !FrameOwner::Kernel.is_movable());

@@ -68,11 +68,7 @@ impl FreeArea {
     /// on the list of `mt` (its pageblock's type).
     #[inline]
     pub(crate) fn add(&mut self, pfn: u64, mt: Migratetype) {
-        debug_assert!(
-            !self.is_head(pfn),
-            "pfn {pfn:#x} already free at order {}",
-            self.order
-        );
+        debug_assert!(!self.is_head(pfn), "pfn {pfn:#x} already free at order {}", self.order);
         self.heads.set(pfn >> self.order);
         self.lists[mt.index()].set(pfn >> self.group_order());
         self.nr_free[mt.index()] += 1;
@@ -81,11 +77,7 @@ impl FreeArea {
     /// `del_page_from_free_list`.
     #[inline]
     pub(crate) fn del(&mut self, pfn: u64, mt: Migratetype) {
-        debug_assert!(
-            self.is_head(pfn),
-            "pfn {pfn:#x} not free at order {}",
-            self.order
-        );
+        debug_assert!(self.is_head(pfn), "pfn {pfn:#x} not free at order {}", self.order);
         let head = pfn >> self.order;
         self.heads.clear(head);
         self.nr_free[mt.index()] -= 1;
@@ -168,25 +160,17 @@ impl FreeArea {
             let mt = group_mt(group);
             counted[mt.index()] += 1;
             if !self.listed(mt, group) {
-                return Err(format!(
-                    "order {order}: free pfn {pfn:#x} not on the {} list",
-                    mt.name()
-                ));
+                return Err(format!("order {order}: free pfn {pfn:#x} not on the {} list", mt.name()));
             }
             if groups_seen.last() != Some(&group) {
                 groups_seen.push(group);
             }
         }
         if counted != self.nr_free {
-            return Err(format!(
-                "order {order}: nr_free {:?} but heads {counted:?}",
-                self.nr_free
-            ));
+            return Err(format!("order {order}: nr_free {:?} but heads {counted:?}", self.nr_free));
         }
         for mt in Migratetype::ALL {
-            self.lists[mt.index()]
-                .check()
-                .map_err(|e| format!("order {order} {}: {e}", mt.name()))?;
+            self.lists[mt.index()].check().map_err(|e| format!("order {order} {}: {e}", mt.name()))?;
             let listed = self.lists[mt.index()].iter().count() as u64;
             let expected = groups_seen.iter().filter(|&&g| group_mt(g) == mt).count() as u64;
             if listed != expected {

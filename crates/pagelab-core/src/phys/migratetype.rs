@@ -14,9 +14,7 @@ pub const PAGEBLOCK_NR_PAGES: u64 = 1 << PAGEBLOCK_ORDER;
 /// The migratetypes a pageblock can have. The numbering follows Linux
 /// (`MIGRATE_UNMOVABLE = 0, MIGRATE_MOVABLE = 1, MIGRATE_RECLAIMABLE = 2`);
 /// HIGHATOMIC, CMA and ISOLATE are not modelled.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, serde::Deserialize, serde::Serialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Migratetype {
     Unmovable = 0,
@@ -28,11 +26,8 @@ pub enum Migratetype {
 pub const NR_MIGRATETYPES: usize = 3;
 
 impl Migratetype {
-    pub const ALL: [Migratetype; NR_MIGRATETYPES] = [
-        Migratetype::Unmovable,
-        Migratetype::Movable,
-        Migratetype::Reclaimable,
-    ];
+    pub const ALL: [Migratetype; NR_MIGRATETYPES] =
+        [Migratetype::Unmovable, Migratetype::Movable, Migratetype::Reclaimable];
 
     #[inline]
     pub const fn index(self) -> usize {

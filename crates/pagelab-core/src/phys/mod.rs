@@ -16,18 +16,15 @@ mod bitmap;
 pub mod buddy;
 pub mod compaction;
 pub mod fragmentation;
-pub mod snapshot;
 pub mod frame;
 mod free_area;
 pub mod migratetype;
+pub mod snapshot;
 
 pub use buddy::{
-    PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY,
-    MIN_MAX_ORDER,
+    PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY, MIN_MAX_ORDER,
 };
 pub use compaction::{compact, CompactionStats};
-pub use fragmentation::{
-    fi, fi_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern,
-};
+pub use fragmentation::{fi, fi_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern};
 pub use frame::FrameOwner;
 pub use migratetype::{Migratetype, NR_MIGRATETYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};

@@ -26,8 +26,11 @@ use crate::error::{Error, Result};
 use crate::units::{Order, Pfn};
 
 /// The migratetypes pagelab models, in `/proc/pagetypeinfo`'s names.
-const TYPES: [(&str, Migratetype); 3] =
-    [("Unmovable", Migratetype::Unmovable), ("Movable", Migratetype::Movable), ("Reclaimable", Migratetype::Reclaimable)];
+const TYPES: [(&str, Migratetype); 3] = [
+    ("Unmovable", Migratetype::Unmovable),
+    ("Movable", Migratetype::Movable),
+    ("Reclaimable", Migratetype::Reclaimable),
+];
 const PAGEBLOCK_PAGES: u64 = 512;
 
 /// A parsed snapshot, zones summed.
@@ -52,9 +55,14 @@ impl Snapshot {
 
     /// Parses a capture file; `path` names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Snapshot> {
-        let err = |line: usize, msg: String| Error::Trace { path: path.into(), offset: line as u64, msg: format!("line {line}: {msg}") };
+        let err = |line: usize, msg: String| Error::Trace {
+            path: path.into(),
+            offset: line as u64,
+            msg: format!("line {line}: {msg}"),
+        };
         let mut section = "";
-        let mut snap = Snapshot { free: Vec::new(), free_by_type: Default::default(), pageblocks: [0; 3], total_pageblocks: 0 };
+        let mut snap =
+            Snapshot { free: Vec::new(), free_by_type: Default::default(), pageblocks: [0; 3], total_pageblocks: 0 };
         let mut block_types: Vec<String> = Vec::new();
         let mut saw_pagetypeinfo = false;
         for (i, line) in text.lines().enumerate() {
@@ -95,7 +103,11 @@ impl Snapshot {
             }
         }
         if !saw_pagetypeinfo || snap.total_pageblocks == 0 {
-            return Err(err(0, "no /proc/pagetypeinfo section with pageblock counts (capture as root with `pagelab frag capture`)".into()));
+            return Err(err(
+                0,
+                "no /proc/pagetypeinfo section with pageblock counts (capture as root with `pagelab frag capture`)"
+                    .into(),
+            ));
         }
         Ok(snap)
     }
@@ -140,7 +152,10 @@ impl Snapshot {
 fn split_counts(line: &str) -> std::result::Result<(String, Vec<u64>), String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let first_count = words.iter().rposition(|w| w.parse::<u64>().is_err()).map_or(0, |i| i + 1);
-    let counts = words[first_count..].iter().map(|w| w.parse::<u64>().map_err(|e| format!("`{w}`: {e}"))).collect::<std::result::Result<Vec<_>, _>>()?;
+    let counts = words[first_count..]
+        .iter()
+        .map(|w| w.parse::<u64>().map_err(|e| format!("`{w}`: {e}")))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     if counts.is_empty() {
         return Err("a line with no counts".into());
     }
@@ -239,7 +254,8 @@ fn can_free_at(mem: &PhysMem, start: u64, order: Order) -> bool {
         return false;
     }
     let mt = mem.pageblock_migratetype(Pfn::new(start));
-    let same_type = (0..span.div_ceil(PAGEBLOCK_PAGES)).all(|b| mem.pageblock_migratetype(Pfn::new(start + b * PAGEBLOCK_PAGES)) == mt);
+    let same_type = (0..span.div_ceil(PAGEBLOCK_PAGES))
+        .all(|b| mem.pageblock_migratetype(Pfn::new(start + b * PAGEBLOCK_PAGES)) == mt);
     // Blocks of the largest order never merge; smaller ones merge with a
     // free buddy of their order, which would change the counts.
     let buddy = Pfn::new(start ^ span);
@@ -338,8 +354,10 @@ Node 0, zone   Normal           44         2992          100            0       
         let mut mem = PhysMem::new(129 * 512, 9).unwrap();
         let unplaced = s.apply(&mut mem, 3).unwrap();
         mem.check_invariants().unwrap();
-        let unmovable = (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable).count();
-        let reclaimable = (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Reclaimable).count();
+        let unmovable =
+            (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable).count();
+        let reclaimable =
+            (0..129).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Reclaimable).count();
         assert_eq!((unmovable, reclaimable), (65, 64));
         // 64.5 free order-9 blocks of each type wanted, rounded at random:
         // 65 Reclaimable ones leave one without a pageblock.

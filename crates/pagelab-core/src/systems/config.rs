@@ -132,7 +132,10 @@ impl OsConfig {
             let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
             return Err(Error::config(
                 key,
-                format!("the chain must end with a system that backs every fault ({}), not `{last}`", terminal.join(", ")),
+                format!(
+                    "the chain must end with a system that backs every fault ({}), not `{last}`",
+                    terminal.join(", ")
+                ),
             ));
         }
         Ok(())

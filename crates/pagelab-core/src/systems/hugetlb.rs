@@ -67,7 +67,10 @@ impl HugetlbConfig {
             return Err(Error::config(format!("{prefix}.hugetlb.size"), "1GiB pages need machine.max_order = 18"));
         }
         if !self.pool.bytes().is_multiple_of(self.size.bytes()) || self.pool.bytes() > phys_mem {
-            return Err(Error::config(format!("{prefix}.hugetlb.pool"), "must be a multiple of hugetlb.size within phys_mem"));
+            return Err(Error::config(
+                format!("{prefix}.hugetlb.pool"),
+                "must be a multiple of hugetlb.size within phys_mem",
+            ));
         }
         Ok(())
     }
@@ -102,7 +105,10 @@ impl HugetlbPool {
         };
         let want = cfg.pool.bytes() / size.bytes();
         if pool.reserve(want, mem) < want {
-            return Err(Error::config("os.hugetlb.pool", format!("only {} of {want} huge pages could be reserved", pool.free.len())));
+            return Err(Error::config(
+                "os.hugetlb.pool",
+                format!("only {} of {want} huge pages could be reserved", pool.free.len()),
+            ));
         }
         Ok(pool)
     }
@@ -111,7 +117,9 @@ impl HugetlbPool {
     fn reserve(&mut self, n: u64, mem: &mut PhysMem) -> u64 {
         let mut got = 0;
         while got < n {
-            let Some(frame) = mem.alloc(self.size.order(), Migratetype::Movable, FrameOwner::Reserved { pool: HUGETLB_POOL }) else {
+            let Some(frame) =
+                mem.alloc(self.size.order(), Migratetype::Movable, FrameOwner::Reserved { pool: HUGETLB_POOL })
+            else {
                 break;
             };
             self.free.push(frame);

@@ -23,9 +23,9 @@ pub mod chp;
 pub mod coloring;
 mod config;
 pub mod hugetlb;
-pub mod thp;
 #[cfg(test)]
 mod tests;
+pub mod thp;
 
 pub use config::{OsConfig, PolicyKind};
 

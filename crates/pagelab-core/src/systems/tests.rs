@@ -38,7 +38,10 @@ fn a_bad_chain_is_a_configuration_error_naming_the_key() {
     let twice = chain_error("[\"base\", \"base\"]");
     assert!(twice.contains("twice"), "{twice}");
     let open_end = chain_error("[\"base\", \"thp\"]");
-    assert!(open_end.contains("must end with a system that backs every fault") && open_end.contains("`thp`"), "{open_end}");
+    assert!(
+        open_end.contains("must end with a system that backs every fault") && open_end.contains("`thp`"),
+        "{open_end}"
+    );
 }
 
 #[test]
@@ -59,7 +62,9 @@ fn thp_declines_an_unaligned_range_and_coloring_backs_it() {
 #[test]
 fn every_registered_system_reports_its_statistics_when_absent() {
     let sim = simulate(config(&[]), vec![batch(vec![mmap(BASE, 8192)], stores(BASE, 2))]).unwrap();
-    for name in ["os.faults.chp", "os.faults.hugetlb_1g", "os.chp.success_ratio", "os.thp.fault_fallback", "khugepaged.succeed"] {
+    for name in
+        ["os.faults.chp", "os.faults.hugetlb_1g", "os.chp.success_ratio", "os.thp.fault_fallback", "khugepaged.succeed"]
+    {
         assert_eq!(stat(&sim, name), 0.0, "{name}");
     }
     assert_eq!(stat(&sim, "os.faults.base"), 2.0);

@@ -30,12 +30,14 @@ impl ChampSimLayout {
     /// `input_instr`: ip u64; is_branch, branch_taken u8; destination
     /// registers [2]u8; source registers [4]u8; destination_memory [2]u64 at
     /// 16; source_memory [4]u64 at 32 (64 bytes, no padding).
-    pub const STANDARD: ChampSimLayout = ChampSimLayout { record: 64, dst_offset: 16, dst_count: 2, src_offset: 32, src_count: 4 };
+    pub const STANDARD: ChampSimLayout =
+        ChampSimLayout { record: 64, dst_offset: 16, dst_count: 2, src_offset: 32, src_count: 4 };
     /// `cloudsuite_instr`: four destination registers, so after 18 bytes of
     /// ip, branch and registers the u64 arrays align to 24: destination
     /// memory [4]u64 at 24, source memory [4]u64 at 56, asid [2]u8 at 88,
     /// padding to 96.
-    pub const CLOUDSUITE: ChampSimLayout = ChampSimLayout { record: 96, dst_offset: 24, dst_count: 4, src_offset: 56, src_count: 4 };
+    pub const CLOUDSUITE: ChampSimLayout =
+        ChampSimLayout { record: 96, dst_offset: 24, dst_count: 4, src_offset: 56, src_count: 4 };
 }
 
 /// Records decoded per `fill`.
@@ -64,7 +66,11 @@ fn u64_at(rec: &[u8], at: usize) -> u64 {
 impl Source for ChampSimReader {
     fn fill(&mut self, sink: &mut Sink) -> Result<bool> {
         let got = read_full(&mut self.r, &mut self.buf).map_err(|e| {
-            bad(&self.path, self.offset, format!("decompression or read failed near this offset of the decompressed stream: {e}"))
+            bad(
+                &self.path,
+                self.offset,
+                format!("decompression or read failed near this offset of the decompressed stream: {e}"),
+            )
         })?;
         let l = self.layout;
         let whole = got / l.record;
@@ -88,7 +94,11 @@ impl Source for ChampSimReader {
             return Err(bad(
                 &self.path,
                 self.offset,
-                format!("truncated: the last record has {} of {} bytes (offset in the decompressed stream)", got % l.record, l.record),
+                format!(
+                    "truncated: the last record has {} of {} bytes (offset in the decompressed stream)",
+                    got % l.record,
+                    l.record
+                ),
             ));
         }
         Ok(got == self.buf.len())

@@ -84,7 +84,9 @@ fn decoder(path: &Path, file: BufReader<File>, c: Compression) -> Result<Stream>
         Compression::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(file)),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
         Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(file)),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(file).map_err(|e| bad(path, 0, format!("zstd: {e}")))?),
+        Compression::Zstd => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(file).map_err(|e| bad(path, 0, format!("zstd: {e}")))?)
+        }
     })
 }
 
@@ -104,7 +106,8 @@ pub fn open(path: &Path, format: Option<TraceFormat>) -> Result<Detected> {
     let compression = if head.starts_with(MAGIC) { Compression::None } else { Compression::from_magic(head) };
     let mut stream = decoder(path, file, compression)?;
     let mut peek = vec![0u8; PEEK];
-    let got = read_full(&mut stream, &mut peek).map_err(|e| bad(path, 0, format!("{} decompression failed: {e}", compression.as_str())))?;
+    let got = read_full(&mut stream, &mut peek)
+        .map_err(|e| bad(path, 0, format!("{} decompression failed: {e}", compression.as_str())))?;
     peek.truncate(got);
     let ended = got < PEEK;
     let format = match format {
@@ -130,7 +133,10 @@ fn classify(path: &Path, peek: &[u8], ended: bool) -> Result<TraceFormat> {
     }
     let first_line = peek.split(|&b| b == b'\n').next().unwrap_or(peek);
     let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
-    if peek.contains(&b'\n') && matches!(super::lackey::parse_line(first_line), Ok(Some(_))) || first_line.starts_with(b"==") || first_line.starts_with(b"SYSCALL[") {
+    if peek.contains(&b'\n') && matches!(super::lackey::parse_line(first_line), Ok(Some(_)))
+        || first_line.starts_with(b"==")
+        || first_line.starts_with(b"SYSCALL[")
+    {
         return Ok(TraceFormat::Lackey);
     }
     if peek.iter().all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b)) {

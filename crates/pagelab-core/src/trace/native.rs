@@ -141,7 +141,10 @@ impl<W: Write> NativeWriter<W> {
     /// Writes the header with `flags` (e.g. [`FLAG_PARTIAL_MAPS`]).
     pub fn with_flags(mut out: W, flags: u16) -> std::io::Result<Self> {
         if flags & !KNOWN_FLAGS != 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("unknown native trace flags {flags:#x}")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("unknown native trace flags {flags:#x}"),
+            ));
         }
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
@@ -345,7 +348,11 @@ impl<R: Read> NativeReader<R> {
             return Err(bad(path, 10, format!("flags {flags:#x} in a version 1 header (version 1 has none)")));
         }
         if flags & !KNOWN_FLAGS != 0 {
-            return Err(bad(path, 10, format!("unknown flags {flags:#x} in the header (this pagelab knows {KNOWN_FLAGS:#x})")));
+            return Err(bad(
+                path,
+                10,
+                format!("unknown flags {flags:#x} in the header (this pagelab knows {KNOWN_FLAGS:#x})"),
+            ));
         }
         if header[12..16] != [0; 4] {
             return Err(bad(path, 12, "reserved header bytes are not zero"));
@@ -373,7 +380,11 @@ impl<R: Read> NativeReader<R> {
         let got = read_full(&mut self.r, &mut self.compressed)
             .map_err(|e| bad(&self.path, self.offset, format!("read failed: {e}")))?;
         if got < len {
-            return Err(bad(&self.path, self.offset + got as u64, format!("truncated: {what} ends after {got} of {len} bytes")));
+            return Err(bad(
+                &self.path,
+                self.offset + got as u64,
+                format!("truncated: {what} ends after {got} of {len} bytes"),
+            ));
         }
         self.offset += len as u64;
         Ok(())
@@ -390,8 +401,19 @@ impl<R: Read> NativeReader<R> {
             self.read_end(at)?;
             return Ok(false);
         }
-        if records == 0 || payload_len == 0 || payload_len > MAX_PAYLOAD || compressed_len == 0 || compressed_len > MAX_PAYLOAD + 4096 {
-            return Err(bad(&self.path, at, format!("corrupt block header (payload {payload_len} B, compressed {compressed_len} B, {records} records)")));
+        if records == 0
+            || payload_len == 0
+            || payload_len > MAX_PAYLOAD
+            || compressed_len == 0
+            || compressed_len > MAX_PAYLOAD + 4096
+        {
+            return Err(bad(
+                &self.path,
+                at,
+                format!(
+                    "corrupt block header (payload {payload_len} B, compressed {compressed_len} B, {records} records)"
+                ),
+            ));
         }
         self.read_exact_at(compressed_len as usize, "a block")?;
         self.payload.clear();
@@ -405,7 +427,8 @@ impl<R: Read> NativeReader<R> {
         if n != payload_len as usize || sum.sum() != crc {
             return Err(bad(&self.path, at, "corrupt block: checksum or length mismatch"));
         }
-        let n = decode(&self.payload, records, sink).map_err(|msg| bad(&self.path, at, format!("corrupt block: {msg}")))?;
+        let n =
+            decode(&self.payload, records, sink).map_err(|msg| bad(&self.path, at, format!("corrupt block: {msg}")))?;
         self.totals.records += records as u64;
         self.totals.accesses += n.accesses;
         self.totals.instructions += n.instructions;

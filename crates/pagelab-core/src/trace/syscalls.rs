@@ -134,7 +134,13 @@ impl Syscalls {
         }
         let (args, tail) = args.split_once(')').ok_or_else(bad)?;
         let args: Vec<u64> = args.split(',').map(number).collect::<Option<_>>().ok_or_else(bad)?;
-        let want = |n: &[usize]| if n.contains(&args.len()) { Ok(()) } else { Err(format!("{name} with {} arguments: `{line}`", args.len())) };
+        let want = |n: &[usize]| {
+            if n.contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(format!("{name} with {} arguments: `{line}`", args.len()))
+            }
+        };
         let call = match name {
             "sys_mmap" => {
                 want(&[6])?;
@@ -172,7 +178,9 @@ impl Syscalls {
     /// The events of a call that returned `r`.
     fn complete(&mut self, call: Call, r: u64, out: &mut Vec<MapEvent>) {
         let mut emit = |maps: &mut VmaTree, e: MapEvent| {
-            let (MapEvent::Mmap { start, len, .. } | MapEvent::Munmap { start, len } | MapEvent::Mprotect { start, len, .. }) = &e;
+            let (MapEvent::Mmap { start, len, .. }
+            | MapEvent::Munmap { start, len }
+            | MapEvent::Mprotect { start, len, .. }) = &e;
             if start.raw().checked_add(*len).is_none() {
                 return; // No kernel returns success for a range that wraps.
             }
@@ -208,14 +216,25 @@ impl Syscalls {
             }
             Call::Mprotect { addr, len, prot } => {
                 if page_up(len) != 0 {
-                    emit(maps, MapEvent::Mprotect { start: va(addr), len: page_up(len), writable: prot & PROT_WRITE != 0 });
+                    emit(
+                        maps,
+                        MapEvent::Mprotect { start: va(addr), len: page_up(len), writable: prot & PROT_WRITE != 0 },
+                    );
                 }
             }
             Call::Brk => {
                 if let Some(old) = self.brk {
                     let (old_end, new_end) = (page_up(old), page_up(r));
                     if new_end > old_end {
-                        emit(maps, MapEvent::Mmap { start: va(old_end), len: new_end - old_end, writable: true, name: "brk".into() });
+                        emit(
+                            maps,
+                            MapEvent::Mmap {
+                                start: va(old_end),
+                                len: new_end - old_end,
+                                writable: true,
+                                name: "brk".into(),
+                            },
+                        );
                     } else if new_end < old_end {
                         emit(maps, MapEvent::Munmap { start: va(new_end), len: old_end - new_end });
                     }
@@ -224,7 +243,8 @@ impl Syscalls {
             }
             Call::Mremap { old, old_len, new_len, flags } => {
                 let (old_len, new_len) = (page_up(old_len), page_up(new_len));
-                let (writable, name) = maps.find(va(old)).map_or((true, "anon".to_string()), |v| (v.writable, v.name.clone()));
+                let (writable, name) =
+                    maps.find(va(old)).map_or((true, "anon".to_string()), |v| (v.writable, v.name.clone()));
                 if old.checked_add(old_len.max(new_len)).is_none() {
                     return;
                 }

@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::engine::build_workload as build;
 use crate::units::VirtAddr;
 use crate::workload::testutil::{collect_batches, small_config};
-use crate::engine::build_workload as build;
 use crate::workload::{Workload, WorkloadConfig, WorkloadKind};
 
 fn tmp(name: &str) -> PathBuf {
@@ -99,7 +99,15 @@ fn trace_err(r: Result<impl std::fmt::Debug>) -> (u64, String) {
 
 #[test]
 fn native_round_trips_every_generator() {
-    for kind in [WorkloadKind::Gups, WorkloadKind::Stream, WorkloadKind::Kv, WorkloadKind::Graph, WorkloadKind::Stride, WorkloadKind::PointerChase, WorkloadKind::Sparse] {
+    for kind in [
+        WorkloadKind::Gups,
+        WorkloadKind::Stream,
+        WorkloadKind::Kv,
+        WorkloadKind::Graph,
+        WorkloadKind::Stride,
+        WorkloadKind::PointerChase,
+        WorkloadKind::Sparse,
+    ] {
         let cfg = small_config(kind, 3);
         let (path, generated) = record(&cfg, &format!("rt-{}.trace", kind.as_str()));
         let read = read_trace(&path, false).unwrap();
@@ -318,7 +326,8 @@ fn compress(c: Compression, raw: &[u8]) -> Vec<u8> {
     }
 }
 
-const ALL_COMPRESSIONS: [Compression; 5] = [Compression::None, Compression::Xz, Compression::Gzip, Compression::Bzip2, Compression::Zstd];
+const ALL_COMPRESSIONS: [Compression; 5] =
+    [Compression::None, Compression::Xz, Compression::Gzip, Compression::Bzip2, Compression::Zstd];
 
 fn va(a: u64) -> VirtAddr {
     VirtAddr::new(a)
@@ -327,7 +336,10 @@ fn va(a: u64) -> VirtAddr {
 #[test]
 fn champsim_records_become_loads_stores_and_instructions() {
     for c in ALL_COMPRESSIONS {
-        let p = write_file(&format!("cs-{}.champsim", c.as_str()), &compress(c, &champsim_records(ChampSimLayout::STANDARD, 4)));
+        let p = write_file(
+            &format!("cs-{}.champsim", c.as_str()),
+            &compress(c, &champsim_records(ChampSimLayout::STANDARD, 4)),
+        );
         assert_eq!(detect(&p).unwrap(), (TraceFormat::Champsim, c));
         let read = read_trace(&p, false).unwrap();
         // Record 1 has no operand: its instruction goes to record 2's load.
@@ -346,7 +358,10 @@ fn champsim_records_become_loads_stores_and_instructions() {
         assert!(read.events.is_empty());
         let with_fetch = read_trace(&p, true).unwrap();
         assert_eq!(with_fetch.accesses.len(), 9);
-        assert_eq!(with_fetch.accesses[3], Access { vaddr: va(0x40_0004), kind: AccessKind::IFetch, size: 4, instrs: 1 });
+        assert_eq!(
+            with_fetch.accesses[3],
+            Access { vaddr: va(0x40_0004), kind: AccessKind::IFetch, size: 4, instrs: 1 }
+        );
         assert_eq!(with_fetch.instructions, 4);
     }
 }
@@ -516,7 +531,8 @@ fn a_captured_trace_replays_its_mappings_beside_automatic_vmas() {
     // The munmap of the touched mapping shoots down; the heap replacing
     // the untouched part of the stack's automatic VMA does not.
     assert_eq!(stat("os.shootdowns"), 1.0);
-    let vmas: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.clone())).collect();
+    let vmas: Vec<_> =
+        sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.clone())).collect();
     assert_eq!(
         vmas,
         [
@@ -542,7 +558,10 @@ fn detection_refuses_other_text_and_reads_compressed_native() {
     let (_, b) = generated_native("for-gz.trace");
     let p = write_file("native.trace.gz", &compress(Compression::Gzip, &b));
     assert_eq!(detect(&p).unwrap(), (TraceFormat::Native, Compression::Gzip));
-    let p = write_file("random.bin", &(0..4096u32).map(|i| (crate::workload::mix64(i as u64) >> 7) as u8).collect::<Vec<_>>());
+    let p = write_file(
+        "random.bin",
+        &(0..4096u32).map(|i| (crate::workload::mix64(i as u64) >> 7) as u8).collect::<Vec<_>>(),
+    );
     assert!(trace_err(detect(&p)).1.contains("workload.format"));
 }
 
@@ -576,12 +595,14 @@ fn run_stats(text: &str) -> String {
 
 #[test]
 fn engine_run_of_a_recorded_trace_equals_the_generator() {
-    let workload = "kind = \"kv\"\nfootprint = \"8MiB\"\nobjects = 4000\nobject_size = 300\naccesses = 60000\nseed = 4\n";
+    let workload =
+        "kind = \"kv\"\nfootprint = \"8MiB\"\nobjects = 4000\nobject_size = 300\naccesses = 60000\nseed = 4\n";
     let machine = "[machine]\nphys_mem = \"256MiB\"\n[run]\nwarmup = 20000\n";
     let cfg: WorkloadConfig = toml::from_str(workload).unwrap();
     let (path, _) = record(&cfg, "engine.trace");
     let direct = run_stats(&format!("{machine}[workload]\n{workload}"));
-    let traced = run_stats(&format!("{machine}[workload]\nkind = \"trace\"\npath = {:?}\n", path.display().to_string()));
+    let traced =
+        run_stats(&format!("{machine}[workload]\nkind = \"trace\"\npath = {:?}\n", path.display().to_string()));
     assert_eq!(traced, direct);
 }
 
@@ -603,7 +624,11 @@ fn instructions_limit_stops_the_trace() {
 #[test]
 #[ignore]
 fn print_sizes_and_decode_speed() {
-    for (label, kind, fp) in [("stream", WorkloadKind::Stream, 256u64 << 20), ("gups", WorkloadKind::Gups, 1 << 30), ("kv", WorkloadKind::Kv, 1 << 30)] {
+    for (label, kind, fp) in [
+        ("stream", WorkloadKind::Stream, 256u64 << 20),
+        ("gups", WorkloadKind::Gups, 1 << 30),
+        ("kv", WorkloadKind::Kv, 1 << 30),
+    ] {
         let cfg = WorkloadConfig {
             kind,
             footprint: crate::units::ByteSize(fp),

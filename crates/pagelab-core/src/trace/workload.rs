@@ -41,11 +41,16 @@ impl std::fmt::Debug for TraceWorkload {
 impl TraceWorkload {
     /// Opens `cfg.path` (already validated: kind = trace, path set).
     pub fn new(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Self> {
-        let path = cfg.path.clone().ok_or_else(|| Error::config(format!("{key_prefix}.path"), "a trace workload needs a path"))?;
+        let path = cfg
+            .path
+            .clone()
+            .ok_or_else(|| Error::config(format!("{key_prefix}.path"), "a trace workload needs a path"))?;
         let d = open(&path, cfg.format)?;
         let partial_maps = d.source.partial_maps();
         let total = match (d.format, d.compression) {
-            (TraceFormat::Native, super::Compression::None) => super::native::end_totals(&path).map(|t| expected_accesses(cfg, &t)),
+            (TraceFormat::Native, super::Compression::None) => {
+                super::native::end_totals(&path).map(|t| expected_accesses(cfg, &t))
+            }
             _ => None,
         };
         let name = cfg.name.clone().unwrap_or_else(|| {

@@ -205,11 +205,7 @@ impl WorkloadConfig {
 
     /// `write_fraction` with the kind's default.
     pub fn effective_write_fraction(&self) -> f64 {
-        let default = if self.kind == WorkloadKind::Gups {
-            1.0
-        } else {
-            0.0
-        };
+        let default = if self.kind == WorkloadKind::Gups { 1.0 } else { 0.0 };
         self.write_fraction.unwrap_or(default)
     }
 
@@ -217,16 +213,10 @@ impl WorkloadConfig {
         let key = |k: &str| format!("{prefix}.{k}");
         let fp = self.footprint.bytes();
         if fp < 4096 {
-            return Err(Error::config(
-                key("footprint"),
-                format!("{} is smaller than a 4 KiB page", self.footprint),
-            ));
+            return Err(Error::config(key("footprint"), format!("{} is smaller than a 4 KiB page", self.footprint)));
         }
         if fp > MAX_FOOTPRINT {
-            return Err(Error::config(
-                key("footprint"),
-                "at most 64TiB fits under the layout top",
-            ));
+            return Err(Error::config(key("footprint"), "at most 64TiB fits under the layout top"));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
         self.validate_trace_keys(prefix)?;
@@ -288,10 +278,7 @@ impl WorkloadConfig {
             WorkloadKind::Kv => Err(Error::config(key, "kv writes are SETs: use get_ratio")),
             other => Err(Error::config(
                 key,
-                format!(
-                    "{} makes its own writes; write_fraction means nothing for it",
-                    other.as_str()
-                ),
+                format!("{} makes its own writes; write_fraction means nothing for it", other.as_str()),
             )),
         }
     }
@@ -299,10 +286,7 @@ impl WorkloadConfig {
     fn validate_stride(&self, prefix: &str) -> Result<()> {
         let s = self.stride.bytes();
         if s < 8 || !s.is_multiple_of(8) {
-            return Err(Error::config(
-                format!("{prefix}.stride"),
-                "must be a positive multiple of 8 bytes",
-            ));
+            return Err(Error::config(format!("{prefix}.stride"), "must be a positive multiple of 8 bytes"));
         }
         Ok(())
     }
@@ -310,22 +294,13 @@ impl WorkloadConfig {
     fn validate_node_size(&self, prefix: &str) -> Result<()> {
         let s = self.node_size.bytes();
         if s < 8 || !s.is_multiple_of(8) {
-            return Err(Error::config(
-                format!("{prefix}.node_size"),
-                "must be a positive multiple of 8 bytes",
-            ));
+            return Err(Error::config(format!("{prefix}.node_size"), "must be a positive multiple of 8 bytes"));
         }
         if s > self.footprint.bytes() {
-            return Err(Error::config(
-                format!("{prefix}.node_size"),
-                "larger than the footprint",
-            ));
+            return Err(Error::config(format!("{prefix}.node_size"), "larger than the footprint"));
         }
         if self.footprint.bytes() / s > u32::MAX as u64 {
-            return Err(Error::config(
-                format!("{prefix}.node_size"),
-                "more than 2^32 nodes",
-            ));
+            return Err(Error::config(format!("{prefix}.node_size"), "more than 2^32 nodes"));
         }
         if self.hot_set.bytes() > 0 && self.hot_set.bytes() + s > self.footprint.bytes() {
             return Err(Error::config(format!("{prefix}.hot_set"), "must leave at least one cold node"));
@@ -340,44 +315,25 @@ impl WorkloadConfig {
         let key = |k: &str| format!("{prefix}.{k}");
         let size = self.object_size.bytes();
         if !(16..=1 << 30).contains(&size) {
-            return Err(Error::config(
-                key("object_size"),
-                "must be between 16 B and 1 GiB",
-            ));
+            return Err(Error::config(key("object_size"), "must be between 16 B and 1 GiB"));
         }
         if self.value_prefix.bytes() > size {
-            return Err(Error::config(
-                key("value_prefix"),
-                "larger than object_size",
-            ));
+            return Err(Error::config(key("value_prefix"), "larger than object_size"));
         }
         if let Some(n) = self.objects {
             if n == 0 || n >= u32::MAX as u64 {
                 return Err(Error::config(key("objects"), "must be in 1..2^32-1"));
             }
             if super::kv::KvShape::new(n, size).footprint() > MAX_FOOTPRINT {
-                return Err(Error::config(
-                    key("objects"),
-                    "objects x object_size exceeds 64TiB",
-                ));
+                return Err(Error::config(key("objects"), "objects x object_size exceeds 64TiB"));
             }
         } else if super::kv::KvShape::from_footprint(self.footprint.bytes(), size).is_none() {
-            return Err(Error::config(
-                key("footprint"),
-                "too small for one object (or more than 2^32 objects)",
-            ));
+            return Err(Error::config(key("footprint"), "too small for one object (or more than 2^32 objects)"));
         }
         if !(0.0..1.0).contains(&self.zipf_theta) {
-            return Err(Error::config(
-                key("zipf_theta"),
-                format!("{} is outside [0, 1)", self.zipf_theta),
-            ));
+            return Err(Error::config(key("zipf_theta"), format!("{} is outside [0, 1)", self.zipf_theta)));
         }
-        for (k, v) in [
-            ("hot_fraction", self.hot_fraction),
-            ("hot_ops", self.hot_ops),
-            ("get_ratio", self.get_ratio),
-        ] {
+        for (k, v) in [("hot_fraction", self.hot_fraction), ("hot_ops", self.hot_ops), ("get_ratio", self.get_ratio)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(Error::config(key(k), format!("{v} is outside [0, 1]")));
             }
@@ -389,36 +345,24 @@ impl WorkloadConfig {
         let key = |k: &str| format!("{prefix}.{k}");
         if let Some(s) = self.scale {
             if !(1..=30).contains(&s) {
-                return Err(Error::config(
-                    key("scale"),
-                    format!("{s} is outside 1..=30"),
-                ));
+                return Err(Error::config(key("scale"), format!("{s} is outside 1..=30")));
             }
         }
         if !(1..=1024).contains(&self.degree) {
             return Err(Error::config(key("degree"), "must be in 1..=1024"));
         }
         if self.sources == 0 {
-            return Err(Error::config(
-                key("sources"),
-                "bfs needs at least one source",
-            ));
+            return Err(Error::config(key("sources"), "bfs needs at least one source"));
         }
         Ok(())
     }
 
     fn validate_sparse(&self, prefix: &str) -> Result<()> {
         if !(1..=512).contains(&self.touched_pages) {
-            return Err(Error::config(
-                format!("{prefix}.touched_pages"),
-                "must be in 1..=512",
-            ));
+            return Err(Error::config(format!("{prefix}.touched_pages"), "must be in 1..=512"));
         }
         if self.footprint.bytes() < 2 << 20 {
-            return Err(Error::config(
-                format!("{prefix}.footprint"),
-                "sparse needs at least one 2MiB region",
-            ));
+            return Err(Error::config(format!("{prefix}.footprint"), "sparse needs at least one 2MiB region"));
         }
         Ok(())
     }
@@ -448,23 +392,13 @@ mod tests {
         assert_eq!(cfg.accesses, 10_000_000);
         assert_eq!(cfg.node_size.bytes(), 64);
         cfg.validate("workload").unwrap();
-        assert_eq!(
-            parse("kind = \"gups\"").unwrap().effective_write_fraction(),
-            1.0
-        );
-        assert_eq!(
-            parse("kind = \"stride\"")
-                .unwrap()
-                .effective_write_fraction(),
-            0.0
-        );
+        assert_eq!(parse("kind = \"gups\"").unwrap().effective_write_fraction(), 1.0);
+        assert_eq!(parse("kind = \"stride\"").unwrap().effective_write_fraction(), 0.0);
     }
 
     #[test]
     fn unknown_keys_and_names_are_rejected() {
-        assert!(parse("kind = \"gups\"\nfootprnt = 5")
-            .unwrap_err()
-            .contains("footprnt"));
+        assert!(parse("kind = \"gups\"\nfootprnt = 5").unwrap_err().contains("footprnt"));
         assert!(parse("kind = \"redis\"").is_err());
         assert!(parse("kernel = \"sssp\"").is_err());
     }
@@ -474,14 +408,8 @@ mod tests {
         let cases = [
             ("write_fraction = 1.5", "workload.write_fraction"),
             ("write_fraction = -0.1", "workload.write_fraction"),
-            (
-                "kind = \"stream\"\nwrite_fraction = 0.5",
-                "workload.write_fraction",
-            ),
-            (
-                "kind = \"kv\"\nwrite_fraction = 0.5",
-                "workload.write_fraction",
-            ),
+            ("kind = \"stream\"\nwrite_fraction = 0.5", "workload.write_fraction"),
+            ("kind = \"kv\"\nwrite_fraction = 0.5", "workload.write_fraction"),
             ("footprint = 100", "workload.footprint"),
             ("footprint = \"100TiB\"", "workload.footprint"),
             ("kind = \"graph\"\nscale = 31", "workload.scale"),
@@ -489,14 +417,8 @@ mod tests {
             ("kind = \"graph\"\ndegree = 0", "workload.degree"),
             ("kind = \"graph\"\nsources = 0", "workload.sources"),
             ("kind = \"stride\"\nstride = 12", "workload.stride"),
-            (
-                "kind = \"pointer-chase\"\nnode_size = 4",
-                "workload.node_size",
-            ),
-            (
-                "kind = \"pointer-chase\"\nnode_size = \"8MiB\"\nfootprint = \"4MiB\"",
-                "workload.node_size",
-            ),
+            ("kind = \"pointer-chase\"\nnode_size = 4", "workload.node_size"),
+            ("kind = \"pointer-chase\"\nnode_size = \"8MiB\"\nfootprint = \"4MiB\"", "workload.node_size"),
             ("kind = \"kv\"\nzipf_theta = 1.0", "workload.zipf_theta"),
             ("kind = \"kv\"\nhot_fraction = 2.0", "workload.hot_fraction"),
             ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
@@ -505,26 +427,11 @@ mod tests {
             ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
-            (
-                "kind = \"kv\"\nvalue_prefix = 2000",
-                "workload.value_prefix",
-            ),
-            (
-                "kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"",
-                "workload.footprint",
-            ),
-            (
-                "kind = \"sparse\"\ntouched_pages = 0",
-                "workload.touched_pages",
-            ),
-            (
-                "kind = \"sparse\"\ntouched_pages = 513",
-                "workload.touched_pages",
-            ),
-            (
-                "kind = \"sparse\"\nfootprint = \"1MiB\"",
-                "workload.footprint",
-            ),
+            ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),
+            ("kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"", "workload.footprint"),
+            ("kind = \"sparse\"\ntouched_pages = 0", "workload.touched_pages"),
+            ("kind = \"sparse\"\ntouched_pages = 513", "workload.touched_pages"),
+            ("kind = \"sparse\"\nfootprint = \"1MiB\"", "workload.footprint"),
             ("kind = \"trace\"", "workload.path"),
             ("kind = \"gups\"\npath = \"t.trace\"", "workload.path"),
             ("kind = \"gups\"\ninstructions = 5", "workload.instructions"),

@@ -71,10 +71,7 @@ pub(crate) struct Driven<G> {
 
 impl<G> std::fmt::Debug for Driven<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Driven")
-            .field("name", &self.name)
-            .field("remaining", &self.remaining)
-            .finish()
+        f.debug_struct("Driven").field("name", &self.name).field("remaining", &self.remaining).finish()
     }
 }
 
@@ -117,12 +114,7 @@ impl<G: Generator + 'static> Driven<G> {
     fn emit_mmaps(&mut self, batch: &mut Batch) {
         let at = batch.accesses.len() as u32;
         for a in self.gen.arrays() {
-            let event = MapEvent::Mmap {
-                start: a.start,
-                len: a.len,
-                writable: true,
-                name: a.name.to_string(),
-            };
+            let event = MapEvent::Mmap { start: a.start, len: a.len, writable: true, name: a.name.to_string() };
             batch.events.push((at, event));
         }
         self.mapped = true;
@@ -296,9 +288,7 @@ mod tests {
                     return false;
                 }
                 for k in 0..3 {
-                    let addr = self.arrays[0]
-                        .start
-                        .add(8 * (self.runs * 1000 + self.step * 3 + k));
+                    let addr = self.arrays[0].start.add(8 * (self.runs * 1000 + self.step * 3 + k));
                     out.push(Access::load(addr, 8, 1));
                 }
                 self.step += 1;
@@ -322,30 +312,12 @@ mod tests {
     fn triples_skipping(steps: u64, accesses: u64, init: InitMode, fast_forward: u64) -> Driven<Triples> {
         let mut layout = Layout::new();
         layout.place("t", 3 * 4096);
-        let gen = Triples {
-            arrays: layout.into_arrays(),
-            step: 0,
-            steps,
-            runs: 0,
-        };
-        Driven::new(
-            RunPlan {
-                name: "t".into(),
-                init,
-                accesses,
-                fast_forward,
-                skip_kernel_init: false,
-            },
-            gen,
-        )
+        let gen = Triples { arrays: layout.into_arrays(), step: 0, steps, runs: 0 };
+        Driven::new(RunPlan { name: "t".into(), init, accesses, fast_forward, skip_kernel_init: false }, gen)
     }
 
     fn offsets(batch: &Batch) -> Vec<u64> {
-        batch
-            .accesses
-            .iter()
-            .map(|a| (a.vaddr.raw() & 0xf_ffff) / 8)
-            .collect()
+        batch.accesses.iter().map(|a| (a.vaddr.raw() & 0xf_ffff) / 8).collect()
     }
 
     #[test]
@@ -393,7 +365,8 @@ mod tests {
     #[test]
     fn skip_kernel_init_fast_forwards_the_generators_init_loop() {
         let gen = triples_skipping(10, 5, InitMode::None, 0).gen;
-        let plan = RunPlan { name: "t".into(), init: InitMode::None, accesses: 5, fast_forward: 1, skip_kernel_init: true };
+        let plan =
+            RunPlan { name: "t".into(), init: InitMode::None, accesses: 5, fast_forward: 1, skip_kernel_init: true };
         let mut w = Driven::new(plan, gen);
         let mut b = Batch::default();
         assert!(!w.next_batch(&mut b, 100));
@@ -418,10 +391,7 @@ mod tests {
         let mut b = Batch::default();
         assert!(w.next_batch(&mut b, 2));
         assert_eq!(b.events[0].0, 0);
-        assert!(b
-            .accesses
-            .iter()
-            .all(|a| a.kind == super::super::AccessKind::Store && a.instrs == 64));
+        assert!(b.accesses.iter().all(|a| a.kind == super::super::AccessKind::Store && a.instrs == 64));
         assert!(w.batch_is_init());
         b.clear();
         // One more init store (3 pages): the init pass ends the batch.

@@ -114,10 +114,7 @@ mod tests {
             counts[((a.vaddr.raw() - base) >> 12) as usize] += 1.0;
         }
         let expected = 10_000.0;
-        let chi2: f64 = counts
-            .iter()
-            .map(|c| (c - expected).powi(2) / expected)
-            .sum();
+        let chi2: f64 = counts.iter().map(|c| (c - expected).powi(2) / expected).sum();
         // 15 degrees of freedom: P(chi2 > 45) is about 1e-4.
         assert!(chi2 < 45.0, "chi2 = {chi2}, counts = {counts:?}");
     }

@@ -60,11 +60,7 @@ pub(crate) struct KvShape {
 
 impl KvShape {
     pub(crate) fn new(objects: u64, object_size: u64) -> Self {
-        KvShape {
-            objects,
-            value_stride: size_class(object_size),
-            buckets: objects.next_power_of_two(),
-        }
+        KvShape { objects, value_stride: size_class(object_size), buckets: objects.next_power_of_two() }
     }
 
     /// The most objects whose store fits in `footprint`, if at least one
@@ -168,12 +164,7 @@ impl Kv {
             value_lines: prefix.div_ceil(64),
             get_threshold: (cfg.get_ratio * 18_446_744_073_709_551_616.0) as u64,
             all_gets: cfg.get_ratio >= 1.0,
-            chooser: KeyChooser::new(
-                cfg.distribution,
-                shape.objects,
-                cfg,
-                mix64(cfg.seed ^ 0x7363),
-            ),
+            chooser: KeyChooser::new(cfg.distribution, shape.objects, cfg, mix64(cfg.seed ^ 0x7363)),
             rng: rng_for(cfg.seed, 0x6b76),
             ahead: [(0, false); LOOKAHEAD],
             ahead_pos: 0,
@@ -213,11 +204,7 @@ impl Kv {
         self.ahead_pos = (self.ahead_pos + 1) % LOOKAHEAD;
         let key = key as u64;
         let bucket = self.bucket_of(key);
-        out.push(Access::load(
-            self.buckets_va.add(bucket * 8),
-            8,
-            REQUEST_INSTRS,
-        ));
+        out.push(Access::load(self.buckets_va.add(bucket * 8), 8, REQUEST_INSTRS));
         // From k towards the head, key compare before entry, then reversed:
         // head first, each entry's load before its key's.
         let walk_start = out.len();
@@ -326,11 +313,7 @@ mod tests {
         let arrays = mapped_arrays(&all);
         let (heap, buckets) = (arrays[0].start.raw(), arrays[1].start.raw());
         assert_eq!(arrays[0].len, 4096 + 4096);
-        let got: Vec<(u64, AccessKind, u32)> = all
-            .accesses
-            .iter()
-            .map(|a| (a.vaddr.raw(), a.kind, a.instrs))
-            .collect();
+        let got: Vec<(u64, AccessKind, u32)> = all.accesses.iter().map(|a| (a.vaddr.raw(), a.kind, a.instrs)).collect();
         let value = heap + 4096;
         assert_eq!(
             got,
@@ -364,10 +347,7 @@ mod tests {
         let accesses = &all.accesses;
         let mut i = 0;
         while i < accesses.len() {
-            assert!(
-                buckets.contains(accesses[i].vaddr, 8),
-                "op {ops} does not start at a bucket"
-            );
+            assert!(buckets.contains(accesses[i].vaddr, 8), "op {ops} does not start at a bucket");
             let mut j = i + 1;
             while j < accesses.len() && accesses[j].vaddr.raw() < values {
                 j += 2;
@@ -378,9 +358,7 @@ mod tests {
             let key = (accesses[j - 1].vaddr.raw() - 32 - heap.start.raw()) / 64;
             assert_eq!(accesses[j].vaddr.raw(), values + key * 320, "op {ops}");
             chain_loads += (j - i - 1) / 2;
-            let lines = if accesses[j].kind == AccessKind::Store
-                && accesses[j + 1].vaddr == accesses[j].vaddr
-            {
+            let lines = if accesses[j].kind == AccessKind::Store && accesses[j + 1].vaddr == accesses[j].vaddr {
                 6 // GET: the LRU store then 5 line loads
             } else {
                 5
@@ -424,17 +402,12 @@ mod tests {
         // (GET) or one value store (SET): 1000 stores in all.
         let stores = all.count(AccessKind::Store);
         assert_eq!(stores, 1000);
-        let buckets = all
-            .accesses
-            .iter()
-            .filter(|a| a.instrs == REQUEST_INSTRS)
-            .count();
+        let buckets = all.accesses.iter().filter(|a| a.instrs == REQUEST_INSTRS).count();
         assert_eq!(buckets, 1000);
-        let loads_after_store = all.accesses.windows(2).filter(|w| {
-            w[0].kind == AccessKind::Store
-                && w[1].kind == AccessKind::Load
-                && w[1].vaddr == w[0].vaddr
-        });
+        let loads_after_store = all
+            .accesses
+            .windows(2)
+            .filter(|w| w[0].kind == AccessKind::Store && w[1].kind == AccessKind::Load && w[1].vaddr == w[0].vaddr);
         let gets = loads_after_store.count() as f64;
         assert!((gets / 1000.0 - 0.75).abs() < 0.05, "{gets}");
     }

@@ -91,42 +91,20 @@ pub struct Access {
 impl Access {
     #[inline]
     pub const fn load(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
-        Access {
-            vaddr,
-            kind: AccessKind::Load,
-            size,
-            instrs,
-        }
+        Access { vaddr, kind: AccessKind::Load, size, instrs }
     }
     #[inline]
     pub const fn store(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
-        Access {
-            vaddr,
-            kind: AccessKind::Store,
-            size,
-            instrs,
-        }
+        Access { vaddr, kind: AccessKind::Store, size, instrs }
     }
 }
 
 /// A change to the address space, as the program's mmap/munmap/mprotect.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MapEvent {
-    Mmap {
-        start: VirtAddr,
-        len: u64,
-        writable: bool,
-        name: String,
-    },
-    Munmap {
-        start: VirtAddr,
-        len: u64,
-    },
-    Mprotect {
-        start: VirtAddr,
-        len: u64,
-        writable: bool,
-    },
+    Mmap { start: VirtAddr, len: u64, writable: bool, name: String },
+    Munmap { start: VirtAddr, len: u64 },
+    Mprotect { start: VirtAddr, len: u64, writable: bool },
 }
 
 /// What one [`Workload::next_batch`] call appends to. The engine clears it
@@ -145,10 +123,7 @@ pub struct Batch {
 
 impl Batch {
     pub fn with_capacity(accesses: usize) -> Self {
-        Batch {
-            accesses: Vec::with_capacity(accesses),
-            ..Batch::default()
-        }
+        Batch { accesses: Vec::with_capacity(accesses), ..Batch::default() }
     }
     pub fn clear(&mut self) {
         self.accesses.clear();
@@ -210,10 +185,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
     if cfg.kind == WorkloadKind::Trace {
         return Err(crate::error::Error::config(format!("{key_prefix}.kind"), "a trace is read, not generated"));
     }
-    let name = cfg
-        .name
-        .clone()
-        .unwrap_or_else(|| cfg.kind.as_str().to_string());
+    let name = cfg.name.clone().unwrap_or_else(|| cfg.kind.as_str().to_string());
     let run = driver::RunPlan {
         name,
         init: cfg.init,
@@ -225,9 +197,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),
         WorkloadKind::Stream => driver::Driven::boxed(run, stream::Stream::new(cfg)),
         WorkloadKind::Stride => driver::Driven::boxed(run, stride::Stride::new(cfg)),
-        WorkloadKind::PointerChase => {
-            driver::Driven::boxed(run, pointer_chase::PointerChase::new(cfg))
-        }
+        WorkloadKind::PointerChase => driver::Driven::boxed(run, pointer_chase::PointerChase::new(cfg)),
         WorkloadKind::Kv => driver::Driven::boxed(run, kv::Kv::new(cfg)),
         WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
         WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
@@ -264,10 +234,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     pub(crate) fn new() -> Self {
-        Layout {
-            cursor: LAYOUT_TOP,
-            arrays: Vec::new(),
-        }
+        Layout { cursor: LAYOUT_TOP, arrays: Vec::new() }
     }
 
     /// Maps `bytes` (rounded up to pages, at least one page) and returns
@@ -277,11 +244,7 @@ impl Layout {
         let len = bytes.max(1).div_ceil(PAGE) * PAGE;
         let start = (self.cursor - len) & !(HUGE - 1);
         self.cursor = start - HUGE;
-        self.arrays.push(Array {
-            name,
-            start: VirtAddr::new(start),
-            len,
-        });
+        self.arrays.push(Array { name, start: VirtAddr::new(start), len });
         VirtAddr::new(start)
     }
 
@@ -508,20 +471,11 @@ mod tests {
         use std::time::Instant;
         let mut cases: Vec<(String, WorkloadConfig)> = Vec::new();
         for kind in ALL_KINDS {
-            let mut cfg = WorkloadConfig {
-                kind,
-                init: InitMode::None,
-                ..Default::default()
-            };
+            let mut cfg = WorkloadConfig { kind, init: InitMode::None, ..Default::default() };
             cfg.accesses = 50_000_000;
             cfg.footprint = crate::units::ByteSize(1 << 30);
             if kind == WorkloadKind::Graph {
-                for kernel in [
-                    GraphKernel::Bfs,
-                    GraphKernel::Pr,
-                    GraphKernel::Cc,
-                    GraphKernel::Tc,
-                ] {
+                for kernel in [GraphKernel::Bfs, GraphKernel::Pr, GraphKernel::Cc, GraphKernel::Tc] {
                     let mut g = cfg.clone();
                     g.scale = Some(20);
                     g.kernel = kernel;
@@ -532,11 +486,7 @@ mod tests {
                 continue;
             }
             if kind == WorkloadKind::Kv {
-                for distribution in [
-                    KeyDistribution::Zipf,
-                    KeyDistribution::Hotspot,
-                    KeyDistribution::Uniform,
-                ] {
+                for distribution in [KeyDistribution::Zipf, KeyDistribution::Hotspot, KeyDistribution::Uniform] {
                     let mut k = cfg.clone();
                     k.distribution = distribution;
                     cases.push((format!("kv-{distribution:?}"), k));

@@ -20,12 +20,8 @@ use super::mix64;
 
 const ROUNDS: usize = 4;
 /// Odd multipliers (from splitmix64, murmur3 and the golden ratio).
-const MULTIPLIERS: [u64; ROUNDS] = [
-    0xbf58_476d_1ce4_e5b9,
-    0x94d0_49bb_1331_11eb,
-    0xff51_afd7_ed55_8ccd,
-    0x9e37_79b9_7f4a_7c15,
-];
+const MULTIPLIERS: [u64; ROUNDS] =
+    [0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb, 0xff51_afd7_ed55_8ccd, 0x9e37_79b9_7f4a_7c15];
 
 /// A bijection of `[0, n)` chosen by `seed`.
 #[derive(Clone, Debug)]
@@ -41,21 +37,12 @@ impl Permutation {
     pub fn new(n: u64, seed: u64) -> Self {
         debug_assert!(n >= 1);
         let bits = 64 - (n.max(2) - 1).leading_zeros();
-        let mask = if bits == 64 {
-            u64::MAX
-        } else {
-            (1u64 << bits) - 1
-        };
+        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let mut keys = [0u64; ROUNDS];
         for (r, k) in keys.iter_mut().enumerate() {
             *k = mix64(seed.wrapping_add(0x632b_e59b_d9b4_e019u64.wrapping_mul(r as u64 + 1)));
         }
-        Permutation {
-            n,
-            mask,
-            shift: bits.div_ceil(2).max(1),
-            keys,
-        }
+        Permutation { n, mask, shift: bits.div_ceil(2).max(1), keys }
     }
 
     pub fn len(&self) -> u64 {
@@ -114,10 +101,7 @@ mod tests {
     fn every_size_up_to_1000_is_a_bijection() {
         for n in 1..=1000 {
             for seed in [0, 1, 0xdead_beef] {
-                assert!(
-                    is_bijection(&Permutation::new(n, seed), 0),
-                    "n={n} seed={seed}"
-                );
+                assert!(is_bijection(&Permutation::new(n, seed), 0), "n={n} seed={seed}");
             }
         }
         assert!(is_bijection(&Permutation::new(512, 3), 77));
@@ -126,15 +110,9 @@ mod tests {
 
     #[test]
     fn seeds_and_tweaks_give_different_orders() {
-        let a: Vec<u64> = (0..100)
-            .map(|i| Permutation::new(100, 1).apply(i))
-            .collect();
-        let b: Vec<u64> = (0..100)
-            .map(|i| Permutation::new(100, 2).apply(i))
-            .collect();
-        let c: Vec<u64> = (0..100)
-            .map(|i| Permutation::new(100, 1).apply_tweaked(i, 5))
-            .collect();
+        let a: Vec<u64> = (0..100).map(|i| Permutation::new(100, 1).apply(i)).collect();
+        let b: Vec<u64> = (0..100).map(|i| Permutation::new(100, 2).apply(i)).collect();
+        let c: Vec<u64> = (0..100).map(|i| Permutation::new(100, 1).apply_tweaked(i, 5)).collect();
         assert_ne!(a, b);
         assert_ne!(a, c);
     }

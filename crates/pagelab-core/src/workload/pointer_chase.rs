@@ -26,9 +26,9 @@
 use super::driver::Generator;
 use super::permute::Permutation;
 use super::{rng_for, Access, Array, Layout, WorkloadConfig};
+use crate::units::VirtAddr;
 use rand::RngExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use crate::units::VirtAddr;
 
 pub(crate) struct PointerChase {
     arrays: Vec<Array>,

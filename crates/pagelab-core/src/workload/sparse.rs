@@ -108,12 +108,7 @@ impl Generator for Sparse {
             let page = self.touched_page(region, below(pick, self.touched));
             let offset = region * REGION + (page << 12) + ((pick & 63) << 6);
             let kind = self.writes.kind(&mut self.rng);
-            out.push(Access {
-                vaddr: self.base.add(offset),
-                kind,
-                size: 8,
-                instrs: 4,
-            });
+            out.push(Access { vaddr: self.base.add(offset), kind, size: 8, instrs: 4 });
             self.done_in_run += 1;
         }
         true
@@ -160,9 +155,7 @@ mod tests {
                 assert_ne!(from_init[0], from_init[1], "regions share their choice");
             }
             // The init pass goes in address order.
-            assert!(all.accesses[..init]
-                .windows(2)
-                .all(|w| w[0].vaddr < w[1].vaddr));
+            assert!(all.accesses[..init].windows(2).all(|w| w[0].vaddr < w[1].vaddr));
         }
     }
 

@@ -39,15 +39,7 @@ impl Stream {
         let a = layout.place("stream-a", elements * 8);
         let b = layout.place("stream-b", elements * 8);
         let c = layout.place("stream-c", elements * 8);
-        Stream {
-            arrays: layout.into_arrays(),
-            a,
-            b,
-            c,
-            elements,
-            index: 0,
-            pass: 0,
-        }
+        Stream { arrays: layout.into_arrays(), a, b, c, elements, index: 0, pass: 0 }
     }
 }
 
@@ -95,11 +87,7 @@ mod tests {
         cfg.init = InitMode::None;
         cfg.footprint = ByteSize(6 << 20);
         let all = collect(&cfg, 6);
-        let (a, b, c) = (
-            0x7eff_ffe0_0000u64,
-            0x7eff_ffa0_0000u64,
-            0x7eff_ff60_0000u64,
-        );
+        let (a, b, c) = (0x7eff_ffe0_0000u64, 0x7eff_ffa0_0000u64, 0x7eff_ff60_0000u64);
         let starts: Vec<u64> = all
             .events
             .iter()
@@ -136,9 +124,6 @@ mod tests {
         assert_eq!(all.accesses.len(), 10 * 512 * 3);
         // Element 0 of the second pass follows element 511 of the first.
         assert_eq!(all.accesses[512 * 3].vaddr, all.accesses[0].vaddr);
-        assert_eq!(
-            all.accesses[511 * 3].vaddr.raw(),
-            all.accesses[0].vaddr.raw() + 511 * 8
-        );
+        assert_eq!(all.accesses[511 * 3].vaddr.raw(), all.accesses[0].vaddr.raw() + 511 * 8);
     }
 }

@@ -56,12 +56,7 @@ impl Generator for Stride {
                 return false;
             }
             let kind = self.writes.kind(&mut self.rng);
-            out.push(Access {
-                vaddr: self.base.add(self.offset),
-                kind,
-                size: 8,
-                instrs: 3,
-            });
+            out.push(Access { vaddr: self.base.add(self.offset), kind, size: 8, instrs: 3 });
             self.offset += self.stride;
         }
         true

@@ -16,13 +16,8 @@ pub const ALL_KINDS: [WorkloadKind; 7] = [
 
 /// A configuration of `kind` small enough for a unit test.
 pub fn small_config(kind: WorkloadKind, seed: u64) -> WorkloadConfig {
-    let mut cfg = WorkloadConfig {
-        kind,
-        seed,
-        footprint: ByteSize(6 << 20),
-        accesses: 30_000,
-        ..WorkloadConfig::default()
-    };
+    let mut cfg =
+        WorkloadConfig { kind, seed, footprint: ByteSize(6 << 20), accesses: 30_000, ..WorkloadConfig::default() };
     match kind {
         WorkloadKind::Kv => {
             cfg.objects = Some(3000);
@@ -58,12 +53,7 @@ pub fn collect(cfg: &WorkloadConfig, limit: usize) -> Collected {
     let mut all = Collected::default();
     for batch in collect_batches_limit(cfg, 4096, limit) {
         let base = all.accesses.len();
-        all.events.extend(
-            batch
-                .events
-                .into_iter()
-                .map(|(i, e)| (base + i as usize, e)),
-        );
+        all.events.extend(batch.events.into_iter().map(|(i, e)| (base + i as usize, e)));
         all.accesses.extend(batch.accesses);
     }
     all
@@ -94,11 +84,7 @@ pub fn mapped_arrays(all: &Collected) -> Vec<Array> {
     all.events
         .iter()
         .filter_map(|(_, e)| match e {
-            MapEvent::Mmap { start, len, .. } => Some(Array {
-                name: "",
-                start: *start,
-                len: *len,
-            }),
+            MapEvent::Mmap { start, len, .. } => Some(Array { name: "", start: *start, len: *len }),
             _ => None,
         })
         .collect()
@@ -135,18 +121,10 @@ pub fn check_mapped(batches: &[Batch], what: &str) {
 
 fn apply(mapped: &mut Vec<Array>, e: &MapEvent, what: &str) {
     if let MapEvent::Mmap { start, len, .. } = e {
-        assert!(
-            start.is_aligned(2 << 20),
-            "{what}: {start:?} not 2 MiB-aligned"
-        );
-        let new = Array {
-            name: "",
-            start: *start,
-            len: *len,
-        };
+        assert!(start.is_aligned(2 << 20), "{what}: {start:?} not 2 MiB-aligned");
+        let new = Array { name: "", start: *start, len: *len };
         for m in mapped.iter() {
-            let disjoint = new.start.raw() + new.len <= m.start.raw()
-                || m.start.raw() + m.len <= new.start.raw();
+            let disjoint = new.start.raw() + new.len <= m.start.raw() || m.start.raw() + m.len <= new.start.raw();
             assert!(disjoint, "{what}: {new:?} overlaps {m:?}");
         }
         mapped.push(new);

@@ -39,14 +39,7 @@ impl Zipfian {
         let zetan = zeta(items, theta);
         let zeta2 = zeta(2, theta);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-        Zipfian {
-            items,
-            theta,
-            zetan,
-            alpha: 1.0 / (1.0 - theta),
-            eta,
-            second_bound: 1.0 + 0.5f64.powf(theta),
-        }
+        Zipfian { items, theta, zetan, alpha: 1.0 / (1.0 - theta), eta, second_bound: 1.0 + 0.5f64.powf(theta) }
     }
 
     /// The rank for one uniform 64-bit draw (YCSB's `nextLong`).
@@ -104,12 +97,7 @@ impl Hotspot {
     pub fn new(items: u64, hot_fraction: f64, hot_ops: f64) -> Self {
         let hot = ((items as f64 * hot_fraction) as u64).min(items);
         let hot_threshold = (hot_ops * 18_446_744_073_709_551_616.0) as u64;
-        Hotspot {
-            hot,
-            cold: items - hot,
-            hot_threshold,
-            always_hot: hot_ops >= 1.0,
-        }
+        Hotspot { hot, cold: items - hot, hot_threshold, always_hot: hot_ops >= 1.0 }
     }
 
     #[inline]
@@ -143,13 +131,10 @@ pub enum KeyChooser {
 impl KeyChooser {
     pub fn new(dist: KeyDistribution, items: u64, cfg: &super::WorkloadConfig, seed: u64) -> Self {
         match dist {
-            KeyDistribution::Zipf => KeyChooser::Zipf {
-                zipf: Zipfian::new(items, cfg.zipf_theta),
-                scramble: Permutation::new(items, seed),
-            },
-            KeyDistribution::Hotspot => {
-                KeyChooser::Hotspot(Hotspot::new(items, cfg.hot_fraction, cfg.hot_ops))
+            KeyDistribution::Zipf => {
+                KeyChooser::Zipf { zipf: Zipfian::new(items, cfg.zipf_theta), scramble: Permutation::new(items, seed) }
             }
+            KeyDistribution::Hotspot => KeyChooser::Hotspot(Hotspot::new(items, cfg.hot_fraction, cfg.hot_ops)),
             KeyDistribution::Uniform => KeyChooser::Uniform(items),
         }
     }
@@ -210,9 +195,7 @@ mod tests {
         assert_eq!(h.hot_keys(), 200);
         let mut rng = rng_for(1, 2);
         let draws = 200_000;
-        let hot = (0..draws)
-            .filter(|_| h.key(rng.next_u64(), rng.next_u64()) < 200)
-            .count();
+        let hot = (0..draws).filter(|_| h.key(rng.next_u64(), rng.next_u64()) < 200).count();
         let share = hot as f64 / draws as f64;
         assert!((share - 0.8).abs() < 0.005, "{share}");
     }
@@ -247,10 +230,6 @@ mod tests {
         let mut top: Vec<usize> = (0..10_000).collect();
         top.sort_by_key(|&k| std::cmp::Reverse(counts[k]));
         // The ten most popular keys are not the ten lowest-numbered ones.
-        assert!(
-            top[..10].iter().filter(|&&k| k < 100).count() <= 2,
-            "{:?}",
-            &top[..10]
-        );
+        assert!(top[..10].iter().filter(|&&k| k < 100).count() <= 2, "{:?}", &top[..10]);
     }
 }

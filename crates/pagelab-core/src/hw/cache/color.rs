@@ -49,7 +49,9 @@ impl ColorMap {
             if !(PAGE_SHIFT..PHYS_ADDR_BITS).contains(&bit) {
                 return Err(Error::config(
                     key,
-                    format!("bit {bit}: color bits must be in {PAGE_SHIFT}..{PHYS_ADDR_BITS} (constant over a 4 KiB frame)"),
+                    format!(
+                        "bit {bit}: color bits must be in {PAGE_SHIFT}..{PHYS_ADDR_BITS} (constant over a 4 KiB frame)"
+                    ),
                 ));
             }
             if i > 0 && sorted[i - 1] == bit {
@@ -218,7 +220,10 @@ mod tests {
     #[test]
     fn bad_bit_lists_are_config_errors() {
         for bits in [&[11u32][..], &[52], &[12, 12], &[12, 13, 14, 15, 16, 17, 18, 19, 20]] {
-            assert!(matches!(ColorMap::new(bits, "os.coloring.bits"), Err(Error::Config { ref key, .. }) if key == "os.coloring.bits"), "{bits:?}");
+            assert!(
+                matches!(ColorMap::new(bits, "os.coloring.bits"), Err(Error::Config { ref key, .. }) if key == "os.coloring.bits"),
+                "{bits:?}"
+            );
         }
         assert_eq!(ColorMap::new(&[], "k").unwrap().nr_colors(), 1);
     }
@@ -232,7 +237,19 @@ mod tests {
         let map = ColorMap::new(&[13, 16], "k").unwrap();
         assert_eq!(map.frames_of_color(Pfn::new(32), Order::new(4), 0b11).count(), 0, "bit 4 is 0 in 32..47");
         let got: Vec<u64> = map.frames_of_color(Pfn::new(32), Order::new(5), 0b11).map(Pfn::raw).collect();
-        assert_eq!(got, [32 | 0b10010, 32 | 0b10011, 32 | 0b10110, 32 | 0b10111, 32 | 0b11010, 32 | 0b11011, 32 | 0b11110, 32 | 0b11111]);
+        assert_eq!(
+            got,
+            [
+                32 | 0b10010,
+                32 | 0b10011,
+                32 | 0b10110,
+                32 | 0b10111,
+                32 | 0b11010,
+                32 | 0b11011,
+                32 | 0b11110,
+                32 | 0b11111
+            ]
+        );
         // Order 0 block: the frame itself, if its color matches.
         assert_eq!(map.frames_of_color(Pfn::new(2), Order::new(0), 1).count(), 1);
         assert_eq!(map.frames_of_color(Pfn::new(2), Order::new(0), 0).count(), 0);

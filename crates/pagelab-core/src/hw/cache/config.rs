@@ -222,7 +222,8 @@ impl CacheHierarchyConfig {
         // One line size throughout: a writeback or back-invalidation moves
         // exactly one line between levels.
         let line = self.l1d.line;
-        let others = [("l1i", self.l1i.line, self.l1i.enabled), ("l2", self.l2.line, true), ("llc", self.llc.line, true)];
+        let others =
+            [("l1i", self.l1i.line, self.l1i.enabled), ("l2", self.l2.line, true), ("llc", self.llc.line, true)];
         for (name, other, used) in others {
             if used && other != line {
                 return Err(Error::config(

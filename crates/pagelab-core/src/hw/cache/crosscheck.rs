@@ -86,8 +86,7 @@ fn sliced_lru_cache_matches_the_reference() {
         let slice = parity(0x1b_5f57_5440) | parity(0x2e_b5fa_a880) << 1;
         (slice * per_slice + line % per_slice) as usize
     };
-    let cases: [(SliceHash, SetFn); 2] =
-        [(SliceHash::Modulo, Box::new(modulo)), (SliceHash::Intel, Box::new(intel))];
+    let cases: [(SliceHash, SetFn); 2] = [(SliceHash::Modulo, Box::new(modulo)), (SliceHash::Intel, Box::new(intel))];
     for (hash, set_of) in cases {
         let geometry = Geometry::sets(16, ways as u32, 64).with_slices(slices as u32, hash);
         let mut cache = Cache::new(geometry, ReplacementKind::Lru, 0);
@@ -126,7 +125,8 @@ impl RefHierarchy {
 
 fn small_hierarchy(cores: usize) -> (CacheHierarchyConfig, RefHierarchy) {
     // L1: 8 sets x 2 ways, L2: 16 sets x 4 ways, LLC: 64 sets x 8 ways.
-    let level = |sets: u64, ways: u32| CacheConfig { size: ByteSize(sets * u64::from(ways) * 64), ways, ..CacheConfig::l1d() };
+    let level =
+        |sets: u64, ways: u32| CacheConfig { size: ByteSize(sets * u64::from(ways) * 64), ways, ..CacheConfig::l1d() };
     let cfg = CacheHierarchyConfig {
         l1d: level(8, 2),
         l2: level(16, 4),
@@ -192,9 +192,11 @@ fn hierarchy_speed() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
     let random: Vec<PhysAddr> = (0..N).map(|_| PhysAddr::new(rng.random_range(0..16u64 << 30) & !63)).collect();
     let sequential: Vec<PhysAddr> = (0..N as u64).map(|i| PhysAddr::new(i * 8)).collect();
-    for (name, addrs, prefetch) in
-        [("random, no prefetch", &random, false), ("random, prefetch", &random, true), ("sequential 8 B", &sequential, false)]
-    {
+    for (name, addrs, prefetch) in [
+        ("random, no prefetch", &random, false),
+        ("random, prefetch", &random, true),
+        ("sequential 8 B", &sequential, false),
+    ] {
         let mut h = CacheHierarchy::new(&cfg, 1).unwrap();
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();

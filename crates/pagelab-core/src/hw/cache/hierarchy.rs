@@ -565,7 +565,8 @@ mod tests {
         let mut h = CacheHierarchy::new(&cfg, 1).unwrap();
         assert_eq!(h.access(0, at(5), RefKind::IFetch), HitLevel::L1, "no L1I: fetches hit");
         assert_eq!(h.stats().total(Level::L2).total_accesses(), 0);
-        cfg.l1i = crate::hw::cache::config::L1iConfig { enabled: true, size: ByteSize(256), ways: 2, ..Default::default() };
+        cfg.l1i =
+            crate::hw::cache::config::L1iConfig { enabled: true, size: ByteSize(256), ways: 2, ..Default::default() };
         let mut h = CacheHierarchy::new(&cfg, 1).unwrap();
         assert_eq!(h.access(0, at(5), RefKind::IFetch), HitLevel::Memory);
         assert_eq!(h.access(0, at(5), RefKind::IFetch), HitLevel::L1);

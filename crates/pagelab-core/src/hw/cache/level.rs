@@ -334,13 +334,20 @@ impl Cache {
     /// oldest way of `fill_mask` (an invalid one when there is one: they sit
     /// at the oldest positions), which becomes the most recent.
     #[inline(always)]
-    fn fill_lru<const W: usize, const S: usize>(&mut self, set: SetRef, line: u64, is_write: bool, fill_mask: u64) -> Option<Evicted> {
+    fn fill_lru<const W: usize, const S: usize>(
+        &mut self,
+        set: SetRef,
+        line: u64,
+        is_write: bool,
+        fill_mask: u64,
+    ) -> Option<Evicted> {
         debug_assert_eq!((self.ways, self.stride, self.ptag_offset), (W, S, 16));
         let tags: &mut [u64; W] = (&mut self.tags[set.tags..set.tags + W]).try_into().expect("W tags");
         let meta: &mut [u8; S] = (&mut self.meta[set.meta..set.meta + S]).try_into().expect("S bytes of metadata");
         let word = |meta: &[u8; S], i: usize| u64::from_le_bytes(meta[8 * i..8 * i + 8].try_into().expect("8 bytes"));
         let order = word(meta, 1);
-        let way = if fill_mask == full_mask(W) { packed::oldest(order, W) } else { packed::oldest_in(order, W, fill_mask) };
+        let way =
+            if fill_mask == full_mask(W) { packed::oldest(order, W) } else { packed::oldest_in(order, W, fill_mask) };
         meta[8..16].copy_from_slice(&packed::to_front(order, way).to_le_bytes());
         let dirty = word(meta, 0);
         let was_dirty = dirty >> way & 1 == 1;

@@ -133,7 +133,11 @@ pub struct CacheStats {
 
 impl CacheStats {
     pub fn new(cores: usize, llc_slices: usize, l1i_enabled: bool) -> CacheStats {
-        CacheStats { cores: vec![[LevelStats::default(); 4]; cores], llc_slice_accesses: vec![0; llc_slices], l1i_enabled }
+        CacheStats {
+            cores: vec![[LevelStats::default(); 4]; cores],
+            llc_slice_accesses: vec![0; llc_slices],
+            l1i_enabled,
+        }
     }
 
     /// Zeroes every counter (warm-up ends; contents stay).

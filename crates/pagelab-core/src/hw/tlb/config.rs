@@ -90,7 +90,10 @@ impl TlbConfig {
             validate_shape(prefix, name, entries, ways)?;
         }
         if self.l2_reach.contains(ReachSize::Size1G) {
-            return Err(Error::config(format!("{prefix}.l2_reach"), "1 GiB translations have their own array (l2_1g)".to_string()));
+            return Err(Error::config(
+                format!("{prefix}.l2_reach"),
+                "1 GiB translations have their own array (l2_1g)".to_string(),
+            ));
         }
         Ok(())
     }

@@ -13,7 +13,7 @@
 //! dynamically per access.
 
 use super::key::ReachSize;
-use crate::units::{Asid, PhysAddr, Pfn, VirtAddr, Vpn};
+use crate::units::{Asid, Pfn, PhysAddr, VirtAddr, Vpn};
 
 /// The kind tag of a plain page in an L2 entry; extension kinds use others.
 pub const KIND_PAGE: u8 = 0;

@@ -104,7 +104,8 @@ impl L1Array {
     /// took (`None` for a disabled array).
     #[inline]
     pub(super) fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) -> Option<Slot> {
-        let placed = if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
+        let placed =
+            if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
         let placed = placed?;
         self.counters.fills += 1;
         if placed.fresh {
@@ -329,7 +330,8 @@ impl L1Tlb {
             self.recent_generation = self.generation;
         }
         let shift = self.arrays[k].pages_shift;
-        self.recent[self.recent_next] = Recent { index: mvpn >> shift, asid, shift: shift as u8, array: k as u8, slot: slot as u32 };
+        self.recent[self.recent_next] =
+            Recent { index: mvpn >> shift, asid, shift: shift as u8, array: k as u8, slot: slot as u32 };
         self.recent_next = (self.recent_next + 1) % RECENT;
     }
 
@@ -366,4 +368,3 @@ pub(super) fn build<V: Copy + Default>(entries: u32, ways: u32, policy: Replacem
     }
     SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed)
 }
-

@@ -14,7 +14,7 @@
 //! kind an index into the side table its owner ([`TlbExtension`]) keeps.
 
 use super::entry::{EntryKind, ExtPayload, TlbEntry, TlbExtension, KIND_PAGE};
-use super::key::{ReachSize, ReachSet, ASID_SHIFT, REACHES, VPN_BITS, VPN_MASK};
+use super::key::{ReachSet, ReachSize, ASID_SHIFT, REACHES, VPN_BITS, VPN_MASK};
 use super::stats::Counters;
 use crate::hw::set_assoc::{SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, Pfn, Vpn};
@@ -39,7 +39,15 @@ const _: () = assert!(std::mem::size_of::<L2Entry>() <= 24);
 
 impl Default for L2Entry {
     fn default() -> Self {
-        L2Entry { vbase: Vpn::new(0), target: 0, asid: 0, reach: ReachSize::Size4K, writable: false, dirty: false, kind: KIND_PAGE }
+        L2Entry {
+            vbase: Vpn::new(0),
+            target: 0,
+            asid: 0,
+            reach: ReachSize::Size4K,
+            writable: false,
+            dirty: false,
+            kind: KIND_PAGE,
+        }
     }
 }
 
@@ -52,7 +60,14 @@ impl L2Entry {
     #[inline]
     pub fn page_entry<P>(&self) -> TlbEntry<P> {
         let kind = EntryKind::Page { pfn: Pfn::new(self.target) };
-        TlbEntry { asid: self.asid, vbase: self.vbase, size: self.reach, writable: self.writable, dirty: self.dirty, kind }
+        TlbEntry {
+            asid: self.asid,
+            vbase: self.vbase,
+            size: self.reach,
+            writable: self.writable,
+            dirty: self.dirty,
+            kind,
+        }
     }
 }
 
@@ -157,7 +172,10 @@ impl<X: TlbExtension> L2Tlb<X> {
             probe[r as usize] = Probe { array, shift: r.pages_shift(), class_bits: r.key_class() << VPN_BITS };
         }
         L2Tlb {
-            arrays: [L2Array { sa: shared, counters: Counters::default() }, L2Array { sa: giant, counters: Counters::default() }],
+            arrays: [
+                L2Array { sa: shared, counters: Counters::default() },
+                L2Array { sa: giant, counters: Counters::default() },
+            ],
             probe,
             live: [0; ROWS],
             shared_set: shared_reach.0,
@@ -225,7 +243,8 @@ impl<X: TlbExtension> L2Tlb<X> {
     }
 
     pub fn peek(&self, asid: Asid, mvpn: u64) -> Option<L2Entry> {
-        Self::find(&self.arrays, &self.probe, self.live_set, asid, mvpn, &mut [Absent::NONE; ROWS]).map(|(a, slot)| *self.arrays[a].sa.value(slot))
+        Self::find(&self.arrays, &self.probe, self.live_set, asid, mvpn, &mut [Absent::NONE; ROWS])
+            .map(|(a, slot)| *self.arrays[a].sa.value(slot))
     }
 
     /// The whole entry `e` stands for (an extension kind's payload loaded
@@ -263,7 +282,15 @@ impl<X: TlbExtension> L2Tlb<X> {
             EntryKind::Page { pfn } => (KIND_PAGE, pfn.raw()),
             EntryKind::Ext(p) => (p.kind(), 0),
         };
-        let value = L2Entry { vbase: entry.vbase, target, asid: entry.asid, reach: r, writable: entry.writable, dirty: entry.dirty, kind };
+        let value = L2Entry {
+            vbase: entry.vbase,
+            target,
+            asid: entry.asid,
+            reach: r,
+            writable: entry.writable,
+            dirty: entry.dirty,
+            kind,
+        };
         let array = &mut self.arrays[a];
         let record = &mut self.absent[r as usize & 7];
         let placed = if record.key == key {

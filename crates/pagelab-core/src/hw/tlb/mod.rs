@@ -40,15 +40,20 @@ mod stats;
 mod tests;
 
 pub use config::TlbConfig;
-pub use entry::{EntryKind, ExtPayload, NoExtension, NoPayload, TlbEntry, TlbExtension, Translation, TlbLookup, KIND_PAGE};
-pub use key::{ReachSet, ReachSize, KEY_CLASS_1G, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_HOLE_BITMAP, REACHES};
+pub use entry::{
+    EntryKind, ExtPayload, NoExtension, NoPayload, TlbEntry, TlbExtension, TlbLookup, Translation, KIND_PAGE,
+};
+pub use key::{
+    ReachSet, ReachSize, KEY_CLASS_1G, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_HOLE_BITMAP,
+    REACHES,
+};
 pub use stats::{ArrayStats, SideStats, TlbStats};
 
+use crate::units::{Asid, VirtAddr, Vpn};
 use key::{key_asid, key_first_vpn, masked_vpn, VPN_MASK};
 use l1::{build, miss_tag, L1Array, L1Entry, L1Tlb, NO_MISS};
 use l2::{L2Tlb, GIANT, SHARED};
 use stats::Counters;
-use crate::units::{Asid, VirtAddr, Vpn};
 
 /// Ranges up to this many pages are shot down in the L2 by probing each
 /// page's set; longer ones by scanning the array.
@@ -193,7 +198,12 @@ impl<X: TlbExtension> Tlb<X> {
             return; // no array takes pages of this size
         };
         let piece_base = vaddr.align_down(array.size.bytes());
-        let l1_entry = L1Entry { pfn: entry.frame_of(piece_base), writable: entry.writable, dirty: entry.dirty, origin: entry.size };
+        let l1_entry = L1Entry {
+            pfn: entry.frame_of(piece_base),
+            writable: entry.writable,
+            dirty: entry.dirty,
+            origin: entry.size,
+        };
         let (set, key) = array.set_and_key(entry.asid, mvpn);
         let placed = array.insert(set, key, l1_entry, known_absent);
         side.keys_changed();

@@ -76,4 +76,3 @@ fn alloc_block(mem: &mut PhysMem, order: Order) -> Option<Pfn> {
     }
     Some(start)
 }
-

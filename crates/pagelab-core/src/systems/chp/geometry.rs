@@ -52,4 +52,3 @@ impl ChpGeometry {
         (base.raw() & (self.nr_colors() as u64 - 1)) as u32
     }
 }
-

@@ -22,7 +22,6 @@
 //! walker (`engine::mmu`) reads the 8 sub-mapping entries with one
 //! cache-line reference and fills the L2 TLB with one entry.
 
-
 mod cache;
 mod config;
 mod geometry;
@@ -185,7 +184,9 @@ impl Chp {
                 if region >= start && region.add(HUGE) <= end {
                     let per = geo.pages_per_sub();
                     let subs = (0..geo.submappings as u64)
-                        .map(|j| pt.lookup(region.add(j * per * 4096)).expect("a colored huge page is fully mapped").frame)
+                        .map(|j| {
+                            pt.lookup(region.add(j * per * 4096)).expect("a colored huge page is fully mapped").frame
+                        })
                         .collect();
                     whole.push((region, subs));
                 } else {

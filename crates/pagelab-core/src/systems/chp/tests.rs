@@ -11,8 +11,8 @@ use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::hw::tlb::TlbLookup;
-use crate::systems::chp::{pagetable::is_colored_huge, tlb::is_colored_huge as is_colored_huge_entry};
 use crate::phys::{FrameOwner, Migratetype};
+use crate::systems::chp::{pagetable::is_colored_huge, tlb::is_colored_huge as is_colored_huge_entry};
 use crate::units::{Order, Pfn, VirtAddr};
 use crate::workload::MapEvent;
 
@@ -61,7 +61,10 @@ fn one_fault_backs_2m_with_8_strided_sub_mappings_of_allowed_colors_round_robin(
             let frame = f[s * 64 + i];
             assert_eq!(frame.raw(), base.raw() + 16 * i as u64, "page {i} of sub-mapping {s}");
             assert_eq!(map.color_of(frame), colors[s % 3], "sub-mapping {s} gets the colors round-robin");
-            assert_eq!(sim.kernel.mem.owner(frame), FrameOwner::User { asid: 1, vpn: BASE.add((s * 64 + i) as u64 * 4096).vpn() });
+            assert_eq!(
+                sim.kernel.mem.owner(frame),
+                FrameOwner::User { asid: 1, vpn: BASE.add((s * 64 + i) as u64 * 4096).vpn() }
+            );
         }
     }
 }
@@ -130,7 +133,10 @@ fn the_walker_fetches_a_colored_huge_page_with_one_line_and_the_l2_tlb_computes_
             }
             other => panic!("page {i}: {other:?}"),
         }
-        assert_eq!(mmu.translate(&mut sim.kernel, crate::engine::testutil::req(va), &mut refs, &mut stats).unwrap(), pt_frame);
+        assert_eq!(
+            mmu.translate(&mut sim.kernel, crate::engine::testutil::req(va), &mut refs, &mut stats).unwrap(),
+            pt_frame
+        );
     }
     assert_eq!(stats.walks, 1, "one walk covers the whole 2 MiB");
 }
@@ -173,7 +179,8 @@ fn munmap_shoots_down_colored_huge_translations() {
 /// block can hold a sub-mapping: every order-9 block taken, every other
 /// one freed, so no 4 MiB block can form but plenty of memory stays free.
 fn run_without_blocks(cfg: SimConfig) -> Simulation {
-    let workload = Box::new(crate::engine::testutil::Script { batches: vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))] });
+    let workload =
+        Box::new(crate::engine::testutil::Script { batches: vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))] });
     let mut sim = Simulation::with_workloads(cfg, vec![workload]).unwrap();
     let mem = &mut sim.kernel.mem;
     let mut taken = Vec::new();
@@ -324,7 +331,9 @@ fn mprotect_of_a_whole_colored_huge_page_keeps_it_and_its_entry_takes_the_permis
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
     mmu.translate(&mut sim.kernel, crate::engine::testutil::req(BASE.add(0x7000)), &mut refs, &mut stats).unwrap();
     match mmu.tlb.peek(1, BASE.add(0x150000), false) {
-        TlbLookup::L2(t) => assert!(is_colored_huge_entry(&mmu.tlb.peek_l2(1, BASE.add(0x150000)).unwrap()) && !t.writable),
+        TlbLookup::L2(t) => {
+            assert!(is_colored_huge_entry(&mmu.tlb.peek_l2(1, BASE.add(0x150000)).unwrap()) && !t.writable)
+        }
         other => panic!("{other:?}"),
     }
     // Part of it: the page is demoted and keeps its mappings.

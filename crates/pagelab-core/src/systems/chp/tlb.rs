@@ -83,7 +83,14 @@ impl TlbExtension for ChpTlb {
 /// A 2 MiB colored huge page's TLB entry. Each `sub[s]` must leave clear
 /// the bits that page indexes OR into (`63 << stride_shift`), as the
 /// paper's allocator guarantees by carving sub-mappings from aligned blocks.
-pub fn colored_huge(asid: Asid, vbase: Vpn, sub: [Pfn; 8], stride_shift: u8, writable: bool, dirty: bool) -> TlbEntry<ColoredHuge> {
+pub fn colored_huge(
+    asid: Asid,
+    vbase: Vpn,
+    sub: [Pfn; 8],
+    stride_shift: u8,
+    writable: bool,
+    dirty: bool,
+) -> TlbEntry<ColoredHuge> {
     debug_assert!(vbase.is_aligned(ReachSize::Size2M.nr_pages()));
     debug_assert!(sub.iter().all(|p| p.raw() & ((PAGES_PER_SUB - 1) << stride_shift) == 0));
     let kind = EntryKind::Ext(ColoredHuge { sub, stride_shift });
@@ -173,7 +180,10 @@ mod tests {
             other => panic!("expected an L2 hit, got {other:?}"),
         }
         let t = tlb.lookup(A, va(x + 0x10), false);
-        assert_eq!(t, TlbLookup::L1(Translation { pfn: Pfn::new(0x13f7), size: ReachSize::Size4K, writable: true, dirty: false }));
+        assert_eq!(
+            t,
+            TlbLookup::L1(Translation { pfn: Pfn::new(0x13f7), size: ReachSize::Size4K, writable: true, dirty: false })
+        );
         // A neighbouring page is not served by that L1 entry.
         assert!(matches!(tlb.lookup(A, va(x - KIB4), false), TlbLookup::L2(..)));
         // INVLPG of the base drops the constructed L1 entries too.

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use super::ThpConfig;
 use crate::os::{Daemon, Kernel};
 use crate::paging::pte::{ACCESSED, DIRTY};
-use crate::stat::{Stat, Stats};
 use crate::phys::{FrameOwner, Migratetype};
+use crate::stat::{Stat, Stats};
 use crate::units::{Order, PageSize, VirtAddr};
 
 const HPAGE: u64 = 2 << 20;
@@ -126,7 +126,6 @@ impl Daemon for Khugepaged {
 }
 
 impl Khugepaged {
-
     /// One wake-up: scan up to pages_to_scan PTEs' worth of ranges.
     fn scan(&mut self, k: &mut Kernel) {
         let mut budget = self.pages_to_scan as i64;

@@ -133,11 +133,7 @@ impl Bfs {
 
     fn push_queue(&mut self, v: u32, out: &mut Vec<Access>) {
         self.queue[self.q_in as usize] = v;
-        out.push(Access::store(
-            elem4(self.queue_va, self.q_in as u32),
-            4,
-            INSTRS,
-        ));
+        out.push(Access::store(elem4(self.queue_va, self.q_in as u32), 4, INSTRS));
         self.q_in += 1;
     }
 
@@ -148,9 +144,7 @@ impl Bfs {
     fn pick_source(&mut self, g: &Csr, va: &CsrVa, out: &mut Vec<Access>) {
         let n = g.vertices() as u64;
         self.source = loop {
-            let v = self
-                .fixed_source
-                .unwrap_or_else(|| below(self.rng.next_u64(), n) as u32);
+            let v = self.fixed_source.unwrap_or_else(|| below(self.rng.next_u64(), n) as u32);
             va.load_range(out, v);
             if g.degree(v) > 0 || g.directed_edges() == 0 || self.fixed_source.is_some() {
                 break v;
@@ -178,11 +172,7 @@ impl Bfs {
             Phase::InitParent(v) => {
                 va.load_range(out, v);
                 let d = g.degree(v);
-                self.parent[v as usize] = if d != 0 {
-                    -(d.min(i32::MAX as u64) as i32)
-                } else {
-                    -1
-                };
+                self.parent[v as usize] = if d != 0 { -(d.min(i32::MAX as u64) as i32) } else { -1 };
                 out.push(Access::store(elem4(self.parent_va, v), 4, INSTRS));
                 Phase::InitParent(v + 1)
             }
@@ -204,11 +194,7 @@ impl Bfs {
             }
             Phase::ResetBitmaps(line) => {
                 let lines = self.bitmap_lines();
-                let (base, l) = if line < lines {
-                    (self.next_va, line)
-                } else {
-                    (self.front_va, line - lines)
-                };
+                let (base, l) = if line < lines { (self.next_va, line) } else { (self.front_va, line - lines) };
                 out.push(Access::store(base.add(64 * l), 8, INSTRS));
                 Phase::ResetBitmaps(line + 1)
             }
@@ -221,22 +207,12 @@ impl Bfs {
                 out.push(Access::load(elem4(self.queue_va, qi as u32), 4, INSTRS));
                 let u = self.queue[qi as usize];
                 va.load_range(out, u);
-                Phase::TdEdge {
-                    qi,
-                    u,
-                    e: g.begin(u),
-                    end: g.end(u),
-                }
+                Phase::TdEdge { qi, u, e: g.begin(u), end: g.end(u) }
             }
             Phase::TdEdge { qi, e, end, .. } if e == end => Phase::TdVertex(qi + 1),
             Phase::TdEdge { qi, u, e, end } => {
                 self.top_down_edge(g, va, u, e, out);
-                Phase::TdEdge {
-                    qi,
-                    u,
-                    e: e + 1,
-                    end,
-                }
+                Phase::TdEdge { qi, u, e: e + 1, end }
             }
             Phase::QueueToBitmap(qi) if qi == self.q_end => {
                 self.awake_count = (self.q_end - self.q_start) as i64;
@@ -260,11 +236,7 @@ impl Bfs {
                 out.push(Access::load(elem4(self.parent_va, u), 4, INSTRS));
                 if self.parent[u as usize] < 0 {
                     va.load_range(out, u);
-                    Phase::BuEdge {
-                        u,
-                        e: g.begin(u),
-                        end: g.end(u),
-                    }
+                    Phase::BuEdge { u, e: g.begin(u), end: g.end(u) }
                 } else {
                     Phase::BuVertex(u + 1)
                 }
@@ -280,8 +252,7 @@ impl Bfs {
             Phase::BuEnd => {
                 std::mem::swap(&mut self.front, &mut self.next);
                 std::mem::swap(&mut self.front_va, &mut self.next_va);
-                let keep_going = self.awake_count >= self.old_awake_count
-                    || self.awake_count > n as i64 / self.beta;
+                let keep_going = self.awake_count >= self.old_awake_count || self.awake_count > n as i64 / self.beta;
                 if keep_going {
                     self.begin_bottom_up_step()
                 } else {
@@ -349,14 +320,7 @@ impl Bfs {
     }
 
     /// `BUStep`'s inner body: true when `u` found its parent.
-    fn bottom_up_edge(
-        &mut self,
-        g: &Csr,
-        va: &CsrVa,
-        u: u32,
-        e: u64,
-        out: &mut Vec<Access>,
-    ) -> bool {
+    fn bottom_up_edge(&mut self, g: &Csr, va: &CsrVa, u: u32, e: u64, out: &mut Vec<Access>) -> bool {
         out.push(Access::load(va.neigh(e), 4, INSTRS));
         let v = g.neighbour(e);
         out.push(Access::load(bit_word(self.front_va, v), 8, INSTRS));
@@ -398,10 +362,7 @@ mod tests {
         bfs.alpha = alpha;
         bfs.fixed_source = Some(0);
         let accesses = run_once(&mut bfs, &g, &va);
-        (
-            touches(&accesses, bfs.parent_va(), 5),
-            bfs.parents().to_vec(),
-        )
+        (touches(&accesses, bfs.parent_va(), 5), bfs.parents().to_vec())
     }
 
     const L: bool = false;

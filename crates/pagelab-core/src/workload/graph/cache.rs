@@ -43,10 +43,7 @@ pub struct GraphKey {
 
 impl GraphKey {
     fn file_name(&self) -> String {
-        format!(
-            "kron-v{GENERATOR_VERSION}-s{}-d{}-seed{}.plg",
-            self.scale, self.degree, self.seed
-        )
+        format!("kron-v{GENERATOR_VERSION}-s{}-d{}-seed{}.plg", self.scale, self.degree, self.seed)
     }
 
     fn header(&self, g: &Csr) -> [u64; 6] {
@@ -289,10 +286,7 @@ mod tests {
         let mut sum = Checksum::default();
         g.offsets.iter().for_each(|x| sum.add(&x.to_le_bytes()));
         g.neigh.iter().for_each(|x| sum.add(&x.to_le_bytes()));
-        assert_eq!(
-            (GENERATOR_VERSION, g.directed_edges(), sum.value()),
-            (1, 21_066, 14_199_340_886_864_914_978)
-        );
+        assert_eq!((GENERATOR_VERSION, g.directed_edges(), sum.value()), (1, 21_066, 14_199_340_886_864_914_978));
     }
 
     #[test]

@@ -121,11 +121,7 @@ impl Cc {
         let mut best = (0, self.samples[0]);
         let mut run = 0;
         for i in 0..self.samples.len() {
-            run = if i > 0 && self.samples[i] == self.samples[i - 1] {
-                run + 1
-            } else {
-                1
-            };
+            run = if i > 0 && self.samples[i] == self.samples[i - 1] { run + 1 } else { 1 };
             if run > best.0 {
                 best = (run, self.samples[i]);
             }
@@ -142,11 +138,7 @@ impl Cc {
                 out.push(Access::store(elem4(self.comp_va, v), 4, INSTRS));
                 Phase::Init(v + 1)
             }
-            Phase::Round { r, u } if u == n => Phase::Compress {
-                v: 0,
-                after_round: r,
-                last: false,
-            },
+            Phase::Round { r, u } if u == n => Phase::Compress { v: 0, after_round: r, last: false },
             Phase::Round { r, u } => {
                 va.load_range(out, u);
                 if g.degree(u) > r as u64 {
@@ -159,26 +151,15 @@ impl Cc {
             Phase::Compress { v, last: true, .. } if v == n => Phase::Done,
             Phase::Compress { v, after_round, .. } if v == n => {
                 if after_round + 1 < NEIGHBOR_ROUNDS {
-                    Phase::Round {
-                        r: after_round + 1,
-                        u: 0,
-                    }
+                    Phase::Round { r: after_round + 1, u: 0 }
                 } else {
                     self.samples.clear();
                     Phase::Sample(0)
                 }
             }
-            Phase::Compress {
-                v,
-                after_round,
-                last,
-            } => {
+            Phase::Compress { v, after_round, last } => {
                 self.compress(v, out);
-                Phase::Compress {
-                    v: v + 1,
-                    after_round,
-                    last,
-                }
+                Phase::Compress { v: v + 1, after_round, last }
             }
             Phase::Sample(i) if i == SAMPLES => {
                 self.largest = self.most_frequent_sample();
@@ -190,22 +171,14 @@ impl Cc {
                 self.samples.push(label);
                 Phase::Sample(i + 1)
             }
-            Phase::Finish(u) if u == n => Phase::Compress {
-                v: 0,
-                after_round: NEIGHBOR_ROUNDS,
-                last: true,
-            },
+            Phase::Finish(u) if u == n => Phase::Compress { v: 0, after_round: NEIGHBOR_ROUNDS, last: true },
             Phase::Finish(u) => {
                 if self.load_comp(u, out) == self.largest {
                     Phase::Finish(u + 1)
                 } else {
                     va.load_range(out, u);
                     let skip = g.degree(u).min(NEIGHBOR_ROUNDS as u64);
-                    Phase::FinishEdge {
-                        u,
-                        e: g.begin(u) + skip,
-                        end: g.end(u),
-                    }
+                    Phase::FinishEdge { u, e: g.begin(u) + skip, end: g.end(u) }
                 }
             }
             Phase::FinishEdge { u, e, end } if e == end => Phase::Finish(u + 1),
@@ -254,10 +227,7 @@ mod tests {
             }
         }
         for u in 0..n {
-            assert_eq!(
-                labels[labels[u] as usize], labels[u],
-                "label of {u} is not a root"
-            );
+            assert_eq!(labels[labels[u] as usize], labels[u], "label of {u} is not a root");
             for v in 0..n {
                 let same = find(&mut root, u) == find(&mut root, v);
                 assert_eq!(labels[u] == labels[v], same, "{u} {v}");

@@ -122,10 +122,7 @@ impl Csr {
     }
 
     pub fn max_degree(&self) -> u64 {
-        (0..self.vertices())
-            .map(|v| self.degree(v))
-            .max()
-            .unwrap_or(0)
+        (0..self.vertices()).map(|v| self.degree(v)).max().unwrap_or(0)
     }
 }
 
@@ -363,27 +360,18 @@ pub(crate) fn derive_scale(footprint: u64, degree: u32, kernel: GraphKernel) -> 
 
 impl GraphWorkload {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
-        let scale = cfg
-            .scale
-            .unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
+        let scale = cfg.scale.unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
         let key = cache::GraphKey { scale, degree: cfg.degree, seed: cfg.seed };
         let graph = cache::kronecker_cached(key, cache::cache_dir().as_deref());
         let mut layout = Layout::new();
         let va = CsrVa::place(&mut layout, &graph);
         let kernel = match cfg.kernel {
-            GraphKernel::Bfs => {
-                AnyKernel::Bfs(bfs::Bfs::new(&graph, &mut layout, cfg.seed, cfg.sources))
-            }
+            GraphKernel::Bfs => AnyKernel::Bfs(bfs::Bfs::new(&graph, &mut layout, cfg.seed, cfg.sources)),
             GraphKernel::Pr => AnyKernel::Pr(pr::Pr::new(&graph, &mut layout)),
             GraphKernel::Cc => AnyKernel::Cc(cc::Cc::new(&graph, &mut layout, cfg.seed)),
             GraphKernel::Tc => AnyKernel::Tc(tc::Tc::new()),
         };
-        GraphWorkload {
-            arrays: layout.into_arrays(),
-            graph,
-            va,
-            kernel,
-        }
+        GraphWorkload { arrays: layout.into_arrays(), graph, va, kernel }
     }
 }
 
@@ -450,12 +438,7 @@ pub(crate) mod testgraph {
         accesses
             .iter()
             .filter(|a| a.vaddr >= base && a.vaddr.raw() < base.raw() + 4 * len as u64)
-            .map(|a| {
-                (
-                    ((a.vaddr.raw() - base.raw()) / 4) as u32,
-                    a.kind == super::super::AccessKind::Store,
-                )
-            })
+            .map(|a| (((a.vaddr.raw() - base.raw()) / 4) as u32, a.kind == super::super::AccessKind::Store))
             .collect()
     }
 }
@@ -477,10 +460,8 @@ mod tests {
 
     #[test]
     fn radix_sort_orders_by_source_stably() {
-        let mut data: Vec<u64> = [(5u64, 1u64), (3, 9), (5000, 2), (3, 4), (0, 7), (5, 0)]
-            .iter()
-            .map(|&(s, d)| s << 32 | d)
-            .collect();
+        let mut data: Vec<u64> =
+            [(5u64, 1u64), (3, 9), (5000, 2), (3, 4), (0, 7), (5, 0)].iter().map(|&(s, d)| s << 32 | d).collect();
         radix_sort_by_source(&mut data, &mut Vec::new(), 13);
         let pairs: Vec<(u64, u64)> = data.iter().map(|&x| (x >> 32, x & 0xffff_ffff)).collect();
         assert_eq!(pairs, [(0, 7), (3, 9), (3, 4), (5, 1), (5, 0), (5000, 2)]);
@@ -492,7 +473,12 @@ mod tests {
     #[test]
     fn init_loop_accesses_are_the_init_sweep() {
         for (kernel, next_is_store) in [(GraphKernel::Cc, false), (GraphKernel::Pr, false)] {
-            let cfg = WorkloadConfig { kind: super::super::WorkloadKind::Graph, kernel, scale: Some(8), ..WorkloadConfig::default() };
+            let cfg = WorkloadConfig {
+                kind: super::super::WorkloadKind::Graph,
+                kernel,
+                scale: Some(8),
+                ..WorkloadConfig::default()
+            };
             let mut w = GraphWorkload::new(&cfg);
             let n = w.init_loop_accesses() as usize;
             assert_eq!(n, 256, "{kernel:?}");
@@ -500,11 +486,20 @@ mod tests {
             w.fill(&mut out, n + 1);
             let base = out[0].vaddr;
             for (v, a) in out[..n].iter().enumerate() {
-                assert_eq!((a.vaddr, a.kind), (base.add(4 * v as u64), super::super::AccessKind::Store), "{kernel:?} {v}");
+                assert_eq!(
+                    (a.vaddr, a.kind),
+                    (base.add(4 * v as u64), super::super::AccessKind::Store),
+                    "{kernel:?} {v}"
+                );
             }
             assert_eq!(out[n].kind == super::super::AccessKind::Store, next_is_store, "{kernel:?}");
         }
-        let cfg = WorkloadConfig { kind: super::super::WorkloadKind::Graph, kernel: GraphKernel::Tc, scale: Some(8), ..WorkloadConfig::default() };
+        let cfg = WorkloadConfig {
+            kind: super::super::WorkloadKind::Graph,
+            kernel: GraphKernel::Tc,
+            scale: Some(8),
+            ..WorkloadConfig::default()
+        };
         assert_eq!(GraphWorkload::new(&cfg).init_loop_accesses(), 0);
     }
 
@@ -525,10 +520,7 @@ mod tests {
             ..WorkloadConfig::default()
         };
         let w = GraphWorkload::new(&cfg);
-        assert_eq!(
-            w.graph.vertices(),
-            1 << derive_scale(64 << 20, 16, GraphKernel::Bfs)
-        );
+        assert_eq!(w.graph.vertices(), 1 << derive_scale(64 << 20, 16, GraphKernel::Bfs));
         let mapped: u64 = w.arrays.iter().map(|a| a.len).sum();
         assert!(mapped <= 64 << 20, "{mapped}");
     }

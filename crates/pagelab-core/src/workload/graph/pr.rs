@@ -24,12 +24,7 @@ enum Phase {
     Init(u32),
     Contrib(u32),
     PullVertex(u32),
-    PullEdge {
-        u: u32,
-        e: u64,
-        end: u64,
-        total: f32,
-    },
+    PullEdge { u: u32, e: u64, end: u64, total: f32 },
     EndIteration,
 }
 
@@ -82,23 +77,14 @@ impl Pr {
                 out.push(Access::load(elem4(self.scores_va, v), 4, INSTRS));
                 va.load_range(out, v);
                 let d = g.degree(v);
-                self.contrib[v as usize] = if d == 0 {
-                    0.0
-                } else {
-                    self.scores[v as usize] / d as f32
-                };
+                self.contrib[v as usize] = if d == 0 { 0.0 } else { self.scores[v as usize] / d as f32 };
                 out.push(Access::store(elem4(self.contrib_va, v), 4, INSTRS));
                 Phase::Contrib(v + 1)
             }
             Phase::PullVertex(u) if u == n => Phase::EndIteration,
             Phase::PullVertex(u) => {
                 va.load_range(out, u);
-                Phase::PullEdge {
-                    u,
-                    e: g.begin(u),
-                    end: g.end(u),
-                    total: 0.0,
-                }
+                Phase::PullEdge { u, e: g.begin(u), end: g.end(u), total: 0.0 }
             }
             Phase::PullEdge { u, e, end, total } if e == end => {
                 let base = (1.0 - DAMPING) / n as f32;
@@ -114,12 +100,7 @@ impl Pr {
                 out.push(Access::load(va.neigh(e), 4, INSTRS));
                 let v = g.neighbour(e);
                 out.push(Access::load(elem4(self.contrib_va, v), 4, INSTRS));
-                Phase::PullEdge {
-                    u,
-                    e: e + 1,
-                    end,
-                    total: total + self.contrib[v as usize],
-                }
+                Phase::PullEdge { u, e: e + 1, end, total: total + self.contrib[v as usize] }
             }
             Phase::EndIteration => {
                 self.iteration += 1;
@@ -180,17 +161,6 @@ mod tests {
         let contrib = touches(&accesses, pr.contrib_va, 3);
         // First iteration: stores 0, 1, 2; then vertex 0 pulls 1, 2;
         // vertex 1 pulls 0; vertex 2 pulls 0.
-        assert_eq!(
-            contrib[..7],
-            [
-                (0, true),
-                (1, true),
-                (2, true),
-                (1, false),
-                (2, false),
-                (0, false),
-                (0, false)
-            ]
-        );
+        assert_eq!(contrib[..7], [(0, true), (1, true), (2, true), (1, false), (2, false), (0, false), (0, false)]);
     }
 }

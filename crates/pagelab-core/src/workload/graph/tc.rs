@@ -158,18 +158,7 @@ mod tests {
     #[test]
     fn k4_plus_a_triangle_has_five() {
         // K4 on {0,1,2,3} has 4 triangles; {3,4,5} one more; 5-6 none.
-        let edges = [
-            (0, 1),
-            (0, 2),
-            (0, 3),
-            (1, 2),
-            (1, 3),
-            (2, 3),
-            (3, 4),
-            (4, 5),
-            (3, 5),
-            (5, 6),
-        ];
+        let edges = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 4), (4, 5), (3, 5), (5, 6)];
         let (g, va, _) = placed(7, &edges);
         assert_eq!(count(&g, &va).0, 5);
     }
@@ -181,11 +170,8 @@ mod tests {
         let (g, va, _) = placed(4, &[(0, 1), (1, 2), (2, 3), (3, 0)]);
         let (n, accesses) = count(&g, &va);
         assert_eq!(n, 0);
-        let neigh: Vec<u64> = accesses
-            .iter()
-            .filter(|a| a.size == 4)
-            .map(|a| (a.vaddr.raw() - va.neigh(0).raw()) / 4)
-            .collect();
+        let neigh: Vec<u64> =
+            accesses.iter().filter(|a| a.size == 4).map(|a| (a.vaddr.raw() - va.neigh(0).raw()) / 4).collect();
         // u=0: v=1 > 0 stops (read e0).
         // u=1: v=0 (e2): w=0 (e2), it at neigh(0)[0]=1 (e0) >= 0, no match;
         //      w=2 (e3) > 0 stops; v=2 (e3) > 1 stops.
@@ -194,10 +180,7 @@ mod tests {
         // u=3: v=0 (e6): w=0 (e6), it e0=1 >= 0, no; w=2 (e7) > 0 stops;
         //      v=2 (e7): w=0 (e6), it e4=1 >= 0 no; w=2 (e7): it still at
         //      e4 (not re-read) 1 < 2, e5=3 >= 2, no; end of u's list.
-        assert_eq!(
-            neigh,
-            [0, 2, 2, 0, 3, 3, 4, 4, 2, 3, 5, 5, 6, 6, 0, 7, 7, 6, 4, 7, 5]
-        );
+        assert_eq!(neigh, [0, 2, 2, 0, 3, 3, 4, 4, 2, 3, 5, 5, 6, 6, 0, 7, 7, 6, 4, 7, 5]);
     }
 
     #[test]
