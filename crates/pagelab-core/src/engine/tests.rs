@@ -446,7 +446,7 @@ fn partial_mapping_events_keep_automatic_vmas_and_replace_them() {
     assert_eq!(stat(&sim, "os.splits"), 1.0);
     assert_eq!(stat(&sim, "os.shootdowns"), 2.0);
     assert_eq!(stat(&sim, "faults"), 3.0);
-    let names: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| v.name.clone()).collect();
+    let names: Vec<_> = sim.kernel.proc(1).aspace.vmas.iter().map(|v| v.name.to_string()).collect();
     assert_eq!(names, ["auto"]);
     // The same script with complete events: no automatic VMA after the
     // first event, so the last store is a segmentation fault.

@@ -227,7 +227,7 @@ impl Kernel {
         let p = self.proc_mut(asid);
         if p.aspace.vmas.overlaps(start, end) {
             let in_the_way: Vec<Vma> = p.aspace.vmas.overlapping(start, end).cloned().collect();
-            if let Some(v) = in_the_way.iter().find(|v| v.name != AUTO_VMA_NAME) {
+            if let Some(v) = in_the_way.iter().find(|v| &*v.name != AUTO_VMA_NAME) {
                 return Err(Error::Workload(format!(
                     "mmap [{start}, {end}) overlaps the mapping `{}` [{}, {})",
                     v.name, v.start, v.end
@@ -239,7 +239,7 @@ impl Kernel {
         }
         let p = self.proc_mut(asid);
         p.unmapped.remove(start, end);
-        p.aspace.vmas.insert(Vma { start, end, writable, name: name.to_string() });
+        p.aspace.vmas.insert(Vma { start, end, writable, name: name.into() });
         self.with_systems(|systems, k| systems.iter_mut().for_each(|s| s.mmap(k, asid, start, end, name)));
         Ok(())
     }
@@ -251,7 +251,7 @@ impl Kernel {
         let p = self.proc_mut(asid);
         if p.auto_vma {
             p.unmapped.remove(start, end);
-            p.unmapped.insert(Vma { start, end, writable: false, name: String::new() });
+            p.unmapped.insert(Vma { start, end, writable: false, name: "".into() });
         }
         Ok(())
     }

@@ -12,7 +12,8 @@ pub struct Vma {
     /// Exclusive.
     pub end: VirtAddr,
     pub writable: bool,
-    pub name: String,
+    /// Shared, so that cloning a VMA (once per fault) copies no string.
+    pub name: std::sync::Arc<str>,
 }
 
 impl Vma {

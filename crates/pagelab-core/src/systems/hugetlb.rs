@@ -135,13 +135,13 @@ impl HugetlbPool {
         if self.vmas.is_empty() {
             vma.len() >= self.size.bytes()
         } else {
-            self.vmas.contains(&vma.name)
+            self.vmas.iter().any(|n| **n == *vma.name)
         }
     }
 
     /// With pool 0, reserves pages for a chosen VMA as it is mapped.
     pub fn reserve_for(&mut self, start: VirtAddr, end: VirtAddr, name: &str, mem: &mut PhysMem) {
-        let vma = Vma { start, end, writable: true, name: name.to_string() };
+        let vma = Vma { start, end, writable: true, name: name.into() };
         if self.reserve_at_mmap && self.wants(&vma) {
             let first = start.raw().div_ceil(self.size.bytes());
             let last = end.raw() / self.size.bytes();

@@ -188,7 +188,7 @@ impl Syscalls {
                 MapEvent::Mmap { start, len, writable, name } => {
                     let end = start.add(*len);
                     maps.remove(*start, end);
-                    maps.insert(Vma { start: *start, end, writable: *writable, name: name.clone() });
+                    maps.insert(Vma { start: *start, end, writable: *writable, name: name.as_str().into() });
                 }
                 MapEvent::Munmap { start, len } => maps.remove(*start, start.add(*len)),
                 MapEvent::Mprotect { start, len, writable } => maps.protect(*start, start.add(*len), *writable),
@@ -244,7 +244,7 @@ impl Syscalls {
             Call::Mremap { old, old_len, new_len, flags } => {
                 let (old_len, new_len) = (page_up(old_len), page_up(new_len));
                 let (writable, name) =
-                    maps.find(va(old)).map_or((true, "anon".to_string()), |v| (v.writable, v.name.clone()));
+                    maps.find(va(old)).map_or((true, "anon".to_string()), |v| (v.writable, v.name.to_string()));
                 if old.checked_add(old_len.max(new_len)).is_none() {
                     return;
                 }

@@ -532,7 +532,7 @@ fn a_captured_trace_replays_its_mappings_beside_automatic_vmas() {
     // the untouched part of the stack's automatic VMA does not.
     assert_eq!(stat("os.shootdowns"), 1.0);
     let vmas: Vec<_> =
-        sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.clone())).collect();
+        sim.kernel.proc(1).aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw(), v.name.to_string())).collect();
     assert_eq!(
         vmas,
         [
