@@ -5,7 +5,9 @@
 //! full size with few accesses: walks miss the page-walk caches more over
 //! 16 GiB than over 1 GiB); `PAGELAB_BENCH_ACCESSES=n` sets the timed
 //! accesses (two counts under callgrind give the exact instructions per
-//! timed access); `PAGELAB_BENCH_CASE=name` runs one case.
+//! timed access); `PAGELAB_BENCH_CASE=name` runs one case;
+//! `PAGELAB_BENCH_SET='key=value;key=value'` adds overrides to every case
+//! (`machine.timing.model="fixed"` measures the fixed model).
 //! Prints; asserts nothing.
 
 use pagelab_core::engine::bench::{run_case, CASES};
@@ -17,8 +19,11 @@ fn main() {
         std::env::var("PAGELAB_BENCH_GIB").ok().and_then(|g| g.parse::<u64>().ok()).map_or(footprint, |g| g << 30);
     let accesses = std::env::var("PAGELAB_BENCH_ACCESSES").ok().and_then(|n| n.parse::<u64>().ok()).unwrap_or(accesses);
     let only = std::env::var("PAGELAB_BENCH_CASE").ok();
+    let extra = std::env::var("PAGELAB_BENCH_SET").unwrap_or_default();
     for (name, target, overrides) in CASES.iter().filter(|c| only.as_deref().is_none_or(|o| c.0 == o)) {
-        match run_case(overrides, footprint, accesses) {
+        let mut all: Vec<&str> = overrides.to_vec();
+        all.extend(extra.split(';').filter(|s| !s.is_empty()));
+        match run_case(&all, footprint, accesses) {
             Ok(rate) if *target > 0.0 => {
                 println!("{name:24} {:8.2} M accesses/s (target {:.0} M)", rate / 1e6, target / 1e6)
             }

@@ -45,6 +45,8 @@ def config(workload: dict, llc_size: str, walker: str) -> dict:
             "preset": "skylake",
             "phys_mem": "256MiB",
             "walker": {"cache_level": walker},
+            # pycachesim has no prefetchers: the hardware's are switched off.
+            "prefetch": {"enabled": False},
             "cache": {
                 "enabled": True,
                 "l1d": {"policy": "lru"},

@@ -10,6 +10,13 @@
 //! ```
 //!
 //! `--only NAME` runs one configuration. Nothing here is timed.
+//!
+//! The runs of `RUNS` use the fixed timing model without prefetchers
+//! (today's engine before the interval model), and print first exactly the
+//! statistics that existed then: the output of before the interval model
+//! is a prefix of this one. After the TLB sequences come the statistics
+//! added since (`cycles.walk`, the prefetch counters) of those runs, then
+//! every statistic of `INTERVAL_RUNS`, under the default interval model.
 
 use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
@@ -140,24 +147,73 @@ const RUNS: &[(&str, &[&str])] = &[
     ),
 ];
 
-fn run(name: &str, overrides: &[&str]) {
+/// Runs under the default model: the interval core model, with and without
+/// caches and prefetchers, a dependent chase, daemons' shootdowns.
+const INTERVAL_RUNS: &[(&str, &[&str])] = &[
+    ("interval-gups-base-caches", &["workload.kind=\"gups\"", "os.policy=\"base\""]),
+    ("interval-gups-base-nocache", &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
+    ("interval-stream-thp-caches", &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
+    (
+        "interval-stream-thp-noprefetch",
+        &["workload.kind=\"stream\"", "os.policy=\"thp\"", "machine.prefetch.enabled=false"],
+    ),
+    ("interval-chase-base", &["workload.kind=\"pointer-chase\"", "os.policy=\"base\""]),
+    (
+        "interval-kv-thp-khugepaged",
+        &[
+            "workload.kind=\"kv\"",
+            "os.policy=\"thp\"",
+            "os.thp.fault=false",
+            "os.thp.khugepaged=true",
+            "os.thp.scan_sleep_ms=1",
+        ],
+    ),
+    (
+        "interval-graph-bfs-thp",
+        &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""],
+    ),
+    ("interval-stride-i7", &["workload.kind=\"stride\"", "machine.preset=\"i7-10700\"", "workload.stride=4160"]),
+];
+
+/// Statistics added with the interval model: printed apart for `RUNS`, so
+/// that the lines of before stay a prefix.
+fn is_new_stat(name: &str) -> bool {
+    name.ends_with("cycles.walk") || name.contains(".prefetch_")
+}
+
+/// Runs one configuration and prints its statistics; with `legacy`, under
+/// the fixed model without prefetchers, the statistics of before only (the
+/// others are returned, to print later).
+fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
     let mut all: Vec<String> = vec![
         "machine.phys_mem=\"1GiB\"".into(),
         "workload.footprint=\"192MiB\"".into(),
         "workload.accesses=1000000".into(),
         "os.thp.khugepaged=false".into(),
     ];
+    if legacy {
+        all.push("machine.timing.model=\"fixed\"".into());
+        all.push("machine.prefetch.enabled=false".into());
+    }
     all.extend(overrides.iter().map(|s| s.to_string()));
     let cfg = parse_config("", "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut sim = Simulation::new(cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
     sim.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut later = Vec::new();
     for (k, v) in sim.stats() {
-        println!("{name} {k} {}", serde_json::to_string(&v).unwrap());
+        let line = format!("{name} {k} {}", serde_json::to_string(&v).unwrap());
+        if legacy && is_new_stat(&k) {
+            later.push(line);
+        } else {
+            println!("{line}");
+        }
     }
     for (i, snap) in sim.timeseries().iter().enumerate() {
-        let sum: f64 = snap.values().map(|v| v.as_f64()).sum();
+        // (Sums of the statistics of before only, for legacy runs.)
+        let sum: f64 = snap.iter().filter(|(k, _)| !legacy || !is_new_stat(k)).map(|(_, v)| v.as_f64()).sum();
         println!("{name} epoch{i} {sum}");
     }
+    later
 }
 
 /// A fixed pseudo-random sequence of TLB operations over a small machine:
@@ -273,12 +329,20 @@ fn tlb_sequence(policy: Replacement) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
-    for (name, overrides) in RUNS.iter().filter(|r| only.as_deref().is_none_or(|o| o == r.0)) {
-        run(name, overrides);
+    let selected = |r: &&(&str, &[&str])| only.as_deref().is_none_or(|o| o == r.0);
+    let mut later = Vec::new();
+    for (name, overrides) in RUNS.iter().filter(selected) {
+        later.extend(run(name, overrides, true));
     }
     if only.is_none() {
         for policy in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
             tlb_sequence(policy);
         }
+    }
+    for line in later {
+        println!("{line}");
+    }
+    for (name, overrides) in INTERVAL_RUNS.iter().filter(selected) {
+        run(name, overrides, false);
     }
 }

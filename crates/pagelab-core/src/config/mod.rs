@@ -10,15 +10,18 @@
 mod load;
 pub mod os;
 mod presets;
+mod timing;
 
 pub use load::{apply_override, parse_config};
 pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
 pub use presets::{preset_names, preset_table};
+pub use timing::{OooConfig, TimingModel};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hw::cache::CacheHierarchyConfig;
+use crate::hw::prefetch::PrefetchConfig;
 use crate::hw::pwc::PwcConfig;
 use crate::hw::tlb::TlbConfig;
 use crate::units::ByteSize;
@@ -68,6 +71,10 @@ pub struct MachineConfig {
     pub cache: CacheHierarchyConfig,
     pub memory: MemoryConfig,
     pub timing: TimingConfig,
+    /// The out-of-order window of the interval timing model.
+    pub ooo: OooConfig,
+    /// The hardware data prefetchers.
+    pub prefetch: PrefetchConfig,
 }
 
 impl Default for MachineConfig {
@@ -86,6 +93,8 @@ impl Default for MachineConfig {
             cache: CacheHierarchyConfig::default(),
             memory: MemoryConfig::default(),
             timing: TimingConfig::default(),
+            ooo: OooConfig::default(),
+            prefetch: PrefetchConfig::default(),
         }
     }
 }
@@ -129,10 +138,13 @@ impl Default for MemoryConfig {
     }
 }
 
-/// The analytical timing model's parameters (see `engine::timing`).
+/// The timing model's parameters (see `engine::timing`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TimingConfig {
+    /// `"interval"` (default) or `"fixed"`; `mlp` and `walk_mlp` are the
+    /// fixed model's only.
+    pub model: TimingModel,
     /// Cycles per instruction when every access hits the L1 and the L1 TLB.
     pub base_cpi: f64,
     /// Memory-level parallelism: data-access latencies beyond the L1 are
@@ -145,7 +157,7 @@ pub struct TimingConfig {
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { base_cpi: 0.5, mlp: 2.0, walk_mlp: 1.0 }
+        TimingConfig { model: TimingModel::Interval, base_cpi: 0.5, mlp: 2.0, walk_mlp: 1.0 }
     }
 }
 
@@ -235,6 +247,8 @@ impl SimConfig {
         m.tlb.validate("machine.tlb")?;
         m.pwc.validate("machine.pwc")?;
         m.cache.validate("machine.cache")?;
+        m.ooo.validate("machine.ooo")?;
+        m.prefetch.validate("machine.prefetch")?;
         self.os.validate("os", m.phys_mem.bytes(), m.max_order)?;
         for (i, w) in self.workload_list().iter().enumerate() {
             let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };

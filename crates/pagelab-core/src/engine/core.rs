@@ -35,6 +35,8 @@ pub struct Core {
     /// Whether the last quantum missed enough to make prefetching pay.
     pub prefetch_translation: bool,
     pub prefetch_caches: bool,
+    /// The interval model's window (None under the fixed model).
+    pub window: Option<super::timing::window::Window>,
 }
 
 impl std::fmt::Debug for Core {

@@ -34,9 +34,10 @@ use std::path::Path;
 
 use self::export::PhysExport;
 use self::mmu::Mmu;
+use self::timing::window::{Window, FAULT, L2_TLB, WALK};
 use self::timing::{Timing, MEMORY};
 use crate::config::os::AutoVma;
-use crate::config::SimConfig;
+use crate::config::{SimConfig, TimingModel};
 use crate::error::Result;
 use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
@@ -105,8 +106,15 @@ impl Simulation {
         cfg.validate()?;
         let m = &cfg.machine;
         let mut kernel = boot_kernel(&cfg)?;
-        let caches =
+        let mut caches =
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
+        if let Some(c) = caches.as_mut() {
+            c.set_prefetchers(&m.prefetch);
+        }
+        // Under the interval model the window charges the L2 TLB and
+        // page-walk-cache latencies, so the MMU adds none.
+        let interval = m.timing.model == TimingModel::Interval;
+        let mmu_latency = |cycles: u32| if interval { 0.0 } else { cycles as f64 };
         let mut cores = Vec::new();
         let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
@@ -125,8 +133,8 @@ impl Simulation {
                     systems::tlb_extensions(kernel.color_map()),
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
-                l2_tlb_latency: m.tlb.l2_latency as f64,
-                pwc_latency: m.pwc.latency as f64,
+                l2_tlb_latency: mmu_latency(m.tlb.l2_latency),
+                pwc_latency: mmu_latency(m.pwc.latency),
                 check: cfg.run.check_translations,
             };
             cores.push(Core {
@@ -146,6 +154,7 @@ impl Simulation {
                 measuring: false,
                 prefetch_translation: true,
                 prefetch_caches: true,
+                window: interval.then(|| Window::new(m)),
             });
         }
         let timing = Timing::new(m);
@@ -232,8 +241,12 @@ impl Simulation {
         for s in self.kernel.drain_shootdowns().collect::<Vec<_>>() {
             for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
                 core.mmu.shoot_down(&s);
-                if from_daemon {
-                    core.stats.cycles_daemon += cost;
+                let cycles = if from_daemon { cost } else { 0.0 };
+                core.stats.cycles_daemon += cycles;
+                if let Some(w) = core.window.as_mut() {
+                    // The interrupt (or the system call that changed the
+                    // mapping) serialises the core.
+                    w.serialize(&mut core.stats, cycles);
                 }
             }
         }
@@ -276,15 +289,15 @@ impl Simulation {
             let next_event_at = core.batch.events.get(core.next_event).map_or(usize::MAX, |e| e.0 as usize);
             let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
             if end > core.pos {
-                self.translate_stage(i, end)?;
-                if self.caches.is_none() && self.export.is_none() {
-                    self.memory_stage(i);
-                } else {
-                    self.cache_stage(i);
-                }
+                self.run_stages(i, end)?;
                 budget -= end - self.cores[i].pos;
                 self.cores[i].pos = end;
             }
+        }
+        let core = &mut self.cores[i];
+        if let (true, Some(w)) = (core.done(), core.window.as_mut()) {
+            // The run's end waits for what is in flight (again harmless).
+            w.serialize(&mut core.stats, 0.0);
         }
         Ok(())
     }
@@ -313,12 +326,43 @@ impl Simulation {
         Ok(())
     }
 
-    /// Stage 1: translate accesses [pos, end) of core `i` into references.
-    /// (Out of line, called once per quantum: inlined into `step` beside
-    /// the cache stage, each loop's register allocation depended on the
-    /// other's code.)
+    /// Both stages over accesses [pos, end) of core `i`, each in the
+    /// variant the timing model and the prefetchers need (the fixed model
+    /// without prefetchers runs today's stages, bit for bit).
+    fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
+        let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
+        match (self.timing.model, prefetch) {
+            (TimingModel::Fixed, false) => {
+                self.translate_stage::<false>(i, end)?;
+                if self.caches.is_none() && self.export.is_none() {
+                    self.memory_stage(i);
+                } else {
+                    self.cache_stage(i);
+                }
+            }
+            (TimingModel::Fixed, true) => {
+                self.translate_stage::<false>(i, end)?;
+                self.timed_stage::<false, true>(i);
+            }
+            (TimingModel::Interval, false) => {
+                self.translate_stage::<true>(i, end)?;
+                self.timed_stage::<true, false>(i);
+            }
+            (TimingModel::Interval, true) => {
+                self.translate_stage::<true>(i, end)?;
+                self.timed_stage::<true, true>(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stage 1: translate accesses [pos, end) of core `i` into references;
+    /// with `RECORD` (the interval model), also what each translation did,
+    /// for the window. (Out of line, called once per quantum: inlined into
+    /// `step` beside the cache stage, each loop's register allocation
+    /// depended on the other's code.)
     #[inline(never)]
-    fn translate_stage(&mut self, i: usize, end: usize) -> Result<()> {
+    fn translate_stage<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
         let core = &mut self.cores[i];
         let kernel = &mut self.kernel;
         core.refs.clear();
@@ -363,8 +407,16 @@ impl Simulation {
                 _ => core.stats.ifetches += 1,
             }
             let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
+            let before = RECORD.then(|| translation_marks(&core.stats));
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
+            if RECORD {
+                if let (Some(before), Some(w)) = (before, core.window.as_mut()) {
+                    let after = translation_marks(&core.stats);
+                    let flags = translation_flags(before, after);
+                    w.record(flags, after.3 - before.3);
+                }
+            }
         }
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
         core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
@@ -491,6 +543,29 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// What stage 1 tells the window of one access, read from the counters
+/// around its translation: L1 TLB misses, walks, faults, fault cycles.
+#[inline]
+fn translation_marks(s: &CoreStats) -> (u64, u64, u64, f64) {
+    (s.dtlb_l1_misses + s.itlb_l1_misses, s.walks, s.faults, s.cycles_faults)
+}
+
+/// The window's flags of one translation, from the marks before and after.
+#[inline]
+fn translation_flags(before: (u64, u64, u64, f64), after: (u64, u64, u64, f64)) -> u8 {
+    let mut flags = 0;
+    if after.0 != before.0 {
+        flags |= L2_TLB;
+    }
+    if after.1 != before.1 {
+        flags |= WALK;
+    }
+    if after.2 != before.2 {
+        flags |= FAULT;
+    }
+    flags
 }
 
 /// The workload a workload table describes: a trace reader, else a

@@ -17,7 +17,7 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     let mut sums: BTreeMap<String, Stat> = BTreeMap::new();
     let mut all_faults: Vec<f32> = Vec::new();
     for core in &sim.cores {
-        let s = core_stats(&core.stats, base_cpi);
+        let s = core_stats(&core.stats, base_cpi, sim.timing.walk_cycles_of(&core.stats));
         for (k, v) in &s {
             let e = sums.entry(k.clone()).or_insert(match v {
                 Stat::Int(_) => Stat::Int(0),
@@ -55,7 +55,7 @@ fn cache_counters(out: &mut Stats, sim: &Simulation, core: Option<usize>) {
         }
         None => {
             for level in ["l1d", "l2", "llc"] {
-                for what in ["accesses", "misses"] {
+                for what in ["accesses", "misses", "prefetch_issued", "prefetch_useful", "prefetch_useless"] {
                     out.insert(format!("{prefix}cache.{level}.{what}"), Stat::Int(0));
                 }
             }
@@ -63,7 +63,7 @@ fn cache_counters(out: &mut Stats, sim: &Simulation, core: Option<usize>) {
     }
 }
 
-fn core_stats(s: &CoreStats, base_cpi: f64) -> Vec<(String, Stat)> {
+fn core_stats(s: &CoreStats, base_cpi: f64, walk_cycles: f64) -> Vec<(String, Stat)> {
     let mut v: Vec<(String, Stat)> = Vec::new();
     let mut int = |k: &str, x: u64| v.push((k.to_string(), Stat::Int(x)));
     int("instructions", s.instructions);
@@ -93,6 +93,7 @@ fn core_stats(s: &CoreStats, base_cpi: f64) -> Vec<(String, Stat)> {
     float("cycles", base + s.stall_cycles());
     float("cycles.base", base);
     float("cycles.translation", s.cycles_translation);
+    float("cycles.walk", walk_cycles);
     float("cycles.data", s.cycles_data);
     float("cycles.faults", s.cycles_faults);
     float("cycles.daemon", s.cycles_daemon);

@@ -6,7 +6,7 @@ use super::testutil::*;
 use super::*;
 use crate::config::parse_config;
 use crate::units::{PageSize, Pfn, VirtAddr};
-use crate::workload::{Access, Workload};
+use crate::workload::{Access, Site, Workload};
 
 /// Translates `vaddr` on a fresh MMU (cold TLB and PWC) of `sim`'s machine
 /// and returns the number of walk references.
@@ -223,6 +223,7 @@ fn without_caches_the_memory_stage_gives_the_general_stages_statistics() {
                 "workload.accesses=20000",
                 "workload.footprint=\"64MiB\"",
                 "machine.cache.enabled=false",
+                "machine.timing.model=\"fixed\"",
                 &level,
             ]);
             let mut sim = Simulation::new(cfg).unwrap();
@@ -527,4 +528,82 @@ fn a_snapshot_on_an_odd_machine_boots_and_reports_what_it_could_not_place() {
     let fresh = simulate(config(&[]), vec![batch(vec![mmap(BASE, 1 << 20)], stores(BASE, 1))]).unwrap();
     assert_eq!(stat(&fresh, "phys.snapshot_unplaced"), 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Scripted loads of one page each over a 64 MiB mapping (TLB and cache
+/// misses), all made at one site, dependent on each other or not. A first
+/// pass over the same pages takes the faults (a fault serialises the
+/// window) and is the warm-up.
+fn scattered_loads(extra: &[&str], dependent: bool) -> Simulation {
+    let site = if dependent { Site::pc(1).dependent() } else { Site::pc(1) };
+    let at = |i: u64| BASE.add(((i * 40961) % (64 << 20)) & !7);
+    let mut accesses: Vec<Access> = (0..4096u64).map(|i| Access::load(at(i), 8, 4)).collect();
+    accesses.extend((0..4096u64).map(|i| Access::load(at(i + 7), 8, 4).at(site)));
+    let mut all = vec!["machine.prefetch.enabled=false", "run.warmup=16384"];
+    all.extend_from_slice(extra);
+    simulate(config(&all), vec![batch(vec![mmap(BASE, 64 << 20)], accesses)]).unwrap()
+}
+
+#[test]
+fn a_dependent_chain_costs_the_interval_model_more_than_independent_loads() {
+    let independent = scattered_loads(&[], false);
+    let chained = scattered_loads(&[], true);
+    let stall = |s: &Simulation| stat(s, "cycles") - stat(s, "cycles.base") - stat(s, "cycles.faults");
+    // Up to ten misses overlap when independent; a chain has one at a time.
+    assert!(stall(&chained) > 3.0 * stall(&independent), "{} vs {}", stall(&chained), stall(&independent));
+    // The fixed model knows no dependence: the same cycles either way.
+    let fixed = ["machine.timing.model=\"fixed\""];
+    assert_eq!(stat(&scattered_loads(&fixed, false), "cycles"), stat(&scattered_loads(&fixed, true), "cycles"));
+}
+
+#[test]
+fn the_interval_model_keeps_the_cycle_identity_and_reports_walk_cycles() {
+    for caches in ["true", "false"] {
+        let enabled = format!("machine.cache.enabled={caches}");
+        let cfg = config(&["workload.accesses=20000", "workload.footprint=\"64MiB\"", &enabled]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        sim.run().unwrap();
+        let parts: f64 = ["cycles.base", "cycles.translation", "cycles.data", "cycles.faults", "cycles.daemon"]
+            .iter()
+            .map(|k| stat(&sim, k))
+            .sum();
+        let cycles = stat(&sim, "cycles");
+        assert!((cycles - parts).abs() <= 1e-9 * cycles, "{cycles} vs {parts}");
+        let (walk, translation) = (stat(&sim, "cycles.walk"), stat(&sim, "cycles.translation"));
+        assert!(walk > 0.0 && walk <= translation, "walk {walk}, translation {translation}");
+    }
+}
+
+#[test]
+fn the_fixed_models_walk_cycles_are_translation_without_l2_tlb_lookups() {
+    let cfg = config(&[
+        "workload.accesses=20000",
+        "workload.footprint=\"64MiB\"",
+        "machine.timing.model=\"fixed\"",
+        "machine.prefetch.enabled=false",
+    ]);
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    let lookups = 9.0 * (stat(&sim, "dtlb.l1.misses") + stat(&sim, "itlb.l1.misses"));
+    let expected = stat(&sim, "cycles.translation") - lookups;
+    let walk = stat(&sim, "cycles.walk");
+    assert!(walk > 0.0 && (walk - expected).abs() <= 1e-9 * expected, "{walk} vs {expected}");
+}
+
+#[test]
+fn prefetchers_hide_a_streams_misses() {
+    let run = |prefetch: &str| {
+        let on = format!("machine.prefetch.enabled={prefetch}");
+        let cfg = config(&["workload.kind=\"stream\"", "workload.accesses=60000", "workload.footprint=\"8MiB\"", &on]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        sim.run().unwrap();
+        sim
+    };
+    let (off, on) = (run("false"), run("true"));
+    assert_eq!(stat(&off, "cache.l1d.prefetch_issued"), 0.0);
+    assert!(stat(&on, "cache.l2.prefetch_useful") > 0.0 && stat(&on, "cache.l1d.prefetch_useful") > 0.0);
+    // Demand accesses are the same; prefetched lines turn misses into hits.
+    assert_eq!(stat(&on, "cache.l1d.accesses"), stat(&off, "cache.l1d.accesses"));
+    assert!(stat(&on, "cache.l2.misses") < stat(&off, "cache.l2.misses") / 2.0);
+    assert!(stat(&on, "cycles") < stat(&off, "cycles"));
 }

@@ -34,6 +34,9 @@ pub struct CoreStats {
     pub cycles_data: f64,
     pub cycles_faults: f64,
     pub cycles_daemon: f64,
+    /// The interval model's page-walk cycles (a part of
+    /// `cycles_translation`; the fixed model derives its own at report).
+    pub cycles_walk: f64,
 }
 
 impl CoreStats {

@@ -1,10 +1,11 @@
-//! Hardware: layer 3. Caches, TLBs and page-walk caches. These models know
+//! Hardware: layer 3. Caches, their prefetchers, TLBs and page-walk caches. These models know
 //! nothing of page tables or policies; the walker that joins them to the
 //! page tables is in `engine::mmu`.
 
 pub mod cache;
 pub mod core_stats;
 pub mod lru_map;
+pub mod prefetch;
 pub mod pwc;
 pub mod refs;
 pub mod set_assoc;

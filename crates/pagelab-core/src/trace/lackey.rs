@@ -22,7 +22,7 @@ use super::syscalls::Syscalls;
 use super::{bad, Sink, Source};
 use crate::error::Result;
 use crate::units::VirtAddr;
-use crate::workload::{Access, AccessKind};
+use crate::workload::{Access, AccessKind, Site};
 
 const CHUNK_LINES: usize = 65536;
 
@@ -115,7 +115,7 @@ impl Source for LackeyReader {
             };
             let vaddr = VirtAddr::new(addr);
             let instrs = (kind == AccessKind::IFetch) as u32;
-            sink.access(Access { vaddr, kind, size, instrs });
+            sink.access(Access { vaddr, kind, size, site: Site::NONE, instrs });
             if modify {
                 sink.access(Access::store(vaddr, size, 0));
             }

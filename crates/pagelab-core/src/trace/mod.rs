@@ -29,7 +29,7 @@ pub use workload::TraceWorkload;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::workload::{Access, AccessKind, Batch, MapEvent};
+use crate::workload::{Access, AccessKind, Batch, MapEvent, Site};
 
 pub use crate::workload::TraceFormat;
 
@@ -62,6 +62,11 @@ pub struct Sink {
     /// Set when more than 2^32-1 instructions separate two accesses (an
     /// access's `instrs` is a u32): the trace workload reports it.
     pub overflow: bool,
+    /// The site of the last instruction fetch, kept or dropped: the data
+    /// accesses after it belong to that instruction (ChampSim's records and
+    /// lackey's `I` lines give every instruction's address), so they take
+    /// its program-counter tag unless their reader gave one.
+    pc: Site,
 }
 
 impl Sink {
@@ -71,9 +76,14 @@ impl Sink {
 
     #[inline]
     pub fn access(&mut self, mut a: Access) {
-        if a.kind == AccessKind::IFetch && !self.keep_ifetch {
-            self.pending += a.instrs as u64;
-            return;
+        if a.kind == AccessKind::IFetch {
+            self.pc = Site::pc(a.vaddr.raw());
+            if !self.keep_ifetch {
+                self.pending += a.instrs as u64;
+                return;
+            }
+        } else if a.site.pc_tag() == 0 {
+            a.site = a.site.with_pc_of(self.pc);
         }
         if self.pending != 0 {
             let total = self.pending + a.instrs as u64;

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use super::{bad, Sink, Source};
 use crate::error::Result;
 use crate::units::VirtAddr;
-use crate::workload::{Access, AccessKind, Batch, MapEvent};
+use crate::workload::{Access, AccessKind, Batch, MapEvent, Site};
 
 pub const MAGIC: &[u8; 8] = b"PGLTRACE";
 /// The version written. Version 1 (read too) has no header flags and no
@@ -582,7 +582,7 @@ fn decode(p: &[u8], records: u32, sink: &mut Sink) -> std::result::Result<Decode
             1 => AccessKind::Store,
             _ => AccessKind::IFetch,
         };
-        sink.access(Access { vaddr: VirtAddr::new(addr), kind, size, instrs });
+        sink.access(Access { vaddr: VirtAddr::new(addr), kind, size, site: Site::NONE, instrs });
         n.accesses += 1;
         n.ifetches += (kind == AccessKind::IFetch) as u64;
         n.instructions += instrs as u64;

@@ -8,8 +8,12 @@
 //! spill buffer for the next batch, so batches are cut anywhere and no
 //! generator needs to be resumable mid-step.
 
-use super::{Access, Array, Batch, InitMode, MapEvent, Workload};
+use super::{Access, Array, Batch, InitMode, MapEvent, Site, Workload};
 use crate::units::VirtAddr;
+
+/// The site of the init pass's first-touch stores: one loop of its own
+/// (a tag no generator's measured loop uses), independent stores.
+const INIT_SITE: Site = Site::pc(0x7fff);
 
 /// A program whose accesses are generated step by step.
 pub(crate) trait Generator: Send {
@@ -142,7 +146,7 @@ impl<G: Generator + 'static> Driven<G> {
             let addr = array.start.add(self.init_offset);
             self.init_offset += self.init_step;
             if self.gen.init_touches(addr) {
-                out.push(Access::store(addr, 8, instrs));
+                out.push(Access::store(addr, 8, instrs).at(INIT_SITE));
             }
         }
         false

@@ -18,7 +18,7 @@
 //! store carries all 6).
 
 use super::driver::Generator;
-use super::{below, rng_for, Access, Array, Layout, WorkloadConfig, WriteMix};
+use super::{below, rng_for, Access, Array, Layout, Site, WorkloadConfig, WriteMix};
 use crate::units::VirtAddr;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -63,10 +63,10 @@ impl Generator for Gups {
             let index = below(self.rng.next_u64(), self.words);
             let addr = self.table.add(index * 8);
             if self.writes.is_store(&mut self.rng) {
-                out.push(Access::load(addr, 8, 5));
-                out.push(Access::store(addr, 8, 1));
+                out.push(Access::load(addr, 8, 5).at(Site::pc(1)));
+                out.push(Access::store(addr, 8, 1).at(Site::pc(2)));
             } else {
-                out.push(Access::load(addr, 8, 6));
+                out.push(Access::load(addr, 8, 6).at(Site::pc(1)));
             }
             self.updates_done += 1;
         }

@@ -30,7 +30,7 @@
 
 use super::driver::Generator;
 use super::zipf::KeyChooser;
-use super::{mix64, prefetch, rng_for, Access, Array, Layout, WorkloadConfig};
+use super::{mix64, prefetch, rng_for, Access, Array, Layout, Site, WorkloadConfig};
 use crate::units::VirtAddr;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -204,27 +204,29 @@ impl Kv {
         self.ahead_pos = (self.ahead_pos + 1) % LOOKAHEAD;
         let key = key as u64;
         let bucket = self.bucket_of(key);
-        out.push(Access::load(self.buckets_va.add(bucket * 8), 8, REQUEST_INSTRS));
+        // The bucket comes from the key's hash (independent); every later
+        // load follows a pointer the previous one read.
+        out.push(Access::load(self.buckets_va.add(bucket * 8), 8, REQUEST_INSTRS).at(Site::pc(1)));
         // From k towards the head, key compare before entry, then reversed:
         // head first, each entry's load before its key's.
         let walk_start = out.len();
         let mut e = key as u32;
         while e != NONE {
             let entry = self.entry_va(e as u64);
-            out.push(Access::load(entry.add(32), 8, KEY_COMPARE_INSTRS));
-            out.push(Access::load(entry, 8, ENTRY_INSTRS));
+            out.push(Access::load(entry.add(32), 8, KEY_COMPARE_INSTRS).at(Site::pc(2).dependent()));
+            out.push(Access::load(entry, 8, ENTRY_INSTRS).at(Site::pc(3).dependent()));
             e = self.newer[e as usize];
         }
         out[walk_start..].reverse();
         let value = self.value_va(key);
         if is_get {
-            out.push(Access::store(value, 8, 2));
+            out.push(Access::store(value, 8, 2).at(Site::pc(4).dependent()));
             for line in 0..self.value_lines {
-                out.push(Access::load(value.add(line * 64), 8, COPY_LINE_INSTRS));
+                out.push(Access::load(value.add(line * 64), 8, COPY_LINE_INSTRS).at(Site::pc(5)));
             }
         } else {
             for line in 0..self.value_lines {
-                out.push(Access::store(value.add(line * 64), 8, COPY_LINE_INSTRS));
+                out.push(Access::store(value.add(line * 64), 8, COPY_LINE_INSTRS).at(Site::pc(6)));
             }
         }
     }

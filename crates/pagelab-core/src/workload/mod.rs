@@ -83,19 +83,79 @@ pub struct Access {
     pub kind: AccessKind,
     /// Bytes accessed (1..=64); an access never crosses a cache line here.
     pub size: u8,
+    /// The instruction that makes the access and whether its address waits
+    /// for a load's data: what the interval core model and the stride
+    /// prefetcher read. It sits in what were the struct's two padding
+    /// bytes, so an access stays 16 bytes.
+    pub site: Site,
     /// Instructions retired since the previous access, including the one
     /// making this access (>= 1).
     pub instrs: u32,
 }
 
+/// Where an access comes from, in 16 bits: a 15-bit tag of the program
+/// counter of the instruction that makes it (0 = unknown), and one bit that
+/// says its address is computed from the data of the most recent earlier
+/// load (a pointer chase's next node, a graph's `parent[v]` after
+/// `v = neigh[e]`). Only the most recent load is named: a load that depends
+/// on an older one is marked as depending on the latest, which in the
+/// generators' kernels is the same load or one on the same line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub struct Site(u16);
+
+impl Site {
+    /// No program counter known, address independent of earlier loads.
+    pub const NONE: Site = Site(0);
+    const DEPENDENT: u16 = 1 << 15;
+    const PC_MASK: u16 = Self::DEPENDENT - 1;
+
+    /// The site of the instruction at `pc`: generators number their own
+    /// access sites 1, 2, ...; traces give the instruction's address, folded
+    /// into 15 bits (two addresses may share a tag, as two instructions may
+    /// share a prefetcher's table entry in hardware).
+    #[inline]
+    pub const fn pc(pc: u64) -> Site {
+        Site(((pc ^ pc >> 15 ^ pc >> 30 ^ pc >> 45) as u16) & Self::PC_MASK)
+    }
+
+    /// The same site, its address waiting for the previous load's data.
+    #[inline]
+    pub const fn dependent(self) -> Site {
+        Site(self.0 | Self::DEPENDENT)
+    }
+
+    /// Whether the address waits for the previous load's data.
+    #[inline]
+    pub const fn is_dependent(self) -> bool {
+        self.0 & Self::DEPENDENT != 0
+    }
+
+    /// This site's dependence with `other`'s program-counter tag.
+    #[inline]
+    pub const fn with_pc_of(self, other: Site) -> Site {
+        Site(self.0 & Self::DEPENDENT | other.0 & Self::PC_MASK)
+    }
+
+    /// The program-counter tag (0 = unknown).
+    #[inline]
+    pub const fn pc_tag(self) -> u16 {
+        self.0 & Self::PC_MASK
+    }
+}
+
 impl Access {
     #[inline]
     pub const fn load(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
-        Access { vaddr, kind: AccessKind::Load, size, instrs }
+        Access { vaddr, kind: AccessKind::Load, size, site: Site::NONE, instrs }
     }
     #[inline]
     pub const fn store(vaddr: VirtAddr, size: u8, instrs: u32) -> Self {
-        Access { vaddr, kind: AccessKind::Store, size, instrs }
+        Access { vaddr, kind: AccessKind::Store, size, site: Site::NONE, instrs }
+    }
+    /// The same access made at `site`.
+    #[inline]
+    pub const fn at(self, site: Site) -> Self {
+        Access { site, ..self }
     }
 }
 
@@ -346,6 +406,17 @@ mod tests {
     #[test]
     fn access_is_sixteen_bytes() {
         assert_eq!(std::mem::size_of::<Access>(), 16);
+    }
+
+    #[test]
+    fn a_site_keeps_its_pc_tag_and_dependence_apart() {
+        let s = Site::pc(3);
+        assert_eq!((s.pc_tag(), s.is_dependent()), (3, false));
+        let d = s.dependent();
+        assert_eq!((d.pc_tag(), d.is_dependent()), (3, true));
+        // A trace's instruction address folds into 15 bits.
+        assert!(Site::pc(0x7fff_1234_5678).pc_tag() < 1 << 15);
+        assert_eq!(Access::load(VirtAddr::new(64), 8, 1).site, Site::NONE);
     }
 
     #[test]

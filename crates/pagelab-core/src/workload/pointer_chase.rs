@@ -25,7 +25,7 @@
 
 use super::driver::Generator;
 use super::permute::Permutation;
-use super::{rng_for, Access, Array, Layout, WorkloadConfig};
+use super::{rng_for, Access, Array, Layout, Site, WorkloadConfig};
 use crate::units::VirtAddr;
 use rand::RngExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -97,7 +97,8 @@ impl Generator for PointerChase {
                 Some(h) if to_hot => step(&h.order, &mut h.position),
                 _ => hot_nodes + step(&self.order, &mut self.position),
             };
-            out.push(Access::load(self.base.add(node * self.node_size), 8, 2));
+            // Each node's address is the previous node's data.
+            out.push(Access::load(self.base.add(node * self.node_size), 8, 2).at(Site::pc(1).dependent()));
             self.loads_in_run += 1;
         }
         true

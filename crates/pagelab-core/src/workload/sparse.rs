@@ -21,7 +21,7 @@
 
 use super::driver::Generator;
 use super::permute::Permutation;
-use super::{below, mix64, rng_for, Access, Array, Layout, WorkloadConfig, WriteMix};
+use super::{below, mix64, rng_for, Access, Array, Layout, Site, WorkloadConfig, WriteMix};
 use crate::units::VirtAddr;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -108,7 +108,7 @@ impl Generator for Sparse {
             let page = self.touched_page(region, below(pick, self.touched));
             let offset = region * REGION + (page << 12) + ((pick & 63) << 6);
             let kind = self.writes.kind(&mut self.rng);
-            out.push(Access { vaddr: self.base.add(offset), kind, size: 8, instrs: 4 });
+            out.push(Access { vaddr: self.base.add(offset), kind, size: 8, site: Site::pc(1), instrs: 4 });
             self.done_in_run += 1;
         }
         true

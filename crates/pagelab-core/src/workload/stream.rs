@@ -16,7 +16,7 @@
 //! accesses.
 
 use super::driver::Generator;
-use super::{Access, Array, Layout, WorkloadConfig};
+use super::{Access, Array, Layout, Site, WorkloadConfig};
 use crate::units::VirtAddr;
 
 /// STREAM's NTIMES.
@@ -58,9 +58,9 @@ impl Generator for Stream {
                 return false;
             }
             let offset = self.index * 8;
-            out.push(Access::load(self.b.add(offset), 8, 1));
-            out.push(Access::load(self.c.add(offset), 8, 2));
-            out.push(Access::store(self.a.add(offset), 8, 3));
+            out.push(Access::load(self.b.add(offset), 8, 1).at(Site::pc(1)));
+            out.push(Access::load(self.c.add(offset), 8, 2).at(Site::pc(2)));
+            out.push(Access::store(self.a.add(offset), 8, 3).at(Site::pc(3)));
             self.index += 1;
         }
         true
@@ -75,7 +75,7 @@ impl Generator for Stream {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
-    use super::super::{Access, InitMode, MapEvent, WorkloadKind};
+    use super::super::{Access, InitMode, MapEvent, Site, WorkloadKind};
     use crate::units::{ByteSize, VirtAddr};
 
     #[test]
@@ -104,12 +104,12 @@ mod tests {
         assert_eq!(
             all.accesses[..6],
             [
-                Access::load(v(b), 8, 1),
-                Access::load(v(c), 8, 2),
-                Access::store(v(a), 8, 3),
-                Access::load(v(b + 8), 8, 1),
-                Access::load(v(c + 8), 8, 2),
-                Access::store(v(a + 8), 8, 3),
+                Access::load(v(b), 8, 1).at(Site::pc(1)),
+                Access::load(v(c), 8, 2).at(Site::pc(2)),
+                Access::store(v(a), 8, 3).at(Site::pc(3)),
+                Access::load(v(b + 8), 8, 1).at(Site::pc(1)),
+                Access::load(v(c + 8), 8, 2).at(Site::pc(2)),
+                Access::store(v(a + 8), 8, 3).at(Site::pc(3)),
             ]
         );
     }

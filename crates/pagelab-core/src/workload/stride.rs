@@ -13,7 +13,7 @@
 //! Instructions per access: 3 (load or store, index add, compare-branch).
 
 use super::driver::Generator;
-use super::{rng_for, Access, Array, Layout, WorkloadConfig, WriteMix};
+use super::{rng_for, Access, Array, Layout, Site, WorkloadConfig, WriteMix};
 use crate::units::VirtAddr;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -56,7 +56,7 @@ impl Generator for Stride {
                 return false;
             }
             let kind = self.writes.kind(&mut self.rng);
-            out.push(Access { vaddr: self.base.add(self.offset), kind, size: 8, instrs: 3 });
+            out.push(Access { vaddr: self.base.add(self.offset), kind, size: 8, site: Site::pc(1), instrs: 3 });
             self.offset += self.stride;
         }
         true

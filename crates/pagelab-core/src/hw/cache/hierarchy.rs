@@ -23,10 +23,13 @@
 //! - Way masks: an LLC fill for core c (demand or writeback) replaces a line
 //!   in c's ways only; any core hits in any way.
 
+mod prefetching;
+
 use super::config::CacheHierarchyConfig;
 use super::level::{Cache, Evicted, SetRef};
 use super::stats::{CacheStats, Level, RefKind};
 use crate::error::{Error, Result};
+use crate::hw::prefetch::{PrefetchConfig, Prefetchers};
 use crate::units::PhysAddr;
 
 /// Where a reference was satisfied.
@@ -76,6 +79,10 @@ pub struct CacheHierarchy {
     /// Cycles by [`HitLevel`] index.
     latency: [u32; 4],
     stats: CacheStats,
+    /// The hardware prefetchers of each core (empty when off) and their
+    /// configuration (see `prefetching`).
+    prefetchers: Vec<Prefetchers>,
+    prefetch: PrefetchConfig,
 }
 
 impl CacheHierarchy {
@@ -110,6 +117,8 @@ impl CacheHierarchy {
             llc,
             fill_masks,
             latency: [cfg.l1d.latency, cfg.l2.latency, cfg.llc.latency, llc_latency],
+            prefetchers: Vec::new(),
+            prefetch: PrefetchConfig { enabled: false, ..PrefetchConfig::default() },
         })
     }
 
@@ -140,7 +149,7 @@ impl CacheHierarchy {
             return HitLevel::L1;
         }
         stats.misses[kind.index()] += 1;
-        let from = self.fetch_below_l1(core, line, kind);
+        let from = self.fetch_below_l1::<true>(core, line, kind);
         self.fill_l1(core, level1, l1_set, line, is_write);
         from
     }
@@ -158,7 +167,7 @@ impl CacheHierarchy {
         let line = addr.raw() >> self.line_shift;
         match entry {
             0 => self.access(core, addr, kind),
-            1 => self.fetch_below_l1(core, line, kind),
+            1 => self.fetch_below_l1::<true>(core, line, kind),
             _ => self.fetch_llc_only(core, line, kind),
         }
     }
@@ -182,25 +191,34 @@ impl CacheHierarchy {
 
     /// Looks the L2 and LLC up for a line the L1 missed, and fills them.
     /// Kept out of line, so that the L1 hit path inlined into the engine's
-    /// loop stays small.
+    /// loop stays small. A prefetch (`DEMAND` false) takes the same path
+    /// without counting accesses and misses.
     #[inline(never)]
-    fn fetch_below_l1(&mut self, core: usize, line: u64, kind: RefKind) -> HitLevel {
+    fn fetch_below_l1<const DEMAND: bool>(&mut self, core: usize, line: u64, kind: RefKind) -> HitLevel {
         let k = kind.index();
         let l2_set = self.l2[core].locate(line);
         let l2_hit = self.l2[core].lookup_in(l2_set, line, false);
         let l2_stats = self.stats.level_mut(core, Level::L2);
-        l2_stats.accesses[k] += 1;
+        if DEMAND {
+            l2_stats.accesses[k] += 1;
+        }
         if l2_hit {
             return HitLevel::L2;
         }
-        l2_stats.misses[k] += 1;
+        if DEMAND {
+            l2_stats.misses[k] += 1;
+        }
 
-        let llc_set = self.locate_llc_counted(line);
+        let llc_set = if DEMAND { self.locate_llc_counted(line) } else { self.llc.locate(line) };
         let llc_hit = self.llc.lookup_in(llc_set, line, false);
         let llc_stats = self.stats.level_mut(core, Level::Llc);
-        llc_stats.accesses[k] += 1;
+        if DEMAND {
+            llc_stats.accesses[k] += 1;
+        }
         if !llc_hit {
-            llc_stats.misses[k] += 1;
+            if DEMAND {
+                llc_stats.misses[k] += 1;
+            }
             if let Some(victim) = self.llc.fill_in(llc_set, line, false, self.fill_masks[core]) {
                 self.llc_evicted(core, victim);
             }

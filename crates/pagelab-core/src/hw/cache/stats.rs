@@ -77,6 +77,12 @@ pub struct LevelStats {
     /// Dirty lines this level wrote to the next one (for the LLC: to memory,
     /// including dirty copies dropped from above by back-invalidation).
     pub writebacks: u64,
+    /// Lines the hardware prefetchers brought into this level (not demand
+    /// accesses: apart from `accesses` and `misses`, as writebacks are),
+    /// those a demand access then hit, and those that left unused.
+    pub prefetch_issued: u64,
+    pub prefetch_useful: u64,
+    pub prefetch_useless: u64,
 }
 
 impl LevelStats {
@@ -98,11 +104,14 @@ impl LevelStats {
             self.misses[k] += other.misses[k];
         }
         self.writebacks += other.writebacks;
+        self.prefetch_issued += other.prefetch_issued;
+        self.prefetch_useful += other.prefetch_useful;
+        self.prefetch_useless += other.prefetch_useless;
     }
 
     /// `(name, value)` of every counter: `accesses`, `misses`, `writebacks`,
-    /// then `loads`, `load_misses`... by kind.
-    pub fn fields(&self) -> [(&'static str, u64); 11] {
+    /// then `loads`, `load_misses`... by kind, then the prefetch counters.
+    pub fn fields(&self) -> [(&'static str, u64); 14] {
         let k = |kind: RefKind| kind.index();
         [
             ("accesses", self.total_accesses()),
@@ -116,6 +125,9 @@ impl LevelStats {
             ("walk_misses", self.misses[k(RefKind::Walk)]),
             ("ifetches", self.accesses[k(RefKind::IFetch)]),
             ("ifetch_misses", self.misses[k(RefKind::IFetch)]),
+            ("prefetch_issued", self.prefetch_issued),
+            ("prefetch_useful", self.prefetch_useful),
+            ("prefetch_useless", self.prefetch_useless),
         ]
     }
 }

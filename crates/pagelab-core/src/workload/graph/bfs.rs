@@ -17,7 +17,7 @@
 
 use super::{bit_word, elem4, Csr, CsrVa, Kernel, INSTRS};
 use crate::units::VirtAddr;
-use crate::workload::{below, rng_for, Access, Layout};
+use crate::workload::{below, rng_for, Access, Layout, Site};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -307,13 +307,13 @@ impl Bfs {
 
     /// `TDStep`'s inner body for edge `e` of frontier vertex `u`.
     fn top_down_edge(&mut self, g: &Csr, va: &CsrVa, u: u32, e: u64, out: &mut Vec<Access>) {
-        out.push(Access::load(va.neigh(e), 4, INSTRS));
+        out.push(Access::load(va.neigh(e), 4, INSTRS).at(Site::pc(30)));
         let v = g.neighbour(e);
-        out.push(Access::load(elem4(self.parent_va, v), 4, INSTRS));
+        out.push(Access::load(elem4(self.parent_va, v), 4, INSTRS).at(Site::pc(31).dependent()));
         let curr = self.parent[v as usize];
         if curr < 0 {
             self.parent[v as usize] = u as i32;
-            out.push(Access::store(elem4(self.parent_va, v), 4, INSTRS));
+            out.push(Access::store(elem4(self.parent_va, v), 4, INSTRS).at(Site::pc(32).dependent()));
             self.push_queue(v, out);
             self.scout_count += -(curr as i64);
         }
@@ -321,9 +321,9 @@ impl Bfs {
 
     /// `BUStep`'s inner body: true when `u` found its parent.
     fn bottom_up_edge(&mut self, g: &Csr, va: &CsrVa, u: u32, e: u64, out: &mut Vec<Access>) -> bool {
-        out.push(Access::load(va.neigh(e), 4, INSTRS));
+        out.push(Access::load(va.neigh(e), 4, INSTRS).at(Site::pc(33)));
         let v = g.neighbour(e);
-        out.push(Access::load(bit_word(self.front_va, v), 8, INSTRS));
+        out.push(Access::load(bit_word(self.front_va, v), 8, INSTRS).at(Site::pc(34).dependent()));
         if self.front[v as usize / 64] & (1 << (v % 64)) == 0 {
             return false;
         }

@@ -16,7 +16,7 @@
 
 use super::{elem4, Csr, CsrVa, Kernel, INSTRS};
 use crate::units::VirtAddr;
-use crate::workload::{below, rng_for, Access, Layout};
+use crate::workload::{below, rng_for, Access, Layout, Site};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -78,7 +78,8 @@ impl Cc {
 
     #[inline]
     fn load_comp(&self, v: u32, out: &mut Vec<Access>) -> u32 {
-        out.push(Access::load(elem4(self.comp_va, v), 4, INSTRS));
+        // comp[v] of a neighbour, or comp[comp[..]]: the index is loaded data.
+        out.push(Access::load(elem4(self.comp_va, v), 4, INSTRS).at(Site::pc(10).dependent()));
         self.comp[v as usize]
     }
 
@@ -94,7 +95,7 @@ impl Cc {
             }
             if p_high == high {
                 self.comp[high as usize] = low;
-                out.push(Access::store(elem4(self.comp_va, high), 4, INSTRS));
+                out.push(Access::store(elem4(self.comp_va, high), 4, INSTRS).at(Site::pc(11).dependent()));
                 break;
             }
             let c = self.load_comp(high, out);
@@ -143,7 +144,7 @@ impl Cc {
                 va.load_range(out, u);
                 if g.degree(u) > r as u64 {
                     let e = g.begin(u) + r as u64;
-                    out.push(Access::load(va.neigh(e), 4, INSTRS));
+                    out.push(Access::load(va.neigh(e), 4, INSTRS).at(Site::pc(12)));
                     self.link(u, g.neighbour(e), out);
                 }
                 Phase::Round { r, u: u + 1 }
@@ -183,7 +184,7 @@ impl Cc {
             }
             Phase::FinishEdge { u, e, end } if e == end => Phase::Finish(u + 1),
             Phase::FinishEdge { u, e, end } => {
-                out.push(Access::load(va.neigh(e), 4, INSTRS));
+                out.push(Access::load(va.neigh(e), 4, INSTRS).at(Site::pc(12)));
                 self.link(u, g.neighbour(e), out);
                 Phase::FinishEdge { u, e: e + 1, end }
             }

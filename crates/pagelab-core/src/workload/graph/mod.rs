@@ -34,7 +34,7 @@ pub mod tc;
 pub use kronecker::kronecker;
 
 use super::driver::Generator;
-use super::{Access, Array, GraphKernel, Layout, WorkloadConfig};
+use super::{Access, Array, GraphKernel, Layout, Site, WorkloadConfig};
 use crate::units::VirtAddr;
 
 /// Instructions carried by each graph access.
@@ -286,8 +286,9 @@ impl CsrVa {
     /// The loads of `g.out_neigh(v)`: `index[v]` and `index[v + 1]`.
     #[inline]
     pub(crate) fn load_range(&self, out: &mut Vec<Access>, v: u32) {
-        out.push(Access::load(self.offset(v), 8, INSTRS));
-        out.push(Access::load(self.offset(v + 1), 8, INSTRS));
+        // Mostly a vertex loop's own counter (independent).
+        out.push(Access::load(self.offset(v), 8, INSTRS).at(Site::pc(1)));
+        out.push(Access::load(self.offset(v + 1), 8, INSTRS).at(Site::pc(2)));
     }
 }
 

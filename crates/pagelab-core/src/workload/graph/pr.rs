@@ -13,7 +13,7 @@
 
 use super::{elem4, Csr, CsrVa, Kernel, INSTRS};
 use crate::units::VirtAddr;
-use crate::workload::{Access, Layout};
+use crate::workload::{Access, Layout, Site};
 
 const DAMPING: f32 = 0.85;
 const EPSILON: f64 = 1e-4;
@@ -97,9 +97,9 @@ impl Pr {
                 Phase::PullVertex(u + 1)
             }
             Phase::PullEdge { u, e, end, total } => {
-                out.push(Access::load(va.neigh(e), 4, INSTRS));
+                out.push(Access::load(va.neigh(e), 4, INSTRS).at(Site::pc(20)));
                 let v = g.neighbour(e);
-                out.push(Access::load(elem4(self.contrib_va, v), 4, INSTRS));
+                out.push(Access::load(elem4(self.contrib_va, v), 4, INSTRS).at(Site::pc(21).dependent()));
                 Phase::PullEdge { u, e: e + 1, end, total: total + self.contrib[v as usize] }
             }
             Phase::EndIteration => {

@@ -13,7 +13,7 @@
 //! generated.
 
 use super::{Csr, CsrVa, Kernel, INSTRS};
-use crate::workload::Access;
+use crate::workload::{Access, Site};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
@@ -81,14 +81,14 @@ impl Tc {
                     self.next_vertex();
                     return true;
                 }
-                out.push(Access::load(va.neigh(self.ev), 4, INSTRS));
+                out.push(Access::load(va.neigh(self.ev), 4, INSTRS).at(Site::pc(40)));
                 self.v = g.neighbour(self.ev);
                 if self.v > self.u {
                     self.next_vertex();
                     return true;
                 }
                 // `auto it = g.out_neigh(v).begin();`
-                out.push(Access::load(va.offset(self.v), 8, INSTRS));
+                out.push(Access::load(va.offset(self.v), 8, INSTRS).at(Site::pc(41).dependent()));
                 self.it = g.begin(self.v);
                 self.it_loaded = false;
                 self.ew = g.begin(self.u);
@@ -100,7 +100,7 @@ impl Tc {
                     self.stage = Stage::Outer;
                     return true;
                 }
-                out.push(Access::load(va.neigh(self.ew), 4, INSTRS));
+                out.push(Access::load(va.neigh(self.ew), 4, INSTRS).at(Site::pc(42)));
                 self.w = g.neighbour(self.ew);
                 if self.w > self.v {
                     self.ev += 1;
@@ -113,7 +113,7 @@ impl Tc {
                 // u is in v's list and u > v >= w, so `it` stops inside it.
                 debug_assert!(self.it < g.end(self.v));
                 if !self.it_loaded {
-                    out.push(Access::load(va.neigh(self.it), 4, INSTRS));
+                    out.push(Access::load(va.neigh(self.it), 4, INSTRS).at(Site::pc(43).dependent()));
                     self.it_loaded = true;
                 }
                 let x = g.neighbour(self.it);

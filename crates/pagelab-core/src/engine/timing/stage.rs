@@ -1,0 +1,97 @@
+//! Stage 2 when it needs more than the fixed model's per-reference sums:
+//! the interval model, the hardware prefetchers, or both. (The fixed model
+//! without prefetchers keeps `cache_stage` and `memory_stage`, unchanged.)
+//!
+//! How the two stages feed the window: stage 1 translates the quantum's
+//! accesses and, under the interval model, records per access what its
+//! translation did (an L2 TLB lookup, a walk, a fault and its cycles:
+//! `Window::record`). Stage 2 runs the references in program order: the
+//! walk references of an access come before its data reference, so it sums
+//! the walk references' latencies (served level by level), and at the data
+//! reference, which ends the access, it hands the window the access's
+//! instruction count and dependence (from `Access::site`), its translation
+//! record and its data latency. A fault serialises the window before the
+//! access; so do shootdowns and mapping events, between stages.
+
+use super::window::{AccessTiming, Kind, FAULT, L2_TLB, WALK};
+use super::MEMORY;
+use crate::engine::{RefKind, Simulation, FLOW_CLASS};
+use crate::units::PhysAddr;
+use crate::workload::AccessKind;
+
+impl Simulation {
+    /// Stage 2 for core `i` under the interval model (`INTERVAL`) or the
+    /// fixed one, with the prefetchers (`PREFETCH`) or not.
+    #[inline(never)]
+    pub(in crate::engine) fn timed_stage<const INTERVAL: bool, const PREFETCH: bool>(&mut self, i: usize) {
+        let core = &mut self.cores[i];
+        let t = &self.timing;
+        let accesses = &core.batch.accesses[core.pos..];
+        let mut caches = self.caches.as_mut();
+        let mut window = core.window.take();
+        let (mut next_access, mut next_fault) = (0usize, 0usize);
+        let mut walk_refs = 0.0;
+        for j in 0..core.refs.len() {
+            let (addr, kind) = core.refs.get(j);
+            let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
+            let access = &accesses[next_access.min(accesses.len() - 1)];
+            let level = match caches {
+                Some(ref mut c) if entry < MEMORY => {
+                    if PREFETCH {
+                        let pc = access.site.pc_tag();
+                        c.access_prefetching(i, PhysAddr::new(addr), kind, entry as u8, pc).index()
+                    } else {
+                        c.access_from(i, PhysAddr::new(addr), kind, entry as u8).index()
+                    }
+                }
+                _ => MEMORY,
+            };
+            core.stats.flow[entry & 3][level & 3][FLOW_CLASS[kind.index() & 3]] += 1;
+            if !INTERVAL {
+                if kind == RefKind::Walk {
+                    core.stats.cycles_translation += t.walk_cycles(level);
+                } else {
+                    core.stats.cycles_data += t.data_cycles(level);
+                }
+            } else if kind == RefKind::Walk {
+                walk_refs += t.latency[level];
+            } else if let Some(w) = window.as_mut() {
+                // The data reference ends access `next_access`.
+                let flags = w.flags.get(next_access).copied().unwrap_or(0);
+                if flags & FAULT != 0 {
+                    let cycles = w.faults.get(next_fault).copied().unwrap_or(0.0);
+                    next_fault += 1;
+                    w.serialize(&mut core.stats, cycles);
+                }
+                let a = AccessTiming {
+                    instrs: access.instrs,
+                    kind: match access.kind {
+                        AccessKind::Load => Kind::Load,
+                        AccessKind::Store => Kind::Store,
+                        AccessKind::IFetch => Kind::IFetch,
+                    },
+                    dependent: access.site.is_dependent(),
+                    l2_tlb: flags & L2_TLB != 0,
+                    walk: flags & WALK != 0,
+                    walk_refs,
+                    data: t.latency[level] - t.latency[0],
+                };
+                w.access(&a, &mut core.stats);
+                walk_refs = 0.0;
+            }
+            if kind != RefKind::Walk {
+                next_access += 1;
+            }
+            if let Some(e) = &mut self.export {
+                if !e.memory_only || level == MEMORY {
+                    let clock = t.base_cpi * core.retired as f64 + core.stall_offset + core.stats.stall_cycles();
+                    e.write(addr, kind, clock);
+                }
+            }
+        }
+        if let Some(w) = window.as_mut() {
+            w.clear_records();
+        }
+        core.window = window;
+    }
+}

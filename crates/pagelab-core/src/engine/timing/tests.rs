@@ -1,0 +1,161 @@
+//! The interval model worked out by hand. Machine: base CPI 0.5, L1D 4
+//! cycles, memory 240 (a miss costs 236 beyond the L1 hit), L2 TLB 9,
+//! page-walk cache 1; the window's sizes per test.
+
+use super::window::{AccessTiming, Kind, Window};
+use super::{Timing, MEMORY};
+use crate::config::MachineConfig;
+use crate::hw::core_stats::CoreStats;
+
+const MISS: f64 = 236.0;
+
+fn window(rob: u32, mshrs: u32, walkers: u32, stores: u32) -> Window {
+    let mut m = MachineConfig::default();
+    m.timing.base_cpi = 0.5;
+    m.tlb.l2_latency = 9;
+    m.pwc.latency = 1;
+    m.ooo.rob = rob;
+    m.ooo.mshrs = mshrs;
+    m.ooo.page_walkers = walkers;
+    m.ooo.store_buffer = stores;
+    Window::new(&m)
+}
+
+fn load(data: f64) -> AccessTiming {
+    AccessTiming { instrs: 1, kind: Kind::Load, data, ..AccessTiming::default() }
+}
+
+/// Runs `accesses`, then the end of the run; returns the stats and the clock.
+fn run(w: &mut Window, accesses: &[AccessTiming]) -> (CoreStats, f64) {
+    let mut s = CoreStats::default();
+    for a in accesses {
+        w.access(a, &mut s);
+    }
+    w.serialize(&mut s, 0.0);
+    (s, w.now())
+}
+
+#[test]
+fn independent_misses_inside_the_window_cost_about_one_latency() {
+    // Dispatched at 0.5, 1, 1.5, 2; back at 236.5 .. 238. The core waits
+    // from 2 to 238: one miss latency, not four.
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[load(MISS); 4]);
+    assert_eq!(now, 238.0);
+    assert_eq!(s.cycles_data, MISS);
+    assert_eq!(s.cycles_translation, 0.0);
+}
+
+#[test]
+fn dependent_misses_cost_one_latency_each() {
+    // Each load's address is the previous one's data: issued at 0.5,
+    // 236.5, 472.5, 708.5, back at 944.5 = 0.5 + 4 x 236.
+    let chase = AccessTiming { dependent: true, ..load(MISS) };
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[load(MISS), chase, chase, chase]);
+    assert_eq!(now, 0.5 + 4.0 * MISS);
+    assert_eq!(s.cycles_data, now - 2.0, "all but the 4 x 0.5 base cycles");
+}
+
+#[test]
+fn a_full_reorder_buffer_stalls() {
+    // One miss at instruction 1, then 20 hits. With 8 entries instruction
+    // 9 cannot dispatch (at 4.5) before the miss is back at 236.5: 232
+    // cycles of stall, then 12 more instructions.
+    let mut accesses = vec![load(MISS)];
+    accesses.extend([load(0.0); 20]);
+    let (s, now) = run(&mut window(8, 10, 2, 56), &accesses);
+    assert_eq!(s.cycles_data, 232.0);
+    assert_eq!(now, 232.0 + 21.0 * 0.5);
+    // With 224 entries the 20 hits run under the miss; only the end waits.
+    let (s, now) = run(&mut window(224, 10, 2, 56), &accesses);
+    assert_eq!(now, 236.5);
+    assert_eq!(s.cycles_data, 236.5 - 10.5);
+}
+
+#[test]
+fn misses_beyond_the_fill_buffers_wait_for_one_to_free() {
+    // Two fill buffers, four misses: the third issues when the first is
+    // back (236.5), the fourth when the second is (237): two rounds.
+    let (s, now) = run(&mut window(224, 2, 2, 56), &[load(MISS); 4]);
+    assert_eq!(now, 237.0 + MISS);
+    assert_eq!(s.cycles_data, now - 2.0);
+}
+
+#[test]
+fn walks_use_the_walkers_in_parallel_and_their_references_in_series() {
+    // Three loads whose walks read references worth 200 cycles after the
+    // L2 TLB (9) and the page-walk cache (1); two walkers. Walks run from
+    // 9.5 and 10 to 210.5 and 211; the third waits for a walker (210.5 ->
+    // 411.5). The core waits from 1.5 to 411.5, all of it translation; the
+    // walk part leaves out the first load's L2 TLB lookup (1.5 to 9.5).
+    let walk = AccessTiming { l2_tlb: true, walk: true, walk_refs: 200.0, ..load(0.0) };
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[walk; 3]);
+    assert_eq!(now, 411.5);
+    assert_eq!(s.cycles_translation, 410.0);
+    assert_eq!(s.cycles_walk, 410.0 - 8.0);
+    assert_eq!(s.cycles_data, 0.0);
+    // One walker: the walks go one after another.
+    let (_, now) = run(&mut window(224, 10, 1, 56), &[walk; 3]);
+    assert_eq!(now, 9.5 + 3.0 * 201.0);
+}
+
+#[test]
+fn a_walk_and_its_data_miss_are_serial_but_overlap_other_misses() {
+    // A load that walks (10 cycles of walk refs after 9 + 1) then misses
+    // (236), beside an independent miss: the core waits for the first.
+    let walked = AccessTiming { l2_tlb: true, walk: true, walk_refs: 10.0, ..load(MISS) };
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[walked, load(MISS)]);
+    assert_eq!(now, 0.5 + 9.0 + 1.0 + 10.0 + MISS);
+    // From 1 to 20.5 the first load translates, from 20.5 its data comes.
+    assert_eq!(s.cycles_translation, 19.5);
+    assert_eq!(s.cycles_walk, 11.0);
+    assert_eq!(s.cycles_data, MISS);
+}
+
+#[test]
+fn stores_retire_through_the_store_buffer() {
+    let store = AccessTiming { kind: Kind::Store, ..load(MISS) };
+    // Three store misses fit in 56 entries: only the end waits for them
+    // to drain (the last line is back at 237.5).
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[store; 3]);
+    assert_eq!(now, 237.5);
+    assert_eq!(s.cycles_data, 236.0);
+    // Two entries: the third store waits at 1.5 for the first to drain
+    // (236.5), then its own line takes 236 more.
+    let (s, now) = run(&mut window(224, 10, 2, 2), &[store; 3]);
+    assert_eq!(now, 236.5 + MISS);
+    assert_eq!(s.cycles_data, now - 1.5);
+}
+
+#[test]
+fn an_instruction_fetch_miss_stalls_the_front_end() {
+    let fetch = AccessTiming { kind: Kind::IFetch, ..load(MISS) };
+    // A data miss, then a fetch miss: nothing dispatches behind the fetch,
+    // and the data miss overlaps it.
+    let (s, now) = run(&mut window(224, 10, 2, 56), &[load(MISS), fetch, load(0.0)]);
+    assert_eq!(now, 1.0 + MISS + 0.5);
+    assert_eq!(s.cycles_data, MISS);
+}
+
+#[test]
+fn a_fault_serialises_and_adds_its_cycles() {
+    let mut w = window(224, 10, 2, 56);
+    let mut s = CoreStats::default();
+    w.access(&load(MISS), &mut s);
+    w.serialize(&mut s, 1000.0);
+    assert_eq!(w.now(), 236.5 + 1000.0);
+    assert_eq!(s.cycles_data, MISS);
+    w.access(&load(0.0), &mut s);
+    assert_eq!(w.now(), 1237.0);
+}
+
+#[test]
+fn latencies_follow_the_model() {
+    let mut m = MachineConfig::default();
+    m.timing.mlp = 2.0;
+    let t = Timing::new(&m);
+    let l = t.latency;
+    assert_eq!(t.data_cycles(0), 0.0);
+    assert_eq!(t.data_cycles(MEMORY), (l[3] - l[0]) / 2.0);
+    assert_eq!(t.walk_cycles(1), l[1]);
+    assert_eq!(t.walk_entry, 0);
+}
