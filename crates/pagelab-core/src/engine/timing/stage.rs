@@ -34,12 +34,12 @@ impl Simulation {
         for j in 0..core.refs.len() {
             let (addr, kind) = core.refs.get(j);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
-            let access = &accesses[next_access.min(accesses.len() - 1)];
             let level = match caches {
                 Some(ref mut c) if entry < MEMORY => {
-                    if PREFETCH {
-                        let pc = access.site.pc_tag();
-                        c.access_prefetching(i, PhysAddr::new(addr), kind, entry as u8, pc).index()
+                    if PREFETCH && kind != RefKind::Walk {
+                        // A data reference: access `next_access`'s, made at its site.
+                        let pc = accesses[next_access].site.pc_tag();
+                        c.access_prefetching(i, PhysAddr::new(addr), kind, 0, pc).index()
                     } else {
                         c.access_from(i, PhysAddr::new(addr), kind, entry as u8).index()
                     }
@@ -57,6 +57,7 @@ impl Simulation {
                 walk_refs += t.latency[level];
             } else if let Some(w) = window.as_mut() {
                 // The data reference ends access `next_access`.
+                let access = &accesses[next_access];
                 let flags = w.flags.get(next_access).copied().unwrap_or(0);
                 if flags & FAULT != 0 {
                     let cycles = w.faults.get(next_fault).copied().unwrap_or(0.0);

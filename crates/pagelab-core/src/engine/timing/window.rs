@@ -160,10 +160,14 @@ impl Window {
     }
 
     /// Dispatches one access and charges the stalls it causes to `stats`.
-    #[inline]
+    /// (Always inlined: it runs once per access, and most accesses take
+    /// its first few lines only.)
+    #[inline(always)]
     pub fn access(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
         let upto = self.dispatched + a.instrs as u64;
-        self.stall_for_rob(upto, stats);
+        if !self.in_flight.is_empty() {
+            self.stall_for_rob(upto, stats);
+        }
         self.now += a.instrs as f64 * self.cpi;
         self.dispatched = upto;
         if a.kind == Kind::Store {

@@ -158,8 +158,9 @@ impl CacheHierarchy {
     /// walker's references when `machine.walker.cache_level` is `l2`
     /// (entry 1) or `llc` (entry 2). Levels above the entry are neither
     /// looked up nor filled. Entry 0 is an ordinary access. Inlined into
-    /// the engine's per-reference loop (most references hit the L1).
-    #[inline]
+    /// the engine's per-reference loop (most references hit the L1; always,
+    /// because LLVM left it out of line in the interval model's stage).
+    #[inline(always)]
     pub fn access_from(&mut self, core: usize, addr: PhysAddr, kind: RefKind, entry: u8) -> HitLevel {
         if !self.enabled {
             return HitLevel::Memory;
