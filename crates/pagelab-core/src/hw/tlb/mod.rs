@@ -123,7 +123,9 @@ impl<X: TlbExtension> Tlb<X> {
 
     /// Translates `vaddr` for `asid`. An L1 hit costs a few key compares; on
     /// an L2 hit the L1 is filled (see [`Tlb::fill_l1`]) before returning.
-    #[inline]
+    /// (Always inlined into the translation stage: with the stage in two
+    /// variants LLVM kept it out of line, +3% instructions on gups.)
+    #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
         let mvpn = masked_vpn(vaddr);
         if is_instr {
