@@ -141,7 +141,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// The slot holding `key` in `set`, without touching replacement state.
     /// (An early-exit scan: a hit, the common case of the L1 TLB probe of
     /// every access, stops at its way.)
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, set: usize, key: u64) -> Option<Slot> {
         debug_assert_ne!(key, INVALID_KEY);
         let base = self.base(set);
