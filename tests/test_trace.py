@@ -185,3 +185,25 @@ def test_a_truncated_trace_fails_the_run_naming_the_file(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cut.pgl" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+FAILING = r"""
+#include <stdlib.h>
+int main(void) { volatile char *p = malloc(1 << 16); for (int i = 0; i < (1 << 16); i += 4096) p[i] = 1; return 3; }
+"""
+
+
+@needs_valgrind
+def test_a_program_that_exits_non_zero_keeps_its_trace(tmp_path):
+    src, exe, out = tmp_path / "f.c", tmp_path / "f", tmp_path / "f.pgl"
+    src.write_text(FAILING)
+    subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
+    proc = run_cli("trace", "capture", "--out", out, "--", exe, timeout=300)
+    # The program ran and failed: its trace is written and the status said.
+    assert proc.returncode == 0, proc.stderr
+    assert "exited with status 3; its trace is kept" in proc.stdout
+    assert json.loads(run_cli("trace", "info", out, "--json").stdout)["stores"] >= 16
+    out.unlink()
+    proc = run_cli("trace", "capture", "--propagate-status", "--out", out, "--", exe, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    assert out.exists()

@@ -32,8 +32,12 @@ def convert(src: str, dst: str) -> dict:
     return _pagelab.trace_convert(src, dst)
 
 
-def capture(out: str, program: list[str]) -> dict:
-    """Runs `program` under lackey, converting its trace on the fly."""
+def capture(out: str, program: list[str]) -> tuple[dict, int]:
+    """Runs `program` under lackey, converting its trace on the fly.
+
+    Returns the trace's summary and the program's exit status. A program
+    that exits non-zero (grep finding nothing, a failing test) still ran:
+    its trace is kept, and the caller says how it ended."""
     if not program:
         raise _pagelab.PagelabError("trace capture: give the program after --")
     valgrind = shutil.which("valgrind")
@@ -57,10 +61,7 @@ def capture(out: str, program: list[str]) -> dict:
         reader.join()
     if "error" in result:
         raise result["error"]
-    if proc.returncode != 0:
-        Path(out).unlink(missing_ok=True)
-        raise _pagelab.PagelabError(f"trace capture: {program[0]} exited with {proc.returncode}")
-    return result["summary"]
+    return result["summary"], proc.returncode
 
 
 def _cell(v) -> str:
@@ -111,6 +112,10 @@ def main(args: argparse.Namespace) -> int:
         program = list(args.program)
         if program and program[0] == "--":
             program = program[1:]
-        s = capture(args.out, program)
+        s, status = capture(args.out, program)
         console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+        if status != 0:
+            console.print(f"{program[0]} exited with status {status}; its trace is kept")
+            if args.propagate_status:
+                return status
     return 0

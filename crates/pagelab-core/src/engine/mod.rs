@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod core;
 mod export;
+pub mod host_budget;
 pub mod mmu;
 mod stats;
 #[cfg(test)]
@@ -90,6 +91,8 @@ impl std::fmt::Debug for Simulation {
 impl Simulation {
     /// A simulation of `cfg`, its workloads built from the configuration.
     pub fn new(cfg: SimConfig) -> Result<Simulation> {
+        cfg.validate()?;
+        host_budget::check(&cfg)?;
         let mut workloads = Vec::new();
         for (id, w) in cfg.workload_list().iter().enumerate() {
             let prefix = if cfg.workload.is_some() { "workload".to_string() } else { format!("workloads[{id}]") };
