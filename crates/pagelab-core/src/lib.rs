@@ -20,6 +20,8 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hostmem;
 pub mod hw;
 pub mod os;

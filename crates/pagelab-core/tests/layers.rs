@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["workload"],
     &["trace"],
     &["config"],
-    &["engine"],
+    &["engine", "fuzzing"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
