@@ -65,3 +65,29 @@ def test_demo_quick_writes_csv_and_png(tmp_path):
     assert png[:8] == PNG_MAGIC and len(png) > 1000
     # Written atomically: no temporaries left behind.
     assert sorted(p.name for p in out.iterdir()) == ["demo.csv", "demo.png"]
+
+    # The table fits an 80-column terminal whole: no cut names or numbers.
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from pagelab.demo import summary_table
+
+    df = pd.read_csv(out / "demo.csv")
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(summary_table(df))
+    text = buf.getvalue()
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    for r in rows:
+        assert any(r["machine"] in line and r["policy"] in line for line in text.splitlines())
+
+
+def test_compact_numbers_keep_three_significant_digits():
+    from pagelab.table import compact
+
+    assert [compact(n) for n in (0, 999, 1234, 12_345, 1_988_123, 2.5e12)] == [
+        "0", "999", "1.23 k", "12.3 k", "1.99 M", "2.5 T",
+    ]
+    assert max(len(compact(n)) for n in (999_499, 999_999_999, 123_456_789_012)) <= 7
