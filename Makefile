@@ -5,9 +5,27 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup toolchain build demo test test-full lint test-rust test-python bench fuzz clean
+.PHONY: setup toolchain system-packages build demo test test-full lint test-rust test-python bench fuzz clean
 
-setup: toolchain $(VENV)/.deps
+setup: toolchain system-packages $(VENV)/.deps
+
+# What the system must have beyond Rust and Python (README): gcc and
+# Valgrind for trace capture and its tests, Chromium for the report's
+# browser test. Installed from Debian's packages where this runs as root;
+# elsewhere, the missing ones are named (their tests skip, and CI, which
+# allows no such skip, fails).
+SYSTEM_TOOLS := gcc valgrind chromium
+system-packages:
+	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $$t >/dev/null || echo $$t; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing $$missing (Debian packages)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null \
+	      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null; }; \
+	  else \
+	    echo "missing system tools: $$missing (apt-get install $$missing); the tests that need them will skip" >&2; \
+	  fi; \
+	fi
 
 # rust-toolchain.toml pins Rust 1.95.0, this machine kind's one toolchain,
 # which rustup may know only as `stable`: then it is linked under its

@@ -62,12 +62,20 @@ def test_reproduce_tiny(tmp_path, exp_id):
     header = "| " + " | ".join(df.columns) + " |"
     assert header in md or all(c in md for c in COLUMNS[exp_id]), md
     if exp_id.startswith("chp-"):
+        # The paper's values beside pagelab's, one row per quantity of the
+        # experiment's paper/ID.csv, in the write-up too.
+        paper = pd.read_csv(tmp_path / f"{exp_id}.paper.csv", dtype=str, keep_default_na=False)
+        assert list(paper.columns) == ["quantity", "paper", "pagelab", "source"]
+        assert len(paper) > 0 and (paper.paper != "").all()
+        assert "| quantity | paper | pagelab | source |" in md
         CHP_CHECKS[exp_id](df)
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}
-        assert (df[df.policy == "base"].cycles_norm == 1.0).all()
+        # Normalized to base, recomputed from the cycles of each workload.
+        base = df[df.policy == "base"].set_index("workload").cycles
+        assert df.cycles_norm.to_numpy() == pytest.approx((df.cycles / df.workload.map(base)).to_numpy())
         # gups on 4 KiB pages walks; THP removes (nearly) every walk.
         g = df[df.workload == "gups"].set_index("policy")
         assert g.loc["thp", "dtlb_misses"] < g.loc["base", "dtlb_misses"]
@@ -92,14 +100,16 @@ def test_reproduce_quick(tmp_path, exp_id):
 
 def _chp_fig1(df):
     assert set(df.scenario) == {"alone", "4k", "thp", "coloring"}
-    assert (df[df.scenario == "alone"].runtime == 1.0).all()
+    # Stressors on the other cores never make a workload faster.
+    for _, g in df.groupby("workload"):
+        s = g.set_index("scenario").runtime
+        assert s["4k"] >= s["alone"]
 
 
 def _chp_fig4(df):
     assert set(df.scenario) == {"4k", "thp", "coloring", "chp", "chp-projected"}
     for _, g in df.groupby("workload"):
         s = g.set_index("scenario")
-        assert s.loc["4k", "runtime"] == pytest.approx(1.0)
         # Eq. 1 of the paper, recomputed from the other rows.
         cache = s.loc["thp", "cache"] * s.loc["coloring", "cache"] / s.loc["4k", "cache"]
         assert s.loc["chp-projected", "runtime"] == pytest.approx(s.loc["thp", "translation"] + cache)
@@ -128,7 +138,6 @@ def _chp_swap(df):
     assert set(df.scheme) == {"chp", "swap"} and set(df.colors) == {5, 8}
     # The ratios are SWAP's counters over CHP's, row by row.
     chp = df[df.scheme == "chp"].set_index(["workload", "colors"])
-    assert (chp.llc_misses_vs_chp == 1.0).all()
     for r in df[df.scheme == "swap"].itertuples():
         base = chp.loc[(r.workload, r.colors)]
         assert r.llc_misses_vs_chp == pytest.approx(r.llc_misses / base.llc_misses)
@@ -167,7 +176,9 @@ def _chp_table4(df):
     s = df.set_index("scenario")
     # One fault per 2 MiB region instead of one per page.
     assert s.loc["chp", "faults"] * 10 < s.loc["4k", "faults"]
-    assert s.loc["chp", "fault_cycles_p99"] > s.loc["thp", "fault_cycles_p99"]
+    # Table IV's finding: CHP's costly faults are so few that their total
+    # stays below coloring's (fault counts are simulated; costs are inputs).
+    assert s.loc["chp", "fault_cycles_total"] < s.loc["coloring", "fault_cycles_total"]
 
 
 CHP_CHECKS = {
