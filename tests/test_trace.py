@@ -207,3 +207,24 @@ def test_a_program_that_exits_non_zero_keeps_its_trace(tmp_path):
     proc = run_cli("trace", "capture", "--propagate-status", "--out", out, "--", exe, timeout=300)
     assert proc.returncode == 3, proc.stderr
     assert out.exists()
+
+
+def test_the_events_table_fits_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from pagelab.trace import print_events
+
+    events = [
+        dict(at=123_456_789, kind="munmap", start=0x7F12_3456_7000, len=8 << 20, writable=True, name="anon"),
+        dict(at=5, kind="mmap", start=0x4A2A000, len=12_388, writable=None, name="/usr/lib/x86_64-linux-gnu/libc.so.6"),
+    ]
+    buf = io.StringIO()
+    print_events(events, Console(file=buf, width=80, color_system=None))
+    text = buf.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80, text
+    # Addresses and counts whole; lengths in units; the path folded, not cut.
+    for whole in ("123,456,789", "0x7f1234567000", "0x7f1234d67000", "8 MiB", "12,388 B"):
+        assert whole in text, text
+    assert "libc.so.6" in text.replace("\n", "").replace(" ", "")
