@@ -10,25 +10,90 @@ use crate::units::PhysAddr;
 /// instruction fetch), also what `--export-phys` writes.
 pub use crate::hw::cache::RefKind;
 
+/// A reference's tag in the buffer: the caches' kind, and for a walk
+/// reference under virtualization which dimension read it. The caches see
+/// both walk dimensions as [`RefKind::Walk`]; the tag tells them apart for
+/// whoever reads the buffer ([`RefBuf::tag`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RefTag {
+    Load = 0,
+    Store = 1,
+    /// A native walk reference (one dimension).
+    Walk = 2,
+    IFetch = 3,
+    /// A 2D walk's read of a guest page-table entry (at its host-physical
+    /// address).
+    GuestWalk = 4,
+    /// A 2D walk's read of an EPT entry.
+    EptWalk = 5,
+}
+
+impl RefTag {
+    /// Every tag, by its index (the two unused codes read as loads: never
+    /// pushed).
+    const ALL: [RefTag; 8] = [
+        RefTag::Load,
+        RefTag::Store,
+        RefTag::Walk,
+        RefTag::IFetch,
+        RefTag::GuestWalk,
+        RefTag::EptWalk,
+        RefTag::Load,
+        RefTag::Load,
+    ];
+
+    /// What the caches see.
+    #[inline]
+    pub const fn kind(self) -> RefKind {
+        CACHE_KIND[self as usize]
+    }
+}
+
+impl From<RefKind> for RefTag {
+    fn from(kind: RefKind) -> RefTag {
+        RefTag::ALL[kind.index()]
+    }
+}
+
+/// The caches' kind of each tag code: the lookup the per-reference loop
+/// makes (one load from a table, as the two-bit field's was).
+const CACHE_KIND: [RefKind; 8] = [
+    RefKind::Load,
+    RefKind::Store,
+    RefKind::Walk,
+    RefKind::IFetch,
+    RefKind::Walk,
+    RefKind::Walk,
+    RefKind::Load,
+    RefKind::Load,
+];
+
 /// The references of one quantum, in program order: walk references
 /// before the data reference of the access that caused them. Each is one
-/// word, its kind in the top two bits above the physical address (one
+/// word, its tag in the top three bits above the physical address (one
 /// push per reference: the translation stage makes several per access).
 #[derive(Debug, Default)]
 pub struct RefBuf {
     refs: Vec<u64>,
 }
 
-/// Where a reference's kind sits in its word (physical addresses stay far
-/// below 2^62: memory is at most 1 TiB).
-const KIND_SHIFT: u32 = 62;
-const ADDR_MASK: u64 = (1 << KIND_SHIFT) - 1;
+/// Where a reference's tag sits in its word (physical addresses stay far
+/// below 2^61: memory is at most 1 TiB).
+const TAG_SHIFT: u32 = 61;
+const ADDR_MASK: u64 = (1 << TAG_SHIFT) - 1;
 
 impl RefBuf {
     #[inline]
     pub fn push(&mut self, addr: PhysAddr, kind: RefKind) {
         debug_assert!(addr.raw() <= ADDR_MASK);
-        self.refs.push(addr.raw() | (kind.index() as u64) << KIND_SHIFT);
+        self.refs.push(addr.raw() | (kind.index() as u64) << TAG_SHIFT);
+    }
+    /// A reference with its full tag (a 2D walk's references).
+    #[inline]
+    pub fn push_tagged(&mut self, addr: PhysAddr, tag: RefTag) {
+        debug_assert!(addr.raw() <= ADDR_MASK);
+        self.refs.push(addr.raw() | (tag as u64) << TAG_SHIFT);
     }
     pub fn clear(&mut self) {
         self.refs.clear();
@@ -44,6 +109,10 @@ impl RefBuf {
     pub fn get(&self, j: usize) -> (u64, RefKind) {
         unpack(self.refs[j])
     }
+    /// The full tag of reference `j`.
+    pub fn tag(&self, j: usize) -> RefTag {
+        RefTag::ALL[(self.refs[j] >> TAG_SHIFT) as usize]
+    }
     /// The address of reference `j`, if there is one (a lookahead).
     #[inline]
     pub fn addr_at(&self, j: usize) -> Option<u64> {
@@ -52,11 +121,31 @@ impl RefBuf {
     /// The kind of every reference, in order.
     #[inline]
     pub fn kinds(&self) -> impl Iterator<Item = RefKind> + '_ {
-        self.refs.iter().map(|&r| RefKind::ALL[(r >> KIND_SHIFT) as usize])
+        self.refs.iter().map(|&r| CACHE_KIND[(r >> TAG_SHIFT) as usize])
     }
 }
 
 #[inline]
 fn unpack(r: u64) -> (u64, RefKind) {
-    (r & ADDR_MASK, RefKind::ALL[(r >> KIND_SHIFT) as usize])
+    (r & ADDR_MASK, CACHE_KIND[(r >> TAG_SHIFT) as usize])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_walk_dimensions_reach_the_caches_as_walks_and_stay_apart_in_the_buffer() {
+        let mut refs = RefBuf::default();
+        let top = PhysAddr::new((1 << 40) - 64);
+        refs.push(top, RefKind::Store);
+        refs.push_tagged(top, RefTag::GuestWalk);
+        refs.push_tagged(PhysAddr::new(8), RefTag::EptWalk);
+        assert_eq!(refs.get(0), (top.raw(), RefKind::Store));
+        assert_eq!(refs.get(1), (top.raw(), RefKind::Walk));
+        assert_eq!(refs.get(2), (8, RefKind::Walk));
+        assert_eq!([refs.tag(0), refs.tag(1), refs.tag(2)], [RefTag::Store, RefTag::GuestWalk, RefTag::EptWalk]);
+        assert_eq!(refs.kinds().collect::<Vec<_>>(), [RefKind::Store, RefKind::Walk, RefKind::Walk]);
+        assert_eq!(RefTag::from(RefKind::IFetch).kind(), RefKind::IFetch);
+    }
 }
