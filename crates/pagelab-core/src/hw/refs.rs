@@ -15,85 +15,76 @@ pub use crate::hw::cache::RefKind;
 /// both walk dimensions as [`RefKind::Walk`]; the tag tells them apart for
 /// whoever reads the buffer ([`RefBuf::tag`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 pub enum RefTag {
-    Load = 0,
-    Store = 1,
+    Load,
+    Store,
     /// A native walk reference (one dimension).
-    Walk = 2,
-    IFetch = 3,
+    Walk,
+    IFetch,
     /// A 2D walk's read of a guest page-table entry (at its host-physical
     /// address).
-    GuestWalk = 4,
+    GuestWalk,
     /// A 2D walk's read of an EPT entry.
-    EptWalk = 5,
+    EptWalk,
 }
 
 impl RefTag {
-    /// Every tag, by its index (the two unused codes read as loads: never
-    /// pushed).
-    const ALL: [RefTag; 8] = [
-        RefTag::Load,
-        RefTag::Store,
-        RefTag::Walk,
-        RefTag::IFetch,
-        RefTag::GuestWalk,
-        RefTag::EptWalk,
-        RefTag::Load,
-        RefTag::Load,
-    ];
-
     /// What the caches see.
-    #[inline]
     pub const fn kind(self) -> RefKind {
-        CACHE_KIND[self as usize]
+        match self {
+            RefTag::Load => RefKind::Load,
+            RefTag::Store => RefKind::Store,
+            RefTag::Walk | RefTag::GuestWalk | RefTag::EptWalk => RefKind::Walk,
+            RefTag::IFetch => RefKind::IFetch,
+        }
+    }
+
+    /// The walk dimension's code beside the kind: 0 for everything but a
+    /// 2D walk's references.
+    const fn dimension(self) -> u64 {
+        match self {
+            RefTag::GuestWalk => 1,
+            RefTag::EptWalk => 2,
+            _ => 0,
+        }
     }
 }
 
 impl From<RefKind> for RefTag {
     fn from(kind: RefKind) -> RefTag {
-        RefTag::ALL[kind.index()]
+        [RefTag::Load, RefTag::Store, RefTag::Walk, RefTag::IFetch][kind.index()]
     }
 }
 
-/// The caches' kind of each tag code: the lookup the per-reference loop
-/// makes (one load from a table, as the two-bit field's was).
-const CACHE_KIND: [RefKind; 8] = [
-    RefKind::Load,
-    RefKind::Store,
-    RefKind::Walk,
-    RefKind::IFetch,
-    RefKind::Walk,
-    RefKind::Walk,
-    RefKind::Load,
-    RefKind::Load,
-];
-
 /// The references of one quantum, in program order: walk references
 /// before the data reference of the access that caused them. Each is one
-/// word, its tag in the top three bits above the physical address (one
-/// push per reference: the translation stage makes several per access).
+/// word: the caches' kind in the top two bits, a 2D walk reference's
+/// dimension in the two below, the physical address under them (one push
+/// per reference: the translation stage makes several per access). The
+/// kind keeps its own field, so the caches' per-reference decoding is one
+/// shift, as before the dimension existed.
 #[derive(Debug, Default)]
 pub struct RefBuf {
     refs: Vec<u64>,
 }
 
-/// Where a reference's tag sits in its word (physical addresses stay far
-/// below 2^61: memory is at most 1 TiB).
-const TAG_SHIFT: u32 = 61;
-const ADDR_MASK: u64 = (1 << TAG_SHIFT) - 1;
+/// Where a reference's kind and walk dimension sit in its word (physical
+/// addresses stay far below 2^60: memory is at most 1 TiB).
+const KIND_SHIFT: u32 = 62;
+const DIM_SHIFT: u32 = 60;
+const ADDR_MASK: u64 = (1 << DIM_SHIFT) - 1;
 
 impl RefBuf {
     #[inline]
     pub fn push(&mut self, addr: PhysAddr, kind: RefKind) {
         debug_assert!(addr.raw() <= ADDR_MASK);
-        self.refs.push(addr.raw() | (kind.index() as u64) << TAG_SHIFT);
+        self.refs.push(addr.raw() | (kind.index() as u64) << KIND_SHIFT);
     }
     /// A reference with its full tag (a 2D walk's references).
     #[inline]
     pub fn push_tagged(&mut self, addr: PhysAddr, tag: RefTag) {
         debug_assert!(addr.raw() <= ADDR_MASK);
-        self.refs.push(addr.raw() | (tag as u64) << TAG_SHIFT);
+        self.refs.push(addr.raw() | (tag.kind().index() as u64) << KIND_SHIFT | tag.dimension() << DIM_SHIFT);
     }
     pub fn clear(&mut self) {
         self.refs.clear();
@@ -111,7 +102,12 @@ impl RefBuf {
     }
     /// The full tag of reference `j`.
     pub fn tag(&self, j: usize) -> RefTag {
-        RefTag::ALL[(self.refs[j] >> TAG_SHIFT) as usize]
+        let r = self.refs[j];
+        match (r >> DIM_SHIFT) & 3 {
+            1 => RefTag::GuestWalk,
+            2 => RefTag::EptWalk,
+            _ => RefTag::from(RefKind::ALL[(r >> KIND_SHIFT) as usize]),
+        }
     }
     /// The address of reference `j`, if there is one (a lookahead).
     #[inline]
@@ -121,13 +117,13 @@ impl RefBuf {
     /// The kind of every reference, in order.
     #[inline]
     pub fn kinds(&self) -> impl Iterator<Item = RefKind> + '_ {
-        self.refs.iter().map(|&r| CACHE_KIND[(r >> TAG_SHIFT) as usize])
+        self.refs.iter().map(|&r| RefKind::ALL[(r >> KIND_SHIFT) as usize])
     }
 }
 
 #[inline]
 fn unpack(r: u64) -> (u64, RefKind) {
-    (r & ADDR_MASK, CACHE_KIND[(r >> TAG_SHIFT) as usize])
+    (r & ADDR_MASK, RefKind::ALL[(r >> KIND_SHIFT) as usize])
 }
 
 #[cfg(test)]
