@@ -265,7 +265,7 @@ impl Walker2d<'_> {
         };
         let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         let check = mmu.check;
-        let mut ept = Ept { nested: &mut **nested, hv: &mut **hv, refs: &mut **refs, stats: &mut **stats, check };
+        let mut ept = Ept { nested, hv, refs, stats, check };
         let (frame, size, writable, dirty) = loop {
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
                 Ok((table, _)) => table,
