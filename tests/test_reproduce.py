@@ -20,6 +20,8 @@ COLUMNS = {
     "chp-fig6": {"submappings", "frag_index", "success_ratio"},
     "chp-swap": {"workload", "colors", "scheme", "llc_misses", "runtime"},
     "chp-table4": {"scenario", "faults", "fault_cycles_avg", "fault_cycles_p99", "fault_cycles_total"},
+    "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
+    "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
 }
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
@@ -70,6 +72,20 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert "| quantity | paper | pagelab | source |" in md
         CHP_CHECKS[exp_id](df)
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
+    elif exp_id == "virt-walks":
+        # Exactly the issue's columns, and the uncached walks' counts.
+        assert list(df.columns) == ["guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"]
+        off = df[df.caches == "off"].set_index(["guest_page", "host_page"]).refs_per_walk
+        assert off.to_dict() == {("4k", "4k"): 24, ("4k", "2m"): 19, ("2m", "4k"): 19, ("2m", "2m"): 15}
+        on = df[df.caches == "on"].set_index(["guest_page", "host_page"]).refs_per_walk
+        assert (on < off).all()
+    elif exp_id == "virt-splinter":
+        assert list(df.columns) == ["workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"]
+        assert set(df.workload) == {"gups", "bfs", "kv"}
+        g = df[df.workload == "gups"].set_index(["guest_policy", "host_policy"])
+        # Guest THP on host base pages keeps 4 KiB reach; THP on THP does not.
+        assert g.loc[("thp", "base"), "dtlb_l2_misses"] > 0.9 * g.loc[("base", "base"), "dtlb_l2_misses"]
+        assert g.loc[("thp", "thp"), "dtlb_l2_misses"] < 0.5 * g.loc[("thp", "base"), "dtlb_l2_misses"]
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["paging"],
     &["os"],
     &["systems"],
+    &["virt"],
     &["workload"],
     &["trace"],
     &["config"],

@@ -26,6 +26,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod timing;
+pub mod walk2d;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
@@ -80,6 +81,9 @@ pub struct Simulation {
     warm: bool,
     /// The accesses every workload will make, when known (progress only).
     expected_accesses: Option<u64>,
+    /// The hypervisor and the second dimension's hardware, in a
+    /// virtualized run (`virt.enabled`): `kernel` is then the guest's.
+    virt: Option<Box<walk2d::VirtRun>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -151,6 +155,7 @@ impl Simulation {
                 prefetch_caches: true,
             });
         }
+        let virt = walk2d::boot_virt(&cfg, &mut kernel, &cores)?;
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         Ok(Simulation {
@@ -164,6 +169,7 @@ impl Simulation {
             timeseries: Vec::new(),
             next_epoch,
             expected_accesses,
+            virt,
         })
     }
 
@@ -223,6 +229,7 @@ impl Simulation {
         let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
         self.kernel.tick(now);
         self.deliver_shootdowns(true);
+        self.virt_round_end(now);
         self.check_warmup();
         self.check_epoch();
         Ok(())
@@ -233,8 +240,9 @@ impl Simulation {
     fn deliver_shootdowns(&mut self, from_daemon: bool) {
         let cost = self.kernel.costs.shootdown;
         for s in self.kernel.drain_shootdowns().collect::<Vec<_>>() {
+            let hw = self.hw_shootdown(s);
             for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
-                core.mmu.shoot_down(&s);
+                core.mmu.shoot_down(&hw);
                 if from_daemon {
                     core.stats.cycles_daemon += cost;
                 }
@@ -279,7 +287,13 @@ impl Simulation {
             let next_event_at = core.batch.events.get(core.next_event).map_or(usize::MAX, |e| e.0 as usize);
             let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
             if end > core.pos {
-                self.translate_stage(i, end)?;
+                // The walker is the run's: chosen here once per quantum,
+                // never per access.
+                if self.virt.is_none() {
+                    self.translate_stage(i, end)?;
+                } else {
+                    self.translate_stage_virt(i, end)?;
+                }
                 if self.caches.is_none() && self.export.is_none() {
                     self.memory_stage(i);
                 } else {
@@ -460,6 +474,9 @@ impl Simulation {
             core.mmu.pwc.reset_stats();
         }
         self.kernel.reset_stats();
+        if let Some(v) = &mut self.virt {
+            v.reset_stats();
+        }
         if let Some(c) = &mut self.caches {
             c.reset_stats();
         }
@@ -512,8 +529,10 @@ pub fn build_workload(
 /// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
 fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
     let m = &cfg.machine;
+    // A guest kernel runs over guest-physical memory.
+    let mem = if cfg.virt.enabled { cfg.virt.guest_mem } else { m.phys_mem };
     let boot = Boot {
-        frames: m.phys_mem.bytes() >> 12,
+        frames: mem.bytes() >> 12,
         max_order: m.max_order,
         paging_levels: m.paging_levels,
         colors: cfg.color_map()?,

@@ -137,7 +137,7 @@ pub fn table_index(vaddr: VirtAddr, level: u8) -> usize {
 
 impl PageTable {
     pub fn new(asid: Asid, levels: u8, mem: &mut PhysMem) -> Result<Self> {
-        debug_assert!(levels == 4 || levels == 5);
+        debug_assert!((3..=5).contains(&levels), "3 (a small guest's EPT), 4 or 5 levels");
         let mut pt = PageTable {
             asid,
             levels,
