@@ -20,6 +20,11 @@ COLUMNS = {
     "chp-fig6": {"submappings", "frag_index", "success_ratio"},
     "chp-swap": {"workload", "colors", "scheme", "llc_misses", "runtime"},
     "chp-table4": {"scenario", "faults", "fault_cycles_avg", "fault_cycles_p99", "fault_cycles_total"},
+    "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
+    "pp-fig8": {
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    },
 }
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
@@ -64,6 +69,8 @@ def test_reproduce_tiny(tmp_path, exp_id):
     if exp_id.startswith("chp-"):
         CHP_CHECKS[exp_id](df)
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
+    elif exp_id.startswith("pp-"):
+        PP_CHECKS[exp_id](df)
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}
@@ -178,3 +185,27 @@ CHP_CHECKS = {
     "chp-swap": _chp_swap,
     "chp-table4": _chp_table4,
 }
+
+
+def _pp_fig7(df):
+    assert list(df.columns) == ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"]
+    s = df.set_index("system")
+    assert s.loc["base-4k", "speedup"] == 1.0
+    # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
+    assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
+    assert s.loc["ideal-2m", "speedup"] > 1.0
+    # Half the regions fragmented: perforated pages keep most of the reach.
+    assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+
+
+def _pp_fig8(df):
+    assert list(df.columns) == [
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    ]
+    shares = df[["share_4k", "share_2m", "share_perforated", "share_bitmap", "share_hole"]].sum(axis=1)
+    assert ((shares - 1.0).abs() < 1e-9).all()
+    assert (df.share_perforated > 0).all() and (df.bitmap_lookups + df.filter_hits > 0).all()
+
+
+PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8}

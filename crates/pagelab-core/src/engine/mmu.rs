@@ -101,6 +101,11 @@ impl Mmu {
                 stats.tlb_l2_misses(instr);
                 stats.cycles_translation += self.l2_tlb_latency;
             }
+            TlbLookup::Resolve => {
+                stats.tlb_l1_misses(instr);
+                stats.cycles_translation += self.l2_tlb_latency;
+                return self.resolve(kernel, req, None, refs, stats);
+            }
         }
         loop {
             match self.walk(kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
@@ -111,14 +116,51 @@ impl Mmu {
                     return Ok(entry.frame_of(vaddr));
                 }
                 Walk::Ext(entry) => {
-                    self.tlb.fill_after_walk(entry, vaddr, instr);
-                    return Ok(entry.frame_of(vaddr));
+                    return match crate::systems::fill_ext_after_walk(&mut self.tlb, entry, vaddr, instr) {
+                        Some(frame) => Ok(frame),
+                        None => self.resolve(kernel, req, Some(entry), refs, stats),
+                    };
                 }
                 Walk::NotPresent => {
                     let outcome = kernel.handle_fault(asid, vaddr, write)?;
                     stats.record_fault(outcome.size, outcome.cycles);
                     self.apply_own_shootdowns(kernel, asid);
                 }
+            }
+        }
+    }
+
+    /// An L2 entry of an extension kind that cannot translate `req` alone
+    /// (a perforated page's possibly holed region): its owner finishes
+    /// the translation; an access to a hole not backed faults, and is
+    /// translated again after the fault, as hardware retries. `entry` is
+    /// the entry a walk just gave (else the L2's, which the lookup hit).
+    #[cold]
+    #[inline(never)]
+    fn resolve(
+        &mut self,
+        kernel: &mut Kernel,
+        req: Request,
+        entry: Option<ExtEntry>,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) -> Result<Pfn> {
+        let Request { asid, vaddr, write, instr } = req;
+        let pt = kernel.page_table_mut(asid);
+        let lat = self.l2_tlb_latency;
+        let entry = entry.or_else(|| self.tlb.peek_l2(asid, vaddr)).expect("an entry to resolve");
+        match crate::systems::resolve_ext(&mut self.tlb, pt, &entry, vaddr, write, instr, lat, refs, stats) {
+            Some(frame) => {
+                if self.check {
+                    check_translation(kernel, asid, vaddr, frame)?;
+                }
+                Ok(frame)
+            }
+            None => {
+                let outcome = kernel.handle_fault(asid, vaddr, write)?;
+                stats.record_fault(outcome.size, outcome.cycles);
+                self.apply_own_shootdowns(kernel, asid);
+                self.translate(kernel, req, refs, stats)
             }
         }
     }

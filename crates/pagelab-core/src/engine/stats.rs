@@ -40,6 +40,14 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     let cycles = sim.cores.iter().map(|c| c.stats.stall_cycles() + base_cpi * c.stats.instructions as f64);
     out.insert("runtime.cycles".into(), Stat::Float(cycles.fold(0.0, f64::max)));
     kernel_stats(&mut out, sim);
+    // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
+    // after the registry's zeros.
+    for core in &sim.cores {
+        for (k, v) in crate::systems::tlb_ext_stats(std::iter::once(core.mmu.tlb.extensions())) {
+            out.insert(format!("core{}.{k}", core.id), v);
+        }
+    }
+    out.extend(crate::systems::tlb_ext_stats(sim.cores.iter().map(|c| c.mmu.tlb.extensions())));
     out
 }
 
