@@ -243,7 +243,8 @@ fn tlb_sequence(policy: Replacement) {
                         let shift = (r >> 24 & 3) as u8;
                         let sub =
                             std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
-                        let e = colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false);
+                        let e =
+                            colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false);
                         wrap(e, ExtKind::ColoredHuge)
                     }
                 };

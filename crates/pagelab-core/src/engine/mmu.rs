@@ -104,7 +104,10 @@ impl Mmu {
             TlbLookup::Resolve => {
                 stats.tlb_l1_misses(instr);
                 stats.cycles_translation += self.l2_tlb_latency;
-                return self.resolve(kernel, req, None, refs, stats);
+                if let Some(frame) = self.resolve(kernel, Request { asid, vaddr, write, instr }, None, refs, stats)? {
+                    return Ok(frame);
+                }
+                // A hole just backed by a fault: walk again.
             }
         }
         loop {
@@ -116,10 +119,13 @@ impl Mmu {
                     return Ok(entry.frame_of(vaddr));
                 }
                 Walk::Ext(entry) => {
-                    return match crate::systems::fill_ext_after_walk(&mut self.tlb, entry, vaddr, instr) {
-                        Some(frame) => Ok(frame),
-                        None => self.resolve(kernel, req, Some(entry), refs, stats),
-                    };
+                    if let Some(frame) = crate::systems::fill_ext_after_walk(&mut self.tlb, entry, vaddr, instr) {
+                        return Ok(frame);
+                    }
+                    let req = Request { asid, vaddr, write, instr };
+                    if let Some(frame) = self.resolve(kernel, req, Some(entry), refs, stats)? {
+                        return Ok(frame);
+                    }
                 }
                 Walk::NotPresent => {
                     let outcome = kernel.handle_fault(asid, vaddr, write)?;
@@ -132,9 +138,9 @@ impl Mmu {
 
     /// An L2 entry of an extension kind that cannot translate `req` alone
     /// (a perforated page's possibly holed region): its owner finishes
-    /// the translation; an access to a hole not backed faults, and is
-    /// translated again after the fault, as hardware retries. `entry` is
-    /// the entry a walk just gave (else the L2's, which the lookup hit).
+    /// the translation. An access to a hole not backed faults here and
+    /// returns `None`: the caller walks again, as hardware retries. `entry`
+    /// is the entry a walk just gave (else the L2's, which the lookup hit).
     #[cold]
     #[inline(never)]
     fn resolve(
@@ -144,7 +150,7 @@ impl Mmu {
         entry: Option<ExtEntry>,
         refs: &mut RefBuf,
         stats: &mut CoreStats,
-    ) -> Result<Pfn> {
+    ) -> Result<Option<Pfn>> {
         let Request { asid, vaddr, write, instr } = req;
         let pt = kernel.page_table_mut(asid);
         let lat = self.l2_tlb_latency;
@@ -154,13 +160,13 @@ impl Mmu {
                 if self.check {
                     check_translation(kernel, asid, vaddr, frame)?;
                 }
-                Ok(frame)
+                Ok(Some(frame))
             }
             None => {
                 let outcome = kernel.handle_fault(asid, vaddr, write)?;
                 stats.record_fault(outcome.size, outcome.cycles);
                 self.apply_own_shootdowns(kernel, asid);
-                self.translate(kernel, req, refs, stats)
+                Ok(None)
             }
         }
     }

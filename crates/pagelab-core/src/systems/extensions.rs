@@ -54,30 +54,36 @@ impl ExtPayload for ExtKind {
     }
 }
 
-/// The owners of the L2's extension kinds, each with its side table.
+/// The owners of the L2's extension kinds, with their state, and the
+/// side table of every kind's payload by L2 slot (one table of the enum:
+/// a hit loads its payload with one indexed copy, whatever the kind).
 #[derive(Debug, Clone, Default)]
 pub struct TlbExtensions {
     pub chp: ChpTlb,
     pub perforated: PerforatedTlb,
+    /// The payload of the extension entry in each L2 slot (stale for
+    /// other slots; empty until the first extension entry is cached).
+    slots: Vec<ExtKind>,
 }
 
 impl TlbExtension for TlbExtensions {
     type Payload = ExtKind;
+    const RESOLVING_KINDS: u64 = 1 << KIND_PERFORATED;
 
     fn store(&mut self, slot: usize, slots: usize, p: &ExtKind) -> u32 {
-        match p {
-            ExtKind::ColoredHuge(c) => self.chp.store(slot, slots, c),
-            ExtKind::Perforated(q) => self.perforated.store(slot, slots, q),
+        if self.slots.is_empty() {
+            self.slots = vec![ExtKind::ColoredHuge(ColoredHuge::default()); slots];
         }
+        self.slots[slot] = *p;
+        slot as u32
     }
 
     #[inline]
     fn load(&self, kind: u8, index: u32) -> ExtKind {
-        match kind {
-            KIND_COLORED_HUGE => ExtKind::ColoredHuge(self.chp.load(kind, index)),
-            KIND_PERFORATED | KIND_HOLE => ExtKind::Perforated(self.perforated.load(kind, index)),
-            _ => unreachable!("no owner of L2 entry kind {kind}"),
-        }
+        let p = self.slots[index as usize];
+        debug_assert_eq!(p.kind(), kind, "the payload of another kind in the slot");
+        debug_assert!([KIND_COLORED_HUGE, KIND_PERFORATED, KIND_HOLE].contains(&kind));
+        p
     }
 
     fn needs_resolution(&mut self, p: &ExtKind, offset: u64) -> bool {
@@ -109,7 +115,11 @@ pub fn wrap<P: ExtPayload>(e: TlbEntry<P>, kind: impl Fn(P) -> ExtKind) -> ExtEn
 /// `perforated` says whether the perforated system is in the chain (its
 /// L2 contents are then sampled).
 pub fn tlb_extensions(colors: &crate::hw::cache::ColorMap, perforated: bool) -> TlbExtensions {
-    TlbExtensions { chp: ChpTlb::new(chp::stride_shift(colors)), perforated: PerforatedTlb::new(perforated) }
+    TlbExtensions {
+        chp: ChpTlb::new(chp::stride_shift(colors)),
+        perforated: PerforatedTlb::new(perforated),
+        slots: Vec::new(),
+    }
 }
 
 /// The walk step of the leaf extension whose software bits (`bits`, of

@@ -51,6 +51,10 @@ pub trait ExtPayload: Copy + std::fmt::Debug + PartialEq + Eq {
 /// it; `systems::TlbExtensions` names the one the simulated cores have.
 pub trait TlbExtension: Clone + std::fmt::Debug {
     type Payload: ExtPayload;
+    /// Bit `k` set when an entry of kind `k` may need resolution
+    /// ([`TlbExtension::needs_resolution`]): the hit path asks only those
+    /// (a constant test, so the other kinds' hits cost what they did).
+    const RESOLVING_KINDS: u64 = 0;
     /// Keeps `p` for the entry just placed in L2 slot `slot` (of `slots`
     /// in all); returns the index the entry carries.
     fn store(&mut self, slot: usize, slots: usize, p: &Self::Payload) -> u32;

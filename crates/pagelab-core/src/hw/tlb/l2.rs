@@ -290,6 +290,9 @@ impl<X: TlbExtension> L2Tlb<X> {
         }
     }
 
+    /// Places `entry` (always inlined: the fill after a walk is hot, and
+    /// `Tlb::insert_l2`'s cold copy must not make it a call).
+    #[inline(always)]
     pub fn insert(&mut self, entry: &TlbEntry<X::Payload>) {
         let r = entry.size;
         let p = &self.probe[r as usize & 7];

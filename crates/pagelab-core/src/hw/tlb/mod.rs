@@ -163,6 +163,8 @@ impl<X: TlbExtension> Tlb<X> {
         // An extension kind's payload comes from its owner, out of line.
         let entry = if e.kind == KIND_PAGE {
             e.page_entry()
+        } else if X::RESOLVING_KINDS >> (e.kind & 63) & 1 == 0 {
+            self.l2.entry(e)
         } else {
             match self.ext_hit(e, vaddr) {
                 Some(entry) => entry,

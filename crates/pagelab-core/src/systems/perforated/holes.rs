@@ -63,7 +63,8 @@ impl HoleScenario {
     }
 
     fn rng(&self, asid: Asid, region: u64) -> Xoshiro256PlusPlus {
-        let mix = self.seed ^ (asid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let mix =
+            self.seed ^ (asid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xbf58_476d_1ce4_e5b9);
         Xoshiro256PlusPlus::seed_from_u64(mix)
     }
 }

@@ -254,7 +254,11 @@ fn unallocated_holes_are_backed_when_touched_and_munmap_of_a_whole_page_flushes(
     let unmap = (0, MapEvent::Munmap { start: BASE, len: HUGE });
     let sim = simulate(
         cfg.clone(),
-        vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)), batch(vec![unmap], vec![]), batch(vec![mmap(BASE, HUGE)], stores(BASE, 512))],
+        vec![
+            batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)),
+            batch(vec![unmap], vec![]),
+            batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)),
+        ],
     )
     .unwrap();
     // Each perforated page: its creating fault, then one fault per hole
@@ -270,14 +274,15 @@ fn unallocated_holes_are_backed_when_touched_and_munmap_of_a_whole_page_flushes(
 fn partial_munmap_punches_holes_and_translations_stay_right() {
     let cfg = perforated_config(&["os.holes.degree=0.1"]);
     let unmap = (0, MapEvent::Munmap { start: BASE.add(64 * 4096), len: 8 * 4096 });
-    let sim = simulate(
-        cfg,
-        vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)), batch(vec![unmap], stores(BASE, 64))],
-    )
-    .unwrap();
+    let sim =
+        simulate(cfg, vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)), batch(vec![unmap], stores(BASE, 64))])
+            .unwrap();
     let p = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).unwrap();
     assert!((64..72).all(|i| is_hole(&p.holes, i)));
-    assert_eq!(stat(&sim, "perforated.holes"), 51.0 + 8.0 - (64..72).filter(|&i| is_hole(&first_holes(), i)).count() as f64);
+    assert_eq!(
+        stat(&sim, "perforated.holes"),
+        51.0 + 8.0 - (64..72).filter(|&i| is_hole(&first_holes(), i)).count() as f64
+    );
 }
 
 /// The holes the scenario gives BASE's region at degree 0.1 (seed of the

@@ -1,8 +1,8 @@
 //! Perforated pages' L2 TLB entry kinds (IV-C, Figures 3-5): a perforated
 //! page's 2 MiB entry, with the 8-bit filter, and a hole's 4 KiB entry.
 //! (Cached hole-bitmap entries are the TLB's own `KIND_HOLE_BITMAP`: their
-//! 32 bits fit in the entry.) [`PerforatedTlb`] keeps the entries' data
-//! beside the L2 by slot and counts what the translation flow does.
+//! 32 bits fit in the entry.) [`PerforatedTlb`] counts what the
+//! translation flow does.
 //!
 //! A hit on a perforated entry whose filter says the access's 256 KiB
 //! region has no hole generates a 4 KiB L1 entry at once (Figure 5, row
@@ -102,12 +102,12 @@ pub struct Occupancy {
     pub share_sums: [f64; 5],
 }
 
-/// The perforated kinds' side table and counters of one core.
+/// What perforated pages' hardware counts on one core (their entries'
+/// payloads are in `systems::TlbExtensions`'s side table).
 #[derive(Debug, Clone, Default)]
 pub struct PerforatedTlb {
     /// Sample the L2's contents (only when the system is in the chain).
     pub sampling: bool,
-    slots: Vec<PerforatedKind>,
     pub counters: FlowCounters,
     pub occupancy: Occupancy,
 }
@@ -115,21 +115,6 @@ pub struct PerforatedTlb {
 impl PerforatedTlb {
     pub fn new(sampling: bool) -> Self {
         PerforatedTlb { sampling, ..PerforatedTlb::default() }
-    }
-
-    pub fn store(&mut self, slot: usize, slots: usize, p: &PerforatedKind) -> u32 {
-        if self.slots.is_empty() {
-            self.slots = vec![PerforatedKind::Hole(HolePage::default()); slots];
-        }
-        self.slots[slot] = *p;
-        slot as u32
-    }
-
-    #[inline]
-    pub fn load(&self, kind: u8, index: u32) -> PerforatedKind {
-        let p = self.slots[index as usize];
-        debug_assert_eq!(p.kind(), kind);
-        p
     }
 
     /// An L2 hit on `p` at byte `offset`: a perforated page whose filter
