@@ -69,7 +69,7 @@ impl Perforation {
 
     /// The 32 hole bits of the chunk holding page `i` (one L2 TLB entry's).
     pub fn chunk_bits(&self, i: usize) -> u32 {
-        (self.holes[i / 64] >> (i % 64 & !31)) as u32
+        (self.holes[i / 64] >> ((i % 64) & !31)) as u32
     }
 }
 
