@@ -1,7 +1,7 @@
 //! The hardware extensions of the simulated cores, registered in one place:
-//! the L2 TLB's extension kinds of every system ([`TlbExtensions`], a
-//! struct of the owners' side tables, and [`ExtKind`], the enum of their
-//! payloads, dispatched by the entry's kind tag), the walk steps the
+//! the L2 TLB's extension kinds of every system ([`TlbExtensions`]: the
+//! owners' state side by side, and one side table of [`ExtKind`], the
+//! enum of their payloads, by L2 slot), the walk steps the
 //! page-table software bits lead to ([`walk_leaf_ext`]), and what the MMU
 //! asks of a kind after a walk or an L2 hit ([`fill_ext_after_walk`],
 //! [`resolve_ext`]). All of it is cold code: a plain page's path tests
