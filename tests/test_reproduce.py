@@ -22,6 +22,11 @@ COLUMNS = {
     "chp-table4": {"scenario", "faults", "fault_cycles_avg", "fault_cycles_p99", "fault_cycles_total"},
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
+    "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
+    "pp-fig8": {
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    },
 }
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
@@ -86,6 +91,8 @@ def test_reproduce_tiny(tmp_path, exp_id):
         # Guest THP on host base pages keeps 4 KiB reach; THP on THP does not.
         assert g.loc[("thp", "base"), "dtlb_l2_misses"] > 0.9 * g.loc[("base", "base"), "dtlb_l2_misses"]
         assert g.loc[("thp", "thp"), "dtlb_l2_misses"] < 0.5 * g.loc[("thp", "base"), "dtlb_l2_misses"]
+    elif exp_id.startswith("pp-"):
+        PP_CHECKS[exp_id](df)
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}
@@ -205,3 +212,27 @@ CHP_CHECKS = {
     "chp-swap": _chp_swap,
     "chp-table4": _chp_table4,
 }
+
+
+def _pp_fig7(df):
+    assert list(df.columns) == ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"]
+    s = df.set_index("system")
+    assert s.loc["base-4k", "speedup"] == 1.0
+    # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
+    assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
+    assert s.loc["ideal-2m", "speedup"] > 1.0
+    # Half the regions fragmented: perforated pages keep most of the reach.
+    assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+
+
+def _pp_fig8(df):
+    assert list(df.columns) == [
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    ]
+    shares = df[["share_4k", "share_2m", "share_perforated", "share_bitmap", "share_hole"]].sum(axis=1)
+    assert ((shares - 1.0).abs() < 1e-9).all()
+    assert (df.share_perforated > 0).all() and (df.bitmap_lookups + df.filter_hits > 0).all()
+
+
+PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8}

@@ -129,7 +129,7 @@ impl Simulation {
                 tlb: Tlb::with_extensions(
                     &m.tlb,
                     cfg.run.seed.wrapping_add(id as u64),
-                    systems::tlb_extensions(kernel.color_map()),
+                    systems::tlb_extensions(kernel.color_map(), kernel.chain().contains(&"perforated")),
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: m.tlb.l2_latency as f64,
@@ -385,6 +385,7 @@ impl Simulation {
         }
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
         core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
+        systems::sample_tlb(&mut core.mmu.tlb);
         Ok(())
     }
 

@@ -52,6 +52,14 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
         v.hv.report(&mut out);
         out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(&sim.kernel)));
     }
+    // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
+    // after the registry's zeros.
+    for core in &sim.cores {
+        for (k, v) in crate::systems::tlb_ext_stats(std::iter::once(core.mmu.tlb.extensions())) {
+            out.insert(format!("core{}.{k}", core.id), v);
+        }
+    }
+    out.extend(crate::systems::tlb_ext_stats(sim.cores.iter().map(|c| c.mmu.tlb.extensions())));
     out
 }
 

@@ -220,6 +220,10 @@ impl Walker2d<'_> {
                 self.stats.cycles_translation += self.mmu.l2_tlb_latency;
                 None
             }
+            // Only an entry kind that resolves through its system's MMU
+            // step asks (a perforated page's), and configuration keeps
+            // those systems out of virtualized runs (virt/config.rs).
+            TlbLookup::Resolve => unreachable!("a resolving TLB entry kind in a virtualized run"),
         };
         if let Some(t) = hit {
             if write && !t.dirty {

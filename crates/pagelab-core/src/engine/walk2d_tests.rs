@@ -44,7 +44,7 @@ fn cold(sim: &Simulation) -> Cold {
     let cfg = sim.config();
     let m = &cfg.machine;
     let mmu = Mmu {
-        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map())),
+        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), false)),
         pwc: Pwc::new(&m.pwc, m.paging_levels, 1),
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,

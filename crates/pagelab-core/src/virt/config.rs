@@ -80,8 +80,10 @@ impl Default for VirtConfig {
 }
 
 /// Systems whose hardware side the two-dimensional walker does not have
-/// yet (a colored huge page's walk step reads guest-physical lines).
-const NOT_IN_A_GUEST: &[&str] = &["chp"];
+/// yet (a colored huge page's walk step reads guest-physical lines; a
+/// perforated page's holes are resolved by the native MMU only), in the
+/// guest or in the host.
+const NOT_IN_A_GUEST: &[&str] = &["chp", "perforated"];
 
 impl VirtConfig {
     /// Checks every key; `phys_mem` and `max_order` are the machine's (the
@@ -114,6 +116,13 @@ impl VirtConfig {
             return Err(Error::config(
                 key,
                 format!("`{name}` cannot run in a guest yet (virt.enabled = true): its walk step is native-only"),
+            ));
+        }
+        if let Some(name) = self.host.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
+            let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
+            return Err(Error::config(
+                key,
+                format!("`{name}` cannot back a guest yet: the EPT walk is the base walker"),
             ));
         }
         self.host.validate("virt.host", phys_mem, max_order)
