@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import itertools
 
+import pytest
+
 from conftest import run_cli
 
 from pagelab import _pagelab
