@@ -308,7 +308,7 @@ impl Pwc {
     }
 
     /// The deepest cached entry for `vaddr`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: VirtAddr) -> PwcHit {
         self.stats.lookups += 1;
         if self.enabled {

@@ -219,7 +219,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// [`insert_slot`](Self::insert_slot) of a key the caller knows is not
     /// in `set` (a probe just missed it): only the victim is searched for,
     /// not the key. Same result as `insert_slot` for such a key.
-    #[inline]
+    #[inline(always)]
     pub fn insert_absent(&mut self, set: usize, key: u64, value: V) -> Option<Placed> {
         debug_assert_ne!(key, INVALID_KEY);
         debug_assert_eq!(self.find(set, key), None, "key {key:#x} is in set {set}");

@@ -215,7 +215,7 @@ impl<X: TlbExtension> L2Tlb<X> {
     /// The entry translating `mvpn`: its array and slot. Records in
     /// `absent` the keys it probed in vain.
     /// (Of the fields, not `self`: a lookup records in `self.absent`.)
-    #[inline]
+    #[inline(always)]
     fn find(
         arrays: &[L2Array; 2],
         probe: &[Probe; ROWS],
