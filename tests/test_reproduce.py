@@ -68,13 +68,14 @@ def test_reproduce_tiny(tmp_path, exp_id):
     # a table, or (experiments that print a narrower table) its columns.
     header = "| " + " | ".join(df.columns) + " |"
     assert header in md or all(c in md for c in COLUMNS[exp_id]), md
-    if exp_id.startswith("chp-"):
+    if exp_id.startswith(("chp-", "pp-")):
         # The paper's values beside pagelab's, one row per quantity of the
         # experiment's paper/ID.csv, in the write-up too.
         paper = pd.read_csv(tmp_path / f"{exp_id}.paper.csv", dtype=str, keep_default_na=False)
         assert list(paper.columns) == ["quantity", "paper", "pagelab", "source"]
         assert len(paper) > 0 and (paper.paper != "").all()
         assert "| quantity | paper | pagelab | source |" in md
+    if exp_id.startswith("chp-"):
         CHP_CHECKS[exp_id](df)
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
     elif exp_id == "virt-walks":

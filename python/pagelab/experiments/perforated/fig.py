@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep
 
@@ -56,6 +56,24 @@ def _point(t: pd.DataFrame, **kv) -> pd.DataFrame:
     for k, v in kv.items():
         m &= t[k] == v
     return t[m]
+
+
+ABSENT = "not in this variant's grid"
+
+
+def fig7_measured(t: pd.DataFrame) -> dict[str, object]:
+    """pagelab's value of each quantity of paper/pp-fig7.csv."""
+    q50 = "portion 50%, degree 25%, clustered, allocated: perforated / base-2m-4k speedup"
+    q100 = "portion 100%, degree 90%, dispersed, unallocated: perforated"
+    got = {q50: ABSENT, f"{q100} below ideal-2m": ABSENT, f"{q100} / base-2m-4k speedup": ABSENT}
+    p = _point(t, distribution="clustered", hole_kind="allocated", degree=0.25, portion=0.5).set_index("system")
+    if {"perforated", "base-2m-4k"} <= set(p.index):
+        got[q50] = p.speedup["perforated"] / p.speedup["base-2m-4k"]
+    p = _point(t, distribution="dispersed", hole_kind="unallocated", degree=0.9, portion=1.0).set_index("system")
+    if {"perforated", "base-2m-4k", "ideal-2m"} <= set(p.index):
+        got[f"{q100} below ideal-2m"] = 1 - p.speedup["perforated"] / p.speedup["ideal-2m"]
+        got[f"{q100} / base-2m-4k speedup"] = p.speedup["perforated"] / p.speedup["base-2m-4k"]
+    return got
 
 
 def fig7_reading(t: pd.DataFrame) -> list[str]:
@@ -115,6 +133,8 @@ def fig8_plot(t: pd.DataFrame, path: Path) -> Path:
 def fig7_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig7_table(df)
     files = [write_csv(t, out / f"{FIG7}.csv"), fig7_plot(t, out / f"{FIG7}.png")]
+    paper, path = beside_paper(__file__, FIG7, fig7_measured(t), out)
+    files.append(path)
     phys, fp, n = SCALES[variant][:3]
     text = f"""# {FIG7}: sensitivity to the portion and degree of fragmentation
 
@@ -123,11 +143,12 @@ Variant `{variant}`: the paper's machine (preset `gem5-skylake`, Table II),
 accesses after the first touches). `speedup` is cycles of `base-4k` over
 the system's; `dtlb_l2_mpki` its page walks per thousand instructions.
 
-{markdown_table(t)}
-
 ## Against the paper
 
+{markdown_table(paper)}
 {chr(10).join(fig7_reading(t))}
+
+{markdown_table(t)}
 
 docs/systems/perforated-results.md discusses the differences.
 """
@@ -135,37 +156,60 @@ docs/systems/perforated-results.md discusses the differences.
     return files
 
 
-def fig8_reading(t: pd.DataFrame) -> list[str]:
-    """Clustered against dispersed holes: the filter's share of lookups and
-    the bitmaps in the TLB (paper: 68% of lookups avoided, 58% fewer)."""
-    out = []
+def _clustered_vs_dispersed(t: pd.DataFrame):
+    """Per grid point with both distributions: (hole kind, degree, portion,
+    share of lookups the filter answers with clustered holes, how many
+    fewer bitmap entries clustered holes leave than dispersed ones)."""
     for (kind, degree, portion), sub in t.groupby(["hole_kind", "degree", "portion"]):
         s = sub.set_index("distribution")
         if {"clustered", "dispersed"} <= set(s.index):
-            c = s.loc["clustered"]
-            d = s.loc["dispersed"]
+            c, d = s.loc["clustered"], s.loc["dispersed"]
             total = c.bitmap_lookups + c.filter_hits
             avoided = c.filter_hits / total if total else float("nan")
             fewer = 1 - c.share_bitmap / d.share_bitmap if d.share_bitmap else float("nan")
-            out.append(f"- {kind}, degree {degree:.0%}, portion {portion:.0%}: clustered holes let the filter answer "
-                       f"{avoided:.0%} of the lookups; {fewer:.0%} fewer bitmap entries than dispersed.")
+            yield kind, degree, portion, avoided, fewer
+
+
+def fig8_reading(t: pd.DataFrame) -> list[str]:
+    """Clustered against dispersed holes, point by point."""
+    out = [f"- {kind}, degree {degree:.0%}, portion {portion:.0%}: clustered holes let the filter answer "
+           f"{avoided:.0%} of the lookups; {fewer:.0%} fewer bitmap entries than dispersed."
+           for kind, degree, portion, avoided, fewer in _clustered_vs_dispersed(t)]
     return out or ["- this variant's grid has only one distribution."]
+
+
+def fig8_measured(t: pd.DataFrame) -> dict[str, object]:
+    """pagelab's range over the grid's points of each quantity of
+    paper/pp-fig8.csv (the paper quotes one figure for its sweep)."""
+    points = list(_clustered_vs_dispersed(t))
+
+    def span(col: int) -> str:
+        v = [p[col] for p in points if p[col] == p[col]]
+        return f"{min(v):.2f} - {max(v):.2f} ({len(v)} points)" if v else ABSENT
+
+    return {
+        "clustered holes: share of bitmap lookups the filter answers": span(3),
+        "clustered against dispersed holes: fewer bitmap entries in the L2 TLB": span(4),
+    }
 
 
 def fig8_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig8_table(df)
     files = [write_csv(t, out / f"{FIG8}.csv"), fig8_plot(t, out / f"{FIG8}.png")]
+    paper, path = beside_paper(__file__, FIG8, fig8_measured(t), out)
+    files.append(path)
     text = f"""# {FIG8}: the L2 TLB's contents under perforated pages
 
 Variant `{variant}`, the runs of `{FIG7}`'s `perforated` system. Shares are
 the mean share of the L2 TLB's valid entries of each kind, sampled after
 every quantum of the measured accesses.
 
-{markdown_table(t)}
+## Against the paper (clustered against dispersed holes)
 
-## Against the paper (68% of lookups filtered, 58% fewer bitmap entries, clustered vs dispersed)
-
+{markdown_table(paper)}
 {chr(10).join(fig8_reading(t))}
+
+{markdown_table(t)}
 """
     files.append(write_text(text, out / f"{FIG8}.md"))
     return files
