@@ -64,6 +64,13 @@ const PREFETCH_BURST: usize = 16;
 /// instructions cost more than the host misses they save (streams). A pure
 /// hint: results never depend on it.
 const PREFETCH_MISS_SHARE: u64 = 16;
+/// The reference each [`AccessKind`] makes (by its discriminant).
+const REF_KIND: [RefKind; 3] = [RefKind::Load, RefKind::Store, RefKind::IFetch];
+const _: () = assert!(
+    matches!(REF_KIND[AccessKind::Load as usize], RefKind::Load)
+        && matches!(REF_KIND[AccessKind::Store as usize], RefKind::Store)
+        && matches!(REF_KIND[AccessKind::IFetch as usize], RefKind::IFetch)
+);
 /// The flow class of each [`RefKind`] (by index): 0 = data (loads and
 /// stores), 1 = walk, 2 = instruction fetch.
 const FLOW_CLASS: [usize; 4] = [0, 0, 1, 2];
@@ -347,6 +354,9 @@ impl Simulation {
         let mut prefetched_vpn = u64::MAX;
         // The access at which the next burst of prefetches is issued.
         let mut next_burst = core.pos;
+        // Loads, stores and fetches, by `AccessKind`, added to the core's
+        // counters after the loop (an error ends the run, counters unread).
+        let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             if prefetch && j == next_burst {
                 // The accesses of the next burst. The stage's first burst
@@ -369,20 +379,18 @@ impl Simulation {
             core.ran += 1;
             core.stats.instructions += a.instrs as u64;
             core.retired += a.instrs as u64;
-            let (write, instr, kind) = match a.kind {
-                AccessKind::Load => (false, false, RefKind::Load),
-                AccessKind::Store => (true, false, RefKind::Store),
-                AccessKind::IFetch => (false, true, RefKind::IFetch),
-            };
-            match kind {
-                RefKind::Load => core.stats.loads += 1,
-                RefKind::Store => core.stats.stores += 1,
-                _ => core.stats.ifetches += 1,
-            }
+            // Without branches: gups alternates loads and stores, and a
+            // branch on the kind was mispredicted on about 4 accesses of 10.
+            let (write, instr) = (a.kind == AccessKind::Store, a.kind == AccessKind::IFetch);
+            let kind = REF_KIND[a.kind as usize];
+            by_kind[a.kind as usize] += 1;
             let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
         }
+        core.stats.loads += by_kind[AccessKind::Load as usize];
+        core.stats.stores += by_kind[AccessKind::Store as usize];
+        core.stats.ifetches += by_kind[AccessKind::IFetch as usize];
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
         core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
         systems::sample_tlb(&mut core.mmu.tlb);

@@ -173,7 +173,9 @@ enum Array {
 }
 
 impl Array {
-    #[inline]
+    // Always inlined, like `Pwc::lookup` around it: out of line, its probe's
+    // empty-bucket test is one branch for every level's hits and misses.
+    #[inline(always)]
     fn lookup(&mut self, key: u64, index: u64) -> Option<Entry> {
         match self {
             Array::Full(m) => m.lookup(key),
