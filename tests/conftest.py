@@ -136,3 +136,38 @@ def live_children(pid: int) -> list[int]:
     """Live child processes of `pid`."""
     pids = (int(e) for e in os.listdir("/proc") if e.isdigit())
     return [p for p in pids if (f := proc_stat(p)) is not None and int(f[1]) == pid]
+
+
+# -- Skipped tests in CI ---------------------------------------------------
+#
+# A test that skips for a missing tool passes silently, so CI could go green
+# by skipping. With PAGELAB_ALLOWED_SKIPS naming a file (`.ci/run` sets it to
+# `.ci/allowed-skips`), a skip whose reason matches no line of that file
+# fails the run. Each line of the file is a substring of an allowed reason;
+# `#` starts a comment.
+
+
+def _unexpected_skips(config) -> list[str]:
+    path = os.environ.get("PAGELAB_ALLOWED_SKIPS")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not path or reporter is None:
+        return []
+    lines = Path(path).read_text().splitlines()
+    allowed = [s for s in (line.split("#", 1)[0].strip() for line in lines) if s]
+    unexpected = []
+    for report in reporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        if not any(a in reason for a in allowed):
+            unexpected.append(f"{report.nodeid}: {reason}")
+    return unexpected
+
+
+def pytest_sessionfinish(session, exitstatus):
+    unexpected = _unexpected_skips(session.config)
+    if unexpected:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line("Skipped without a place on the allow-list (PAGELAB_ALLOWED_SKIPS):", red=True)
+        for line in unexpected:
+            reporter.write_line(f"  {line}", red=True)
+        session.exitstatus = 1

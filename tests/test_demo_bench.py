@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import itertools
 
+import pytest
+
 from conftest import run_cli
 
 from pagelab import _pagelab
@@ -20,6 +22,7 @@ def test_bench_quick_runs_the_target_and_comparison_cases():
     cases = _pagelab.bench_cases()
     assert [name for name, _ in cases] == [
         "gups-4k-translation", "gups-4k-caches", "stream-thp-caches", "gups-thp-translation", "gups-chp-translation",
+        "gups-virt-translation",
     ]
     for name, _target in cases:
         assert name in proc.stdout, proc.stdout
@@ -50,10 +53,11 @@ def test_demo_quick_writes_csv_and_png(tmp_path):
         assert float(r["cycles"]) > 0
         assert float(r["runtime"]) > 0
         assert 0.0 <= float(r["huge_fraction"]) <= 1.0
-    # Runtime is normalized to base on the fresh machine, per workload.
+    # Runtime is normalized to base on the fresh machine, per workload:
+    # recomputed from the cycles.
+    base = {r["workload"]: float(r["cycles"]) for r in rows if (r["machine"], r["policy"]) == ("fresh", "base")}
     for r in rows:
-        if (r["machine"], r["policy"]) == ("fresh", "base"):
-            assert float(r["runtime"]) == 1.0
+        assert float(r["runtime"]) == pytest.approx(float(r["cycles"]) / base[r["workload"]])
     # THP maps 2 MiB pages on the fresh machine; base does not.
     for r in rows:
         if r["policy"] == "base":
@@ -65,3 +69,29 @@ def test_demo_quick_writes_csv_and_png(tmp_path):
     assert png[:8] == PNG_MAGIC and len(png) > 1000
     # Written atomically: no temporaries left behind.
     assert sorted(p.name for p in out.iterdir()) == ["demo.csv", "demo.png"]
+
+    # The table fits an 80-column terminal whole: no cut names or numbers.
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from pagelab.demo import summary_table
+
+    df = pd.read_csv(out / "demo.csv")
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(summary_table(df))
+    text = buf.getvalue()
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    for r in rows:
+        assert any(r["machine"] in line and r["policy"] in line for line in text.splitlines())
+
+
+def test_compact_numbers_keep_three_significant_digits():
+    from pagelab.table import compact
+
+    assert [compact(n) for n in (0, 999, 1234, 12_345, 1_988_123, 2.5e12)] == [
+        "0", "999", "1.23 k", "12.3 k", "1.99 M", "2.5 T",
+    ]
+    assert max(len(compact(n)) for n in (999_499, 999_999_999, 123_456_789_012)) <= 7

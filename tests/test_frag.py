@@ -76,3 +76,19 @@ def test_capture_and_show_this_machine(tmp_path):
     proc = run_cli("frag", "show", snap, "--out", png)
     assert proc.returncode == 0, proc.stderr
     assert "F_i" in proc.stdout and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_show_fits_80_columns(sample):
+    import subprocess
+
+    from conftest import pagelab_command
+
+    proc = subprocess.run(
+        pagelab_command() + ["frag", "show", str(sample)], capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, NO_COLOR="1", TERM="dumb", COLUMNS="80"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert "…" not in proc.stdout, proc.stdout
+    assert max(len(line) for line in table) <= 80, proc.stdout
+    assert "frag idx" in proc.stdout and "unusable" in proc.stdout

@@ -157,3 +157,36 @@ def test_a_caught_panic_prints_one_line(debug):
     else:
         assert proc.stderr == "", proc.stderr
         assert "lib.rs" not in proc.stdout
+
+
+# --- host memory -----------------------------------------------------------
+
+
+def test_a_run_too_large_for_the_host_is_refused_before_it_is_built(tmp_path):
+    cfg = {"machine": {"phys_mem": "1GiB"}, "workload": {"kind": "graph", "scale": 30}}
+    path = write_toml(tmp_path / "big.toml", cfg)
+    out = tmp_path / "out"
+    # The limit as --host-mem gives it: refused at once, naming the key.
+    proc = run_cli("--host-mem", "4GiB", "run", path, "--out", out, timeout=60)
+    line = one_error_line(proc, 2, "workload.scale", "host memory", "4.0 GiB")
+    assert "a graph of scale 30" in line
+    assert not out.exists()
+    # The same configuration at scale 10 runs under that limit.
+    cfg["workload"].update(scale=10, accesses=10_000)
+    small = write_toml(tmp_path / "small.toml", cfg)
+    assert run_cli("--host-mem", "4GiB", "run", small).returncode == 0
+
+
+def test_a_malformed_host_memory_limit_is_bad_input(tmp_path, monkeypatch):
+    path = write_toml(tmp_path / "c.toml", SMALL)
+    monkeypatch.setenv("PAGELAB_HOST_MEM", "lots")
+    one_error_line(run_cli("run", path, timeout=60), 2, "PAGELAB_HOST_MEM")
+
+
+def test_a_sweep_divides_the_host_memory_among_its_workers(monkeypatch):
+    from pagelab import executors
+
+    monkeypatch.setenv("PAGELAB_HOST_MEM", "8GiB")
+    assert executors.host_memory_share(4) == 2 << 30
+    monkeypatch.setenv("PAGELAB_HOST_MEM", "3")
+    assert executors.host_memory_share(2) == 1

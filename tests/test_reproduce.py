@@ -20,6 +20,13 @@ COLUMNS = {
     "chp-fig6": {"submappings", "frag_index", "success_ratio"},
     "chp-swap": {"workload", "colors", "scheme", "llc_misses", "runtime"},
     "chp-table4": {"scenario", "faults", "fault_cycles_avg", "fault_cycles_p99", "fault_cycles_total"},
+    "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
+    "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
+    "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
+    "pp-fig8": {
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    },
 }
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
@@ -61,13 +68,38 @@ def test_reproduce_tiny(tmp_path, exp_id):
     # a table, or (experiments that print a narrower table) its columns.
     header = "| " + " | ".join(df.columns) + " |"
     assert header in md or all(c in md for c in COLUMNS[exp_id]), md
+    if exp_id.startswith(("chp-", "pp-")):
+        # The paper's values beside pagelab's, one row per quantity of the
+        # experiment's paper/ID.csv, in the write-up too.
+        paper = pd.read_csv(tmp_path / f"{exp_id}.paper.csv", dtype=str, keep_default_na=False)
+        assert list(paper.columns) == ["quantity", "paper", "pagelab", "source"]
+        assert len(paper) > 0 and (paper.paper != "").all()
+        assert "| quantity | paper | pagelab | source |" in md
     if exp_id.startswith("chp-"):
         CHP_CHECKS[exp_id](df)
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
+    elif exp_id == "virt-walks":
+        # Exactly the issue's columns, and the uncached walks' counts.
+        assert list(df.columns) == ["guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"]
+        off = df[df.caches == "off"].set_index(["guest_page", "host_page"]).refs_per_walk
+        assert off.to_dict() == {("4k", "4k"): 24, ("4k", "2m"): 19, ("2m", "4k"): 19, ("2m", "2m"): 15}
+        on = df[df.caches == "on"].set_index(["guest_page", "host_page"]).refs_per_walk
+        assert (on < off).all()
+    elif exp_id == "virt-splinter":
+        assert list(df.columns) == ["workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"]
+        assert set(df.workload) == {"gups", "bfs", "kv"}
+        g = df[df.workload == "gups"].set_index(["guest_policy", "host_policy"])
+        # Guest THP on host base pages keeps 4 KiB reach; THP on THP does not.
+        assert g.loc[("thp", "base"), "dtlb_l2_misses"] > 0.9 * g.loc[("base", "base"), "dtlb_l2_misses"]
+        assert g.loc[("thp", "thp"), "dtlb_l2_misses"] < 0.5 * g.loc[("thp", "base"), "dtlb_l2_misses"]
+    elif exp_id.startswith("pp-"):
+        PP_CHECKS[exp_id](df)
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}
-        assert (df[df.policy == "base"].cycles_norm == 1.0).all()
+        # Normalized to base, recomputed from the cycles of each workload.
+        base = df[df.policy == "base"].set_index("workload").cycles
+        assert df.cycles_norm.to_numpy() == pytest.approx((df.cycles / df.workload.map(base)).to_numpy())
         # gups on 4 KiB pages walks; THP removes (nearly) every walk.
         g = df[df.workload == "gups"].set_index("policy")
         assert g.loc["thp", "dtlb_misses"] < g.loc["base", "dtlb_misses"]
@@ -92,14 +124,16 @@ def test_reproduce_quick(tmp_path, exp_id):
 
 def _chp_fig1(df):
     assert set(df.scenario) == {"alone", "4k", "thp", "coloring"}
-    assert (df[df.scenario == "alone"].runtime == 1.0).all()
+    # Stressors on the other cores never make a workload faster.
+    for _, g in df.groupby("workload"):
+        s = g.set_index("scenario").runtime
+        assert s["4k"] >= s["alone"]
 
 
 def _chp_fig4(df):
     assert set(df.scenario) == {"4k", "thp", "coloring", "chp", "chp-projected"}
     for _, g in df.groupby("workload"):
         s = g.set_index("scenario")
-        assert s.loc["4k", "runtime"] == pytest.approx(1.0)
         # Eq. 1 of the paper, recomputed from the other rows.
         cache = s.loc["thp", "cache"] * s.loc["coloring", "cache"] / s.loc["4k", "cache"]
         assert s.loc["chp-projected", "runtime"] == pytest.approx(s.loc["thp", "translation"] + cache)
@@ -128,7 +162,6 @@ def _chp_swap(df):
     assert set(df.scheme) == {"chp", "swap"} and set(df.colors) == {5, 8}
     # The ratios are SWAP's counters over CHP's, row by row.
     chp = df[df.scheme == "chp"].set_index(["workload", "colors"])
-    assert (chp.llc_misses_vs_chp == 1.0).all()
     for r in df[df.scheme == "swap"].itertuples():
         base = chp.loc[(r.workload, r.colors)]
         assert r.llc_misses_vs_chp == pytest.approx(r.llc_misses / base.llc_misses)
@@ -167,7 +200,9 @@ def _chp_table4(df):
     s = df.set_index("scenario")
     # One fault per 2 MiB region instead of one per page.
     assert s.loc["chp", "faults"] * 10 < s.loc["4k", "faults"]
-    assert s.loc["chp", "fault_cycles_p99"] > s.loc["thp", "fault_cycles_p99"]
+    # Table IV's finding: CHP's costly faults are so few that their total
+    # stays below coloring's (fault counts are simulated; costs are inputs).
+    assert s.loc["chp", "fault_cycles_total"] < s.loc["coloring", "fault_cycles_total"]
 
 
 CHP_CHECKS = {
@@ -178,3 +213,27 @@ CHP_CHECKS = {
     "chp-swap": _chp_swap,
     "chp-table4": _chp_table4,
 }
+
+
+def _pp_fig7(df):
+    assert list(df.columns) == ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"]
+    s = df.set_index("system")
+    assert s.loc["base-4k", "speedup"] == 1.0
+    # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
+    assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
+    assert s.loc["ideal-2m", "speedup"] > 1.0
+    # Half the regions fragmented: perforated pages keep most of the reach.
+    assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+
+
+def _pp_fig8(df):
+    assert list(df.columns) == [
+        "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
+        "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
+    ]
+    shares = df[["share_4k", "share_2m", "share_perforated", "share_bitmap", "share_hole"]].sum(axis=1)
+    assert ((shares - 1.0).abs() < 1e-9).all()
+    assert (df.share_perforated > 0).all() and (df.bitmap_lookups + df.filter_hits > 0).all()
+
+
+PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8}

@@ -185,3 +185,46 @@ def test_a_truncated_trace_fails_the_run_naming_the_file(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cut.pgl" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+FAILING = r"""
+#include <stdlib.h>
+int main(void) { volatile char *p = malloc(1 << 16); for (int i = 0; i < (1 << 16); i += 4096) p[i] = 1; return 3; }
+"""
+
+
+@needs_valgrind
+def test_a_program_that_exits_non_zero_keeps_its_trace(tmp_path):
+    src, exe, out = tmp_path / "f.c", tmp_path / "f", tmp_path / "f.pgl"
+    src.write_text(FAILING)
+    subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
+    proc = run_cli("trace", "capture", "--out", out, "--", exe, timeout=300)
+    # The program ran and failed: its trace is written and the status said.
+    assert proc.returncode == 0, proc.stderr
+    assert "exited with status 3; its trace is kept" in proc.stdout
+    assert json.loads(run_cli("trace", "info", out, "--json").stdout)["stores"] >= 16
+    out.unlink()
+    proc = run_cli("trace", "capture", "--propagate-status", "--out", out, "--", exe, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    assert out.exists()
+
+
+def test_the_events_table_fits_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from pagelab.trace import print_events
+
+    events = [
+        dict(at=123_456_789, kind="munmap", start=0x7F12_3456_7000, len=8 << 20, writable=True, name="anon"),
+        dict(at=5, kind="mmap", start=0x4A2A000, len=12_388, writable=None, name="/usr/lib/x86_64-linux-gnu/libc.so.6"),
+    ]
+    buf = io.StringIO()
+    print_events(events, Console(file=buf, width=80, color_system=None))
+    text = buf.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80, text
+    # Addresses and counts whole; lengths in units; the path folded, not cut.
+    for whole in ("123,456,789", "0x7f1234567000", "0x7f1234d67000", "8 MiB", "12,388 B"):
+        assert whole in text, text
+    assert "libc.so.6" in text.replace("\n", "").replace(" ", "")

@@ -182,6 +182,11 @@ def parser() -> argparse.ArgumentParser:
         "a worker that died, an internal error); 2 bad input (configuration, file, argument); 130 interrupted.",
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, show where (Python traceback, Rust panic location)")
+    p.add_argument(
+        "--host-mem", metavar="SIZE",
+        help="host memory a run may use (e.g. 16GiB; default: the host's available memory; "
+        "divided among a sweep's --jobs); a run that would build more is refused",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one configuration")
@@ -215,6 +220,10 @@ def parser() -> argparse.ArgumentParser:
     te.add_argument("--json", action="store_true")
     tp = trs.add_parser("capture", help="run a program under Valgrind lackey (and its mmap/munmap/brk calls) into a native trace")
     tp.add_argument("--out", required=True, metavar="FILE")
+    tp.add_argument(
+        "--propagate-status", action="store_true",
+        help="exit with the program's status (default: 0 whenever the trace was written)",
+    )
     tp.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     tr.set_defaults(func=cmd_trace)
 
@@ -287,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         # Read by the extension (a caught panic's location) and inherited
         # by the sweep's workers.
         os.environ["PAGELAB_DEBUG"] = "1"
+    if args.host_mem is not None:
+        # Read by the core (engine/host_budget.rs), inherited by workers.
+        os.environ["PAGELAB_HOST_MEM"] = args.host_mem
     try:
         return args.func(args)
     except (_pagelab.PagelabError, ExecutorUnavailable, WorkerDied) as e:

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from pagelab.api import run
 from pagelab.output import pyplot, save_figure, write_atomic
+from pagelab.table import compact, narrow_table, numeric_column, text_column
 
 POLICIES = ["base", "thp", "coloring"]
 #: F_i before the run. 0.95 leaves free 2 MiB blocks for 5% of memory,
@@ -97,21 +98,36 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         ax.set_xticks(list(x), labels, fontsize=7)
         ax.set_title(wname)
     axes[0].set_ylabel("runtime (normalized to base, fresh)")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    # One legend for both panels, in a band above them: inside an axis it
+    # covered the tallest bars.
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     save_figure(fig, path)
+
+
+def summary_table(df: pd.DataFrame) -> Table:
+    """The demo's table, narrow enough for 80 columns (the CSV has every
+    number in full)."""
+    table = narrow_table("pagelab demo: runtime normalized to base, fresh machine")
+    for col in ("workload", "machine", "policy"):
+        text_column(table, col, df[col])
+    for col in ("runtime", "TLB miss", "walk refs", "LLC miss", "2 MiB"):
+        numeric_column(table, col)
+    for r in df.itertuples():
+        table.add_row(
+            r.workload, r.machine, r.policy, f"{r.runtime:.3f}",
+            compact(r.dtlb_l2_misses), compact(r.walk_refs), compact(r.llc_misses), f"{r.huge_fraction:.0%}",
+        )
+    table.caption = "TLB miss: L2 TLB misses; 2 MiB: share of the footprint mapped with 2 MiB pages"
+    return table
 
 
 def main(args: argparse.Namespace) -> int:
     console = Console()
     out = Path(args.out)
     df = collect(args.quick, console)
-    table = Table(title="pagelab demo: runtime normalized to base on the fresh machine")
-    for col in ("workload", "machine", "policy", "runtime", "L2 TLB misses", "walk refs", "LLC misses", "2 MiB share"):
-        table.add_column(col, justify="left" if col in ("workload", "machine", "policy") else "right")
-    for r in df.itertuples():
-        table.add_row(r.workload, r.machine, r.policy, f"{r.runtime:.3f}", f"{r.dtlb_l2_misses:,.0f}", f"{r.walk_refs:,.0f}", f"{r.llc_misses:,.0f}", f"{r.huge_fraction:.0%}")
-    console.print(table)
+    console.print(summary_table(df))
     write_atomic(out / "demo.csv", df.to_csv(index=False))
     plot(df, out / "demo.png")
     console.print(f"wrote {out / 'demo.csv'} and {out / 'demo.png'}")

@@ -48,7 +48,7 @@ def run_task(task: Task) -> dict[str, Any]:
     return {"hash": h, "stats": r.stats, "config_toml": r.config_toml, "seconds": r.seconds}
 
 
-def _worker_main(conn, parent: int) -> None:
+def _worker_main(conn, parent: int, host_mem: int | None = None) -> None:
     """A local worker: runs the tasks the parent sends down `conn` until it
     sends None or goes away. Ctrl-C is left to the parent, which stops the
     workers; and a worker exits when the parent is gone (killed with
@@ -60,6 +60,8 @@ def _worker_main(conn, parent: int) -> None:
     import traceback
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if host_mem is not None:
+        os.environ[HOST_MEM_VAR] = str(host_mem)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="exit-with-parent").start()
     while True:
         try:
@@ -115,9 +117,11 @@ class LocalExecutor:
                 on_result(run_task(t))
             return
         workers: list[_Worker] = []
+        n = min(self.jobs, len(tasks))
+        share = host_memory_share(n)
         try:
-            for _ in range(min(self.jobs, len(tasks))):
-                workers.append(_Worker())
+            for _ in range(n):
+                workers.append(_Worker(share))
             _dispatch(workers, tasks, on_result)
             for w in workers:
                 w.stop()
@@ -129,15 +133,27 @@ class LocalExecutor:
             raise
 
 
+HOST_MEM_VAR = "PAGELAB_HOST_MEM"
+
+
+def host_memory_share(workers: int) -> int | None:
+    """Each of `workers` parallel runs' share of the host memory a run may
+    use (the core refuses a run whose host structures would exceed it)."""
+    from pagelab import _pagelab
+
+    limit = _pagelab.host_memory_limit()
+    return None if limit is None else limit // workers
+
+
 class _Worker:
-    def __init__(self):
+    def __init__(self, host_mem: int | None = None):
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         # daemon: should the parent die of an exception before stopping it,
         # multiprocessing terminates it at exit.
-        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid()), daemon=True, name="pagelab-worker")
+        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), host_mem), daemon=True, name="pagelab-worker")
         try:
             self.proc.start()
         finally:
@@ -236,8 +252,14 @@ class RayExecutor:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
             if self.address:
                 kwargs["address"] = self.address
-            elif self.jobs:
-                kwargs["num_cpus"] = self.jobs
+            else:
+                # A local instance shares this host's memory among its
+                # workers, as the local executor's do.
+                cpus = self.jobs or os.cpu_count() or 1
+                kwargs["num_cpus"] = cpus
+                share = host_memory_share(cpus)
+                if share is not None:
+                    kwargs["runtime_env"] = {"env_vars": {HOST_MEM_VAR: str(share)}}
             ray.init(**kwargs)
         try:
             remote = ray.remote(num_cpus=1)(run_task)

@@ -15,10 +15,10 @@ import socket
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from pagelab import _pagelab
 from pagelab.output import pyplot, save_figure, write_atomic
+from pagelab.table import narrow_table, numeric_column
 
 SOURCES = ["/proc/buddyinfo", "/proc/pagetypeinfo"]
 
@@ -38,9 +38,9 @@ def capture(path: Path) -> None:
 def show(path: Path, out: Path | None, console: Console) -> None:
     s = _pagelab.frag_snapshot(str(path))
     gib = s["frames"] * 4096 / 2**30
-    table = Table(title=f"{path}: {gib:.1f} GiB, F_i = {s['fi']:.3f}")
-    for col in ("order", "block", "free blocks", "unmovable", "movable", "reclaimable", "frag. index", "unusable index"):
-        table.add_column(col, justify="right")
+    table = narrow_table(f"{path}: {gib:.1f} GiB, F_i = {s['fi']:.3f}")
+    for col in ("order", "block", "free", "unmovable", "movable", "reclaim.", "frag idx", "unusable"):
+        numeric_column(table, col)
     for o, n in enumerate(s["free"]):
         cells = [s[k][o] if o < len(s[k]) else 0 for k in ("free_unmovable", "free_movable", "free_reclaimable")]
         fidx = s["fragmentation_index"][o]
@@ -49,6 +49,10 @@ def show(path: Path, out: Path | None, console: Console) -> None:
             "succeeds" if fidx < 0 else f"{fidx:.3f}", f"{s['unusable_index'][o]:.3f}",
         )
     console.print(table)
+    console.print(
+        "free: free blocks of the order (then by migratetype); frag idx: Linux's fragmentation index "
+        "of the order; unusable: Linux's unusable free space index"
+    )
     console.print("F_i: the fraction of memory that free 2 MiB blocks cannot back (Colored Huge Pages' definition).")
     if out:
         plot(s, path.name, out)

@@ -1,7 +1,12 @@
 """`pagelab report DIR`: one self-contained HTML page with every text
 (*.md), table (*.csv) and figure (*.png) of a results directory (and its
 subdirectories). Figures are embedded as base64 data URIs, tables as HTML;
-the page loads nothing else."""
+the page loads nothing else.
+
+Per experiment a reader sees its figure first, then pagelab's numbers
+beside the paper's (`ID.paper.csv`, from the paper's values the
+experiment keeps as data), then the write-up, then the run's table once:
+a table of the write-up that repeats one of the CSVs is left out."""
 
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from pagelab.output import write_atomic
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.8em 0; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; }
+.num { text-align: right; }
 th { background: #f0f0f0; }
 img { max-width: 100%; }
 code { background: #f4f4f4; padding: 0 2px; }
@@ -34,9 +40,17 @@ def _inline(text: str) -> str:
     return t
 
 
-def markdown_to_html(md: str) -> str:
+def _list_item(line: str) -> str | None:
+    """`ul` for a `- ` or `* ` item, `ol` for `1. `, else None."""
+    if line.startswith(("- ", "* ")):
+        return "ul"
+    return "ol" if re.match(r"\d+\.\s", line) else None
+
+
+def markdown_to_html(md: str, skip_tables: set[tuple[str, ...]] = frozenset()) -> str:
     """The Markdown the experiments write: headings, paragraphs, lists,
-    pipe tables, inline code and bold."""
+    pipe tables, inline code and bold. A table whose header is in
+    `skip_tables` is left out (the page shows it from its CSV)."""
     out: list[str] = []
     lines = md.splitlines()
     i = 0
@@ -66,22 +80,27 @@ def markdown_to_html(md: str) -> str:
                 if not all(re.fullmatch(r":?-{3,}:?", c) for c in cells):
                     rows.append(cells)
                 i += 1
+            if rows and tuple(rows[0]) in skip_tables:
+                continue
             out.append("<table>")
             for k, cells in enumerate(rows):
                 tag = "th" if k == 0 else "td"
                 out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
             out.append("</table>")
-        elif s.startswith(("- ", "* ")):
+        elif _list_item(s):
             flush()
-            out.append("<ul>")
-            while i < len(lines) and lines[i].strip().startswith(("- ", "* ")):
-                item = [lines[i].strip()[2:]]
+            tag = "ol" if _list_item(s) == "ol" else "ul"
+            out.append(f"<{tag}>")
+            while i < len(lines) and _list_item(lines[i].strip()) == tag:
+                item = [re.sub(r"^(?:[-*]|\d+\.)\s+", "", lines[i].strip())]
                 i += 1
-                while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
+                while i < len(lines) and lines[i].strip() and not _list_item(lines[i].strip()) and (
+                    lines[i].startswith(" ") or not lines[i].strip().startswith(("#", "|"))
+                ):
                     item.append(lines[i].strip())
                     i += 1
                 out.append("<li>" + _inline(" ".join(item)) + "</li>")
-            out.append("</ul>")
+            out.append(f"</{tag}>")
         else:
             para.append(s)
             i += 1
@@ -102,20 +121,27 @@ def build(directory: str | Path, title: str | None = None) -> str:
         key = p.parent / p.name.split(".")[0]
         base = next((k for k in groups if k.parent == p.parent and p.stem.startswith(k.name)), key)
         groups.setdefault(base, []).append(p)
-    order = {".md": 0, ".csv": 1, ".png": 2}
     body = [f"<h1>{html.escape(title or f'pagelab results: {d}')}</h1>"]
     body.append("<ul>" + "".join(f'<li><a href="#{_anchor(k, d)}">{html.escape(str(k.relative_to(d)))}</a></li>' for k in groups) + "</ul>")
     for key, members in groups.items():
         body.append(f'<section id="{_anchor(key, d)}">')
-        for p in sorted(members, key=lambda p: (order[p.suffix], p.name)):
+        tables = {p: _read_csv(p) for p in members if p.suffix == ".csv"}
+        headers = {tuple(str(c) for c in df.columns) for df in tables.values()}
+        texts = {p: _read_text(p) for p in members if p.suffix == ".md"}
+        # The write-up's title heads the section, above its figure.
+        for p, text in texts.items():
+            first, _, rest = text.partition("\n")
+            if first.startswith("# "):
+                body.append(markdown_to_html(first))
+                texts[p] = rest
+        for p in sorted(members, key=lambda p: (_rank(p), p.name)):
             rel = html.escape(str(p.relative_to(d)))
-            body.append(f'<p class="file">{rel}</p>')
             if p.suffix == ".md":
-                body.append(markdown_to_html(_read_text(p)))
+                body.append(markdown_to_html(texts[p], headers))
             elif p.suffix == ".csv":
-                df = _read_csv(p)
-                body.append(f"<h3>Table {rel}</h3>")
-                body.append(df.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0, classes="csv"))
+                title = "pagelab beside the paper" if p.name.endswith(PAPER_SUFFIX) else "Table"
+                body.append(f'<h3>{title} <span class="file">{rel}</span></h3>')
+                body.append(_table_html(tables[p]))
             else:
                 data = base64.b64encode(p.read_bytes()).decode("ascii")
                 body.append(f'<figure><img alt="{rel}" src="data:image/png;base64,{data}"><figcaption>{rel}</figcaption></figure>')
@@ -124,8 +150,48 @@ def build(directory: str | Path, title: str | None = None) -> str:
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title or 'pagelab report')}</title><style>{STYLE}</style></head>\n<body>\n"
         + "\n".join(body)
-        + "\n</body></html>\n"
+        + f"\n<script>{FIGURE_CHECK}</script>\n</body></html>\n"
     )
+
+
+PAPER_SUFFIX = ".paper.csv"
+
+#: Once the page has loaded: a figure that did not decode is a console
+#: error naming it, and <body data-figures="LOADED/ALL"> says how many did
+#: (what the browser test reads).
+FIGURE_CHECK = """
+window.addEventListener("load", () => {
+  const imgs = [...document.images];
+  const ok = imgs.filter((i) => i.complete && i.naturalWidth > 0);
+  for (const i of imgs) if (!ok.includes(i)) console.error("pagelab report: figure did not load: " + i.alt);
+  document.body.dataset.figures = ok.length + "/" + imgs.length;
+});
+"""
+
+
+def _table_html(df: pd.DataFrame) -> str:
+    """A table with text columns left-aligned and numbers right-aligned
+    (4 significant digits; the CSV keeps them whole), empty cells empty."""
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+
+    def cell(v, num: bool) -> str:
+        if isinstance(v, float) and v != v:
+            return "<td></td>"
+        text = f"{v:.4g}" if isinstance(v, float) else str(v)
+        return f'<td class="{"num" if num else "text"}">{html.escape(text)}</td>'
+
+    head = "".join(f'<th class="{"num" if n else "text"}">{html.escape(str(c))}</th>' for c, n in zip(df.columns, numeric))
+    rows = ["<tr>" + "".join(cell(v, n) for v, n in zip(r, numeric)) + "</tr>" for r in df.itertuples(index=False)]
+    return '<table class="csv"><tr>' + head + "</tr>" + "".join(rows) + "</table>"
+
+
+def _rank(p: Path) -> int:
+    """Figures, the paper's comparison, the write-up, then the tables."""
+    if p.suffix == ".png":
+        return 0
+    if p.name.endswith(PAPER_SUFFIX):
+        return 1
+    return 2 if p.suffix == ".md" else 3
 
 
 def _read_text(p: Path) -> str:

@@ -1,9 +1,47 @@
-"""The summary table `pagelab run` prints."""
+"""The tables pagelab prints: `pagelab run`'s summary, and the helpers
+that keep every printed table readable in an 80-column terminal (compact
+numbers; the full ones are in the CSV and stats.json)."""
 
 from __future__ import annotations
 
+import math
+
+from rich import box
 from rich.console import Console
 from rich.table import Table
+
+_SUFFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+
+
+def compact(n: float) -> str:
+    """A count in at most 7 characters: 1.99 M, 12.3 k, 987 (three
+    significant digits; `1,988,123` does not fit a narrow column)."""
+    if not math.isfinite(n):
+        return str(n)
+    for scale, suffix in _SUFFIXES:
+        if abs(n) >= scale * 0.9995:
+            v = n / scale
+            return f"{v:.3g} {suffix}" if abs(v) < 999.5 else f"{v:.0f} {suffix}"
+    return f"{n:.0f}" if float(n).is_integer() or abs(n) >= 100 else f"{n:.3g}"
+
+
+def narrow_table(title: str) -> Table:
+    """A table with no vertical rules and one space between columns:
+    eight columns of numbers then fit in 80 with their names whole."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+
+
+def text_column(table: Table, header: str, values) -> None:
+    """A left-aligned column as wide as its longest value (never cut)."""
+    width = max([len(header), *(len(str(v)) for v in values)])
+    table.add_column(header, no_wrap=True, min_width=width)
+
+
+def numeric_column(table: Table, header: str) -> None:
+    """A right-aligned column that never wraps or cuts its numbers (the
+    text columns give way instead)."""
+    table.add_column(header, justify="right", no_wrap=True, overflow="fold")
+
 
 #: (statistic, label, format)
 SUMMARY = [

@@ -25,6 +25,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pagelab.table import narrow_table, numeric_column
+
 from pagelab import _pagelab
 
 
@@ -32,8 +34,12 @@ def convert(src: str, dst: str) -> dict:
     return _pagelab.trace_convert(src, dst)
 
 
-def capture(out: str, program: list[str]) -> dict:
-    """Runs `program` under lackey, converting its trace on the fly."""
+def capture(out: str, program: list[str]) -> tuple[dict, int]:
+    """Runs `program` under lackey, converting its trace on the fly.
+
+    Returns the trace's summary and the program's exit status. A program
+    that exits non-zero (grep finding nothing, a failing test) still ran:
+    its trace is kept, and the caller says how it ended."""
     if not program:
         raise _pagelab.PagelabError("trace capture: give the program after --")
     valgrind = shutil.which("valgrind")
@@ -57,10 +63,7 @@ def capture(out: str, program: list[str]) -> dict:
         reader.join()
     if "error" in result:
         raise result["error"]
-    if proc.returncode != 0:
-        Path(out).unlink(missing_ok=True)
-        raise _pagelab.PagelabError(f"trace capture: {program[0]} exited with {proc.returncode}")
-    return result["summary"]
+    return result["summary"], proc.returncode
 
 
 def _cell(v) -> str:
@@ -81,13 +84,31 @@ def print_info(info: dict, console: Console) -> None:
 
 
 def print_events(events: list[dict], console: Console) -> None:
-    table = Table(title=f"{len(events):,} mapping events")
-    for col in ("at access", "event", "start", "end", "length", "writable", "name"):
-        table.add_column(col, justify="right" if col in ("at access", "length") else "left")
+    """The mapping events, narrow enough for 80 columns: addresses and
+    counts whole (they are what a reader compares), lengths in binary
+    units, and the name (a path, often) folded onto more lines rather than
+    cut. `--json` has every field as it is."""
+    table = narrow_table(f"{len(events):,} mapping events")
+    numeric_column(table, "at access")
+    table.add_column("event", no_wrap=True)
+    numeric_column(table, "start")
+    numeric_column(table, "end")
+    numeric_column(table, "length")
+    table.add_column("rw", no_wrap=True)
+    table.add_column("name", overflow="fold")
     for e in events:
         w = "" if e["writable"] is None else ("rw" if e["writable"] else "r")
-        table.add_row(f"{e['at']:,}", e["kind"], f"{e['start']:#x}", f"{e['start'] + e['len']:#x}", f"{e['len']:,}", w, e["name"] or "")
+        table.add_row(f"{e['at']:,}", e["kind"], f"{e['start']:#x}", f"{e['start'] + e['len']:#x}", _bytes(e["len"]), w, e["name"] or "")
     console.print(table)
+
+
+def _bytes(n: int) -> str:
+    """A length in the largest binary unit that divides it (mappings are
+    page multiples), else in bytes."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,} B"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -111,6 +132,10 @@ def main(args: argparse.Namespace) -> int:
         program = list(args.program)
         if program and program[0] == "--":
             program = program[1:]
-        s = capture(args.out, program)
+        s, status = capture(args.out, program)
         console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+        if status != 0:
+            console.print(f"{program[0]} exited with status {status}; its trace is kept")
+            if args.propagate_status:
+                return status
     return 0

@@ -22,7 +22,7 @@ use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
 use pagelab_core::hw::set_assoc::Replacement;
 use pagelab_core::hw::tlb::{Tlb, TlbConfig, TlbEntry, TlbLookup};
-use pagelab_core::systems::{chp::tlb::colored_huge, TlbExtensions};
+use pagelab_core::systems::{chp::tlb::colored_huge, extensions::wrap, ExtKind, TlbExtensions};
 use pagelab_core::units::{PageSize, Pfn, VirtAddr, Vpn};
 
 /// (name, overrides). Small footprints so the whole set runs in seconds,
@@ -173,6 +173,11 @@ const INTERVAL_RUNS: &[(&str, &[&str])] = &[
         &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""],
     ),
     ("interval-stride-i7", &["workload.kind=\"stride\"", "machine.preset=\"i7-10700\"", "workload.stride=4160"]),
+    // A VM: 2D walks and VM exits through the window.
+    (
+        "interval-gups-virt",
+        &["workload.kind=\"gups\"", "virt.enabled=true", "virt.guest_mem=\"512MiB\"", "virt.host.thp.khugepaged=false"],
+    ),
 ];
 
 /// Statistics added with the interval model: printed apart for `RUNS`, so
@@ -299,7 +304,9 @@ fn tlb_sequence(policy: Replacement) {
                         let shift = (r >> 24 & 3) as u8;
                         let sub =
                             std::array::from_fn(|s| Pfn::new(((r >> 30 & 0xff) << 12 | s as u64) & !(63 << shift)));
-                        colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false)
+                        let e =
+                            colored_huge(asid, vaddr.align_down(2 << 20).vpn(), sub, shift, r >> 16 & 1 == 1, false);
+                        wrap(e, ExtKind::ColoredHuge)
                     }
                 };
                 let hit = entry.vbase.add(next() % entry.size.nr_pages());

@@ -14,12 +14,16 @@
 //!    and trace readers/writers, read by the front (the Python package).
 //!
 //! [`systems`] holds one folder per paper's system; its modules span the
-//! layers, each stating its own.
+//! layers, each stating its own. [`virt`] (the hypervisor: a second kernel
+//! whose VM process's page table is the EPT) sits after the systems and
+//! before the workloads. ARCHITECTURE.md has the full, checked order.
 #![warn(missing_debug_implementations)]
 
 pub mod config;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hostmem;
 pub mod hw;
 pub mod os;
@@ -29,6 +33,7 @@ pub mod stat;
 pub mod systems;
 pub mod trace;
 pub mod units;
+pub mod virt;
 pub mod workload;
 
 pub use error::{Error, Result};

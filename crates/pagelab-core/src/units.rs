@@ -91,8 +91,8 @@ address_type!(
     PhysAddr
 );
 address_type!(
-    /// A guest-physical address (second translation dimension; reserved for
-    /// the virtualization work of later systems).
+    /// A guest-physical address: what a guest's page tables map to, and what
+    /// the EPT translates (`virt`).
     GuestPhysAddr
 );
 address_type!(
@@ -149,6 +149,33 @@ impl Gfn {
     #[inline]
     pub const fn addr(self) -> GuestPhysAddr {
         GuestPhysAddr(self.0 << PAGE_SHIFT)
+    }
+
+    /// The guest frame a guest kernel's frame number names. The OS layer is
+    /// the same code in a guest as on a native machine, so inside a guest
+    /// its `Pfn`s (frames of its `PhysMem`, page-table frames, leaves'
+    /// frames) number guest-physical frames; this is the one place where
+    /// such a number becomes a `Gfn`.
+    #[inline]
+    pub const fn of_guest_kernel(pfn: Pfn) -> Gfn {
+        Gfn(pfn.0)
+    }
+}
+
+impl GuestPhysAddr {
+    #[inline]
+    pub const fn gfn(self) -> Gfn {
+        Gfn(self.0 >> PAGE_SHIFT)
+    }
+
+    /// The address of this guest-physical byte in the hypervisor's VM
+    /// process, whose one VMA maps guest memory from 0 (QEMU's guest-memory
+    /// mapping under KVM, placed at 0): the host kernel's page table of
+    /// that process is the EPT, so its "virtual" addresses are
+    /// guest-physical ones. The one conversion between the two spaces.
+    #[inline]
+    pub const fn as_host_virt(self) -> VirtAddr {
+        VirtAddr(self.0)
     }
 }
 

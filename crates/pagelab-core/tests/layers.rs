@@ -15,10 +15,11 @@ const LAYERS: &[&[&str]] = &[
     &["paging"],
     &["os"],
     &["systems"],
+    &["virt"],
     &["workload"],
     &["trace"],
     &["config"],
-    &["engine"],
+    &["engine", "fuzzing"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -238,6 +238,13 @@ fn presets() -> Vec<&'static str> {
     preset_names()
 }
 
+/// The host memory a run may use (`PAGELAB_HOST_MEM`, else the host's
+/// available memory), in bytes; None where neither is known.
+#[pyfunction]
+fn host_memory_limit(py: Python<'_>) -> PyResult<Option<u64>> {
+    call(py, pagelab_core::engine::host_budget::host_limit)
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -254,6 +261,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
+    m.add_function(wrap_pyfunction!(host_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     trace::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;

@@ -61,3 +61,25 @@ def write_figure(fig, path: Path) -> Path:
     pyplot().close(fig)
     return path
 
+
+
+def paper_values(package: str, exp_id: str) -> pd.DataFrame:
+    """The paper's numbers for `exp_id`, kept as data beside its package:
+    `paper/ID.csv` with the columns quantity, paper, source."""
+    path = Path(package).parent / "paper" / f"{exp_id}.csv"
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def beside_paper(package: str, exp_id: str, measured: dict[str, object], out: Path) -> tuple[pd.DataFrame, Path]:
+    """pagelab's value of each quantity of `paper/ID.csv` beside the
+    paper's, in the paper file's order, written to `out/ID.paper.csv`
+    (which the report shows after the figure). `measured` must name
+    exactly the paper file's quantities: a quantity either side alone is a
+    bug in the experiment, not a gap to leave blank."""
+    paper = paper_values(package, exp_id)
+    wanted, given = list(paper.quantity), set(measured)
+    if set(wanted) != given:
+        raise KeyError(f"{exp_id}: quantities without a value {sorted(set(wanted) - given)}, without a paper row {sorted(given - set(wanted))}")
+    t = pd.DataFrame({"quantity": paper.quantity, "paper": paper.paper,
+                      "pagelab": [fmt(measured[q]) for q in wanted], "source": paper.source})
+    return t, write_csv(t, out / f"{exp_id}.paper.csv")

@@ -21,10 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hw::cache::CacheHierarchyConfig;
+use crate::hw::nested_tlb::NestedTlbConfig;
 use crate::hw::prefetch::PrefetchConfig;
 use crate::hw::pwc::PwcConfig;
 use crate::hw::tlb::TlbConfig;
 use crate::units::ByteSize;
+pub use crate::virt::{Backing, VirtConfig, VirtCosts};
 use crate::workload::WorkloadConfig;
 
 /// The whole simulation: a machine, its OS, one workload per core, and how
@@ -44,6 +46,10 @@ pub struct SimConfig {
     pub workloads: Vec<WorkloadConfig>,
     #[serde(default)]
     pub run: RunConfig,
+    /// Virtualization: with `virt.enabled`, `os` is the guest's OS and
+    /// `virt.host` the hypervisor's.
+    #[serde(default)]
+    pub virt: VirtConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -66,7 +72,13 @@ pub struct MachineConfig {
     /// Empty = the LLC's set-index bits at or above bit 12.
     pub color_bits: Vec<u32>,
     pub tlb: TlbConfig,
+    /// The paging-structure caches (of the guest's tables in a VM; its
+    /// `enabled` switches off both dimensions').
     pub pwc: PwcConfig,
+    /// The EPT's paging-structure caches (virtualized runs only).
+    pub ept_pwc: PwcConfig,
+    /// Guest-physical to host-physical translations (virtualized runs only).
+    pub nested_tlb: NestedTlbConfig,
     pub walker: WalkerConfig,
     pub cache: CacheHierarchyConfig,
     pub memory: MemoryConfig,
@@ -89,6 +101,8 @@ impl Default for MachineConfig {
             color_bits: Vec::new(),
             tlb: TlbConfig::default(),
             pwc: PwcConfig::default(),
+            ept_pwc: PwcConfig::default(),
+            nested_tlb: NestedTlbConfig::default(),
             walker: WalkerConfig::default(),
             cache: CacheHierarchyConfig::default(),
             memory: MemoryConfig::default(),
@@ -246,10 +260,20 @@ impl SimConfig {
         }
         m.tlb.validate("machine.tlb")?;
         m.pwc.validate("machine.pwc")?;
+        m.ept_pwc.validate("machine.ept_pwc")?;
+        m.nested_tlb.validate("machine.nested_tlb")?;
+        if self.virt.enabled {
+            self.virt.validate(m.phys_mem.bytes(), m.max_order, &self.os)?;
+            if self.nr_cores() >= 1 << crate::virt::VPID_SHIFT {
+                return Err(Error::config("workloads", "a VM runs fewer than 4096 processes"));
+            }
+        }
         m.cache.validate("machine.cache")?;
         m.ooo.validate("machine.ooo")?;
         m.prefetch.validate("machine.prefetch")?;
-        self.os.validate("os", m.phys_mem.bytes(), m.max_order)?;
+        // A guest's pools come out of guest memory.
+        let os_mem = if self.virt.enabled { self.virt.guest_mem } else { m.phys_mem };
+        self.os.validate("os", os_mem.bytes(), m.max_order)?;
         for (i, w) in self.workload_list().iter().enumerate() {
             let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };
             w.validate(&prefix)?;

@@ -38,6 +38,21 @@ pub const CASES: &[(&str, f64, &[&str])] = &[
             "machine.color_bits=[12,13,14]",
         ],
     ),
+    (
+        // The same gups in a VM: 4 KiB guest pages on 4 KiB host pages,
+        // every TLB miss a two-dimensional walk. No target of its own: it
+        // aims at half of gups-4k-translation's speed.
+        "gups-virt-translation",
+        0.0,
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"base\"",
+            "machine.cache.enabled=false",
+            "virt.enabled=true",
+            "virt.guest_mem=\"20GiB\"",
+            "virt.host.policy=\"base\"",
+        ],
+    ),
 ];
 
 /// Measured accesses per second of one case over `footprint` bytes.

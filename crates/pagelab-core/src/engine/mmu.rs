@@ -103,6 +103,14 @@ impl Mmu {
                 stats.tlb_l2_misses(instr);
                 stats.cycles_translation += self.l2_tlb_latency;
             }
+            TlbLookup::Resolve => {
+                stats.tlb_l1_misses(instr);
+                stats.cycles_translation += self.l2_tlb_latency;
+                if let Some(frame) = self.resolve(kernel, Request { asid, vaddr, write, instr }, None, refs, stats)? {
+                    return Ok(frame);
+                }
+                // A hole just backed by a fault: walk again.
+            }
         }
         loop {
             match self.walk(kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
@@ -113,14 +121,54 @@ impl Mmu {
                     return Ok(entry.frame_of(vaddr));
                 }
                 Walk::Ext(entry) => {
-                    self.tlb.fill_after_walk(entry, vaddr, instr);
-                    return Ok(entry.frame_of(vaddr));
+                    if let Some(frame) = crate::systems::fill_ext_after_walk(&mut self.tlb, entry, vaddr, instr) {
+                        return Ok(frame);
+                    }
+                    let req = Request { asid, vaddr, write, instr };
+                    if let Some(frame) = self.resolve(kernel, req, Some(entry), refs, stats)? {
+                        return Ok(frame);
+                    }
                 }
                 Walk::NotPresent => {
                     let outcome = kernel.handle_fault(asid, vaddr, write)?;
                     stats.record_fault(outcome.size, outcome.cycles);
                     self.apply_own_shootdowns(kernel, asid);
                 }
+            }
+        }
+    }
+
+    /// An L2 entry of an extension kind that cannot translate `req` alone
+    /// (a perforated page's possibly holed region): its owner finishes
+    /// the translation. An access to a hole not backed faults here and
+    /// returns `None`: the caller walks again, as hardware retries. `entry`
+    /// is the entry a walk just gave (else the L2's, which the lookup hit).
+    #[cold]
+    #[inline(never)]
+    fn resolve(
+        &mut self,
+        kernel: &mut Kernel,
+        req: Request,
+        entry: Option<ExtEntry>,
+        refs: &mut RefBuf,
+        stats: &mut CoreStats,
+    ) -> Result<Option<Pfn>> {
+        let Request { asid, vaddr, write, instr } = req;
+        let pt = kernel.page_table_mut(asid);
+        let lat = self.l2_tlb_latency;
+        let entry = entry.or_else(|| self.tlb.peek_l2(asid, vaddr)).expect("an entry to resolve");
+        match crate::systems::resolve_ext(&mut self.tlb, pt, &entry, vaddr, write, instr, lat, refs, stats) {
+            Some(frame) => {
+                if self.check {
+                    check_translation(kernel, asid, vaddr, frame)?;
+                }
+                Ok(Some(frame))
+            }
+            None => {
+                let outcome = kernel.handle_fault(asid, vaddr, write)?;
+                stats.record_fault(outcome.size, outcome.cycles);
+                self.apply_own_shootdowns(kernel, asid);
+                Ok(None)
             }
         }
     }

@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod core;
 mod export;
+pub mod host_budget;
 pub mod mmu;
 mod stats;
 #[cfg(test)]
@@ -25,6 +26,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod timing;
+pub mod walk2d;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
@@ -63,6 +65,13 @@ const PREFETCH_BURST: usize = 16;
 /// instructions cost more than the host misses they save (streams). A pure
 /// hint: results never depend on it.
 const PREFETCH_MISS_SHARE: u64 = 16;
+/// The reference each [`AccessKind`] makes (by its discriminant).
+const REF_KIND: [RefKind; 3] = [RefKind::Load, RefKind::Store, RefKind::IFetch];
+const _: () = assert!(
+    matches!(REF_KIND[AccessKind::Load as usize], RefKind::Load)
+        && matches!(REF_KIND[AccessKind::Store as usize], RefKind::Store)
+        && matches!(REF_KIND[AccessKind::IFetch as usize], RefKind::IFetch)
+);
 /// The flow class of each [`RefKind`] (by index): 0 = data (loads and
 /// stores), 1 = walk, 2 = instruction fetch.
 const FLOW_CLASS: [usize; 4] = [0, 0, 1, 2];
@@ -80,6 +89,9 @@ pub struct Simulation {
     warm: bool,
     /// The accesses every workload will make, when known (progress only).
     expected_accesses: Option<u64>,
+    /// The hypervisor and the second dimension's hardware, in a
+    /// virtualized run (`virt.enabled`): `kernel` is then the guest's.
+    virt: Option<Box<walk2d::VirtRun>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -91,6 +103,8 @@ impl std::fmt::Debug for Simulation {
 impl Simulation {
     /// A simulation of `cfg`, its workloads built from the configuration.
     pub fn new(cfg: SimConfig) -> Result<Simulation> {
+        cfg.validate()?;
+        host_budget::check(&cfg)?;
         let mut workloads = Vec::new();
         for (id, w) in cfg.workload_list().iter().enumerate() {
             let prefix = if cfg.workload.is_some() { "workload".to_string() } else { format!("workloads[{id}]") };
@@ -130,7 +144,7 @@ impl Simulation {
                 tlb: Tlb::with_extensions(
                     &m.tlb,
                     cfg.run.seed.wrapping_add(id as u64),
-                    systems::tlb_extensions(kernel.color_map()),
+                    systems::tlb_extensions(kernel.color_map(), kernel.chain().contains(&"perforated")),
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: mmu_latency(m.tlb.l2_latency),
@@ -157,6 +171,7 @@ impl Simulation {
                 window: interval.then(|| Window::new(m)),
             });
         }
+        let virt = walk2d::boot_virt(&cfg, &mut kernel, &cores)?;
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         Ok(Simulation {
@@ -170,6 +185,7 @@ impl Simulation {
             timeseries: Vec::new(),
             next_epoch,
             expected_accesses,
+            virt,
         })
     }
 
@@ -229,6 +245,7 @@ impl Simulation {
         let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
         self.kernel.tick(now);
         self.deliver_shootdowns(true);
+        self.virt_round_end(now);
         self.check_warmup();
         self.check_epoch();
         Ok(())
@@ -239,8 +256,9 @@ impl Simulation {
     fn deliver_shootdowns(&mut self, from_daemon: bool) {
         let cost = self.kernel.costs.shootdown;
         for s in self.kernel.drain_shootdowns().collect::<Vec<_>>() {
+            let hw = self.hw_shootdown(s);
             for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
-                core.mmu.shoot_down(&s);
+                core.mmu.shoot_down(&hw);
                 let cycles = if from_daemon { cost } else { 0.0 };
                 core.stats.cycles_daemon += cycles;
                 if let Some(w) = core.window.as_mut() {
@@ -333,7 +351,7 @@ impl Simulation {
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
         match (self.timing.model, prefetch) {
             (TimingModel::Fixed, false) => {
-                self.translate_stage::<false>(i, end)?;
+                self.translate::<false>(i, end)?;
                 if self.caches.is_none() && self.export.is_none() {
                     self.memory_stage(i);
                 } else {
@@ -341,19 +359,30 @@ impl Simulation {
                 }
             }
             (TimingModel::Fixed, true) => {
-                self.translate_stage::<false>(i, end)?;
+                self.translate::<false>(i, end)?;
                 self.timed_stage::<false, true>(i);
             }
             (TimingModel::Interval, false) => {
-                self.translate_stage::<true>(i, end)?;
+                self.translate::<true>(i, end)?;
                 self.timed_stage::<true, false>(i);
             }
             (TimingModel::Interval, true) => {
-                self.translate_stage::<true>(i, end)?;
+                self.translate::<true>(i, end)?;
                 self.timed_stage::<true, true>(i);
             }
         }
         Ok(())
+    }
+
+    /// Stage 1 through the run's walker: chosen here once per quantum,
+    /// never per access.
+    #[inline(always)]
+    fn translate<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
+        if self.virt.is_none() {
+            self.translate_stage::<RECORD>(i, end)
+        } else {
+            self.translate_stage_virt::<RECORD>(i, end)
+        }
     }
 
     /// Stage 1: translate accesses [pos, end) of core `i` into references;
@@ -374,6 +403,8 @@ impl Simulation {
         let mut prefetched_vpn = u64::MAX;
         // The access at which the next burst of prefetches is issued.
         let mut next_burst = core.pos;
+        // Loads, stores and fetches, by `AccessKind` (`count_kinds`).
+        let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             if prefetch && j == next_burst {
                 // The accesses of the next burst. The stage's first burst
@@ -396,30 +427,20 @@ impl Simulation {
             core.ran += 1;
             core.stats.instructions += a.instrs as u64;
             core.retired += a.instrs as u64;
-            let (write, instr, kind) = match a.kind {
-                AccessKind::Load => (false, false, RefKind::Load),
-                AccessKind::Store => (true, false, RefKind::Store),
-                AccessKind::IFetch => (false, true, RefKind::IFetch),
-            };
-            match kind {
-                RefKind::Load => core.stats.loads += 1,
-                RefKind::Store => core.stats.stores += 1,
-                _ => core.stats.ifetches += 1,
-            }
+            let (write, instr, kind) = request_of(a.kind);
+            by_kind[a.kind as usize] += 1;
             let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
             let before = RECORD.then(|| translation_marks(&core.stats));
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
-                if let (Some(before), Some(w)) = (before, core.window.as_mut()) {
-                    let after = translation_marks(&core.stats);
-                    let flags = translation_flags(before, after);
-                    w.record(flags, after.3 - before.3);
-                }
+                record_translation(core.window.as_mut(), before, &core.stats);
             }
         }
+        count_kinds(&mut core.stats, by_kind);
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
         core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
+        systems::sample_tlb(&mut core.mmu.tlb);
         Ok(())
     }
 
@@ -509,6 +530,9 @@ impl Simulation {
             core.mmu.pwc.reset_stats();
         }
         self.kernel.reset_stats();
+        if let Some(v) = &mut self.virt {
+            v.reset_stats();
+        }
         if let Some(c) = &mut self.caches {
             c.reset_stats();
         }
@@ -545,11 +569,31 @@ impl Simulation {
     }
 }
 
-/// What stage 1 tells the window of one access, read from the counters
-/// around its translation: L1 TLB misses, walks, faults, fault cycles.
+/// What the translation of an access of `kind` is asked (a write, an
+/// instruction fetch) and the reference it makes. Without branches: gups
+/// alternates loads and stores, and a branch on the kind was mispredicted
+/// on about 4 accesses of 10.
+#[inline(always)]
+fn request_of(kind: AccessKind) -> (bool, bool, RefKind) {
+    (kind == AccessKind::Store, kind == AccessKind::IFetch, REF_KIND[kind as usize])
+}
+
+/// Adds a stage's loads, stores and fetches, counted by `AccessKind` in
+/// its loop, to the core's counters (after the loop: an error ends the
+/// run, its counters unread).
 #[inline]
-fn translation_marks(s: &CoreStats) -> (u64, u64, u64, f64) {
-    (s.dtlb_l1_misses + s.itlb_l1_misses, s.walks, s.faults, s.cycles_faults)
+fn count_kinds(stats: &mut CoreStats, by_kind: [u64; 3]) {
+    stats.loads += by_kind[AccessKind::Load as usize];
+    stats.stores += by_kind[AccessKind::Store as usize];
+    stats.ifetches += by_kind[AccessKind::IFetch as usize];
+}
+
+/// What stage 1 tells the window of one access, read from the counters
+/// around its translation: L1 TLB misses, walks, the events that serialise
+/// (faults; under virtualization also VM exits) and their cycles.
+#[inline]
+pub(super) fn translation_marks(s: &CoreStats) -> (u64, u64, u64, f64) {
+    (s.dtlb_l1_misses + s.itlb_l1_misses, s.walks, s.faults + s.vm_exits, s.cycles_faults + s.cycles_virt)
 }
 
 /// The window's flags of one translation, from the marks before and after.
@@ -562,10 +606,21 @@ fn translation_flags(before: (u64, u64, u64, f64), after: (u64, u64, u64, f64)) 
     if after.1 != before.1 {
         flags |= WALK;
     }
-    if after.2 != before.2 {
+    // (Cycles without a new event: the INVEPTs after an EPT violation.)
+    if after.2 != before.2 || after.3 != before.3 {
         flags |= FAULT;
     }
     flags
+}
+
+/// Under the interval model, stage 1's record for the window of the
+/// access just translated, from the marks taken before it.
+#[inline(always)]
+pub(super) fn record_translation(window: Option<&mut Window>, before: Option<(u64, u64, u64, f64)>, stats: &CoreStats) {
+    if let (Some(before), Some(w)) = (before, window) {
+        let after = translation_marks(stats);
+        w.record(translation_flags(before, after), after.3 - before.3);
+    }
 }
 
 /// The workload a workload table describes: a trace reader, else a
@@ -584,8 +639,10 @@ pub fn build_workload(
 /// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
 fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
     let m = &cfg.machine;
+    // A guest kernel runs over guest-physical memory.
+    let mem = if cfg.virt.enabled { cfg.virt.guest_mem } else { m.phys_mem };
     let boot = Boot {
-        frames: m.phys_mem.bytes() >> 12,
+        frames: mem.bytes() >> 12,
         max_order: m.max_order,
         paging_levels: m.paging_levels,
         colors: cfg.color_map()?,

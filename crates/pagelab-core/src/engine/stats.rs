@@ -17,7 +17,12 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     let mut sums: BTreeMap<String, Stat> = BTreeMap::new();
     let mut all_faults: Vec<f32> = Vec::new();
     for core in &sim.cores {
-        let s = core_stats(&core.stats, base_cpi, sim.timing.walk_cycles_of(&core.stats));
+        let mut s = core_stats(&core.stats, base_cpi, sim.timing.walk_cycles_of(&core.stats));
+        if sim.virt.is_some() {
+            // Only a virtualized run names them: a native run's statistics
+            // stay exactly what they were.
+            s.extend(virt_core_stats(&core.stats));
+        }
         for (k, v) in &s {
             let e = sums.entry(k.clone()).or_insert(match v {
                 Stat::Int(_) => Stat::Int(0),
@@ -31,6 +36,9 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
         }
         all_faults.extend_from_slice(&core.stats.fault_cycles);
         tlb_arrays(&mut out, core);
+        if let Some(v) = &sim.virt {
+            nested_arrays(&mut out, core.id, &v.cores[core.id]);
+        }
         cache_counters(&mut out, sim, Some(core.id));
     }
     cache_counters(&mut out, sim, None);
@@ -40,7 +48,44 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     let cycles = sim.cores.iter().map(|c| c.stats.stall_cycles() + base_cpi * c.stats.instructions as f64);
     out.insert("runtime.cycles".into(), Stat::Float(cycles.fold(0.0, f64::max)));
     kernel_stats(&mut out, sim);
+    if let Some(v) = &sim.virt {
+        v.hv.report(&mut out);
+        out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(&sim.kernel)));
+    }
+    // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
+    // after the registry's zeros.
+    for core in &sim.cores {
+        for (k, v) in crate::systems::tlb_ext_stats(std::iter::once(core.mmu.tlb.extensions())) {
+            out.insert(format!("core{}.{k}", core.id), v);
+        }
+    }
+    out.extend(crate::systems::tlb_ext_stats(sim.cores.iter().map(|c| c.mmu.tlb.extensions())));
     out
+}
+
+/// A virtualized core's counters (`docs/stats.md`, "Virtualization").
+fn virt_core_stats(s: &CoreStats) -> Vec<(String, Stat)> {
+    vec![
+        ("walk.guest_refs".into(), Stat::Int(s.walk_guest_refs)),
+        ("walk.host_refs".into(), Stat::Int(s.walk_host_refs)),
+        ("virt.ept_violations".into(), Stat::Int(s.ept_violations)),
+        ("virt.ept_violations.walk".into(), Stat::Int(s.ept_violations_walk)),
+        ("virt.vm_exits".into(), Stat::Int(s.vm_exits)),
+        ("cycles.virt".into(), Stat::Float(s.cycles_virt)),
+    ]
+}
+
+/// The second dimension's structures of one core: `coreN.nested_tlb.*`,
+/// `coreN.ept_pwc.*`.
+fn nested_arrays(out: &mut Stats, id: usize, n: &super::walk2d::NestedHw) {
+    let t = n.ntlb.stats();
+    for (name, value) in [("hits", t.hits), ("misses", t.misses), ("invalidations", t.invalidations)] {
+        out.insert(format!("core{id}.nested_tlb.{name}"), Stat::Int(value));
+    }
+    for (name, value) in n.ept_pwc.stats().named() {
+        let name = name.strip_prefix("pwc.").unwrap_or(name.as_str());
+        out.insert(format!("core{id}.ept_pwc.{name}"), Stat::Int(value));
+    }
 }
 
 /// The hierarchy's own counters (`cache.l1d.misses`...), per core or summed;

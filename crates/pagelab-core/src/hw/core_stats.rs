@@ -37,6 +37,19 @@ pub struct CoreStats {
     /// The interval model's page-walk cycles (a part of
     /// `cycles_translation`; the fixed model derives its own at report).
     pub cycles_walk: f64,
+    /// Under virtualization (`engine::walk2d`): guest page-table entries
+    /// and EPT entries a 2D walk read (both also in `walk_mem_refs`).
+    pub walk_guest_refs: u64,
+    pub walk_host_refs: u64,
+    /// EPT violations, and those of them a walk raised (each ends the
+    /// walk, which restarts: one more walk); the others came from the
+    /// guest zeroing a frame it had allocated.
+    pub ept_violations: u64,
+    pub ept_violations_walk: u64,
+    pub vm_exits: u64,
+    /// VM exits, the host's handling of EPT violations (its faults
+    /// included), INVEPTs.
+    pub cycles_virt: f64,
 }
 
 impl CoreStats {
@@ -64,8 +77,10 @@ impl CoreStats {
         self.fault_cycles.push(cycles as f32);
         self.cycles_faults += cycles;
     }
-    /// Cycles beyond the base CPI: translation, data, faults, daemons.
+    /// Cycles beyond the base CPI: translation, data, faults, daemons,
+    /// virtualization (0 on a native run, added last: the native sum keeps
+    /// its bits).
     pub fn stall_cycles(&self) -> f64 {
-        self.cycles_translation + self.cycles_data + self.cycles_faults + self.cycles_daemon
+        self.cycles_translation + self.cycles_data + self.cycles_faults + self.cycles_daemon + self.cycles_virt
     }
 }

@@ -97,7 +97,7 @@ impl<V: Copy + Default> LruMap<V> {
     }
 
     /// Looks `key` up; a hit becomes the most recently used.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<V> {
         let slot = self.buckets[self.find_bucket(key)?] as usize;
         self.touch(slot);

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod core_stats;
 pub mod lru_map;
+pub mod nested_tlb;
 pub mod prefetch;
 pub mod pwc;
 pub mod refs;

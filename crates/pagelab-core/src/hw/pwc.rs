@@ -173,7 +173,9 @@ enum Array {
 }
 
 impl Array {
-    #[inline]
+    // Always inlined, like `Pwc::lookup` around it: out of line, its probe's
+    // empty-bucket test is one branch for every level's hits and misses.
+    #[inline(always)]
     fn lookup(&mut self, key: u64, index: u64) -> Option<Entry> {
         match self {
             Array::Full(m) => m.lookup(key),
@@ -250,11 +252,13 @@ pub struct Pwc {
 const NO_KEY: u64 = u64::MAX;
 
 impl Pwc {
-    /// `levels` is the paging depth, 4 or 5; `cfg` must have passed
-    /// [`PwcConfig::validate`].
+    /// `levels` is the paging depth, 4 or 5 (3 for an ARM-style stage-2
+    /// EPT of a small guest: then the PML4E cache is unused too); `cfg`
+    /// must have passed [`PwcConfig::validate`].
     pub fn new(cfg: &PwcConfig, levels: u8, seed: u64) -> Self {
-        assert!(levels == 4 || levels == 5, "paging has 4 or 5 levels, not {levels}");
+        assert!((3..=5).contains(&levels), "paging has 3, 4 or 5 levels, not {levels}");
         let pml5 = if levels == 5 { cfg.pml5_entries } else { 0 };
+        let pml4 = if levels >= 4 { cfg.pml4_entries } else { 0 };
         let build = |entries: u32, salt: u64| -> Array {
             let seed = seed ^ salt;
             match (entries, cfg.ways) {
@@ -277,7 +281,7 @@ impl Pwc {
             levels,
             va_bits: PAGE_SHIFT + 9 * levels as u32,
             va_mask: (1u64 << (PAGE_SHIFT + 9 * levels as u32)) - 1,
-            caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(cfg.pml4_entries, 4), build(pml5, 5)],
+            caches: [build(cfg.pde_entries, 2), build(cfg.pdpt_entries, 3), build(pml4, 4), build(pml5, 5)],
             missed: [NO_KEY; 4],
             hits: [0; 4],
             stats: PwcStats::default(),
@@ -306,7 +310,7 @@ impl Pwc {
     }
 
     /// The deepest cached entry for `vaddr`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: VirtAddr) -> PwcHit {
         self.stats.lookups += 1;
         if self.enabled {

@@ -25,6 +25,11 @@ use crate::units::{Asid, Order, PageSize, Pfn, PhysAddr, VirtAddr, PTRS_PER_TABL
 
 const NO_CHILD: u32 = u32::MAX;
 
+/// Words of a leaf extension's record beside a PTE page.
+pub const EXT_RECORD_WORDS: usize = 12;
+/// What a leaf extension keeps beside a PTE page ([`PageTable::ext_record`]).
+pub type ExtRecord = [u64; EXT_RECORD_WORDS];
+
 /// A table: its level and its index in the slab of that level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NodeId {
@@ -125,6 +130,11 @@ pub struct PageTable {
     /// to the PTEs it mirrors here only: by `set_leaf_ext`, `replace` and
     /// `release_node`.
     ext_line: Vec<[Pte; 8]>,
+    /// For the same PTE pages: the words an extension keeps beside the
+    /// table for its modified hardware (a perforated page's 2 MiB frame,
+    /// filter, shadow entry and hole bitmap: `systems::perforated`). All
+    /// zero for other tables; empty until an extension first writes one.
+    ext_record: Vec<ExtRecord>,
     root: NodeId,
     table_pages: u64,
 }
@@ -137,7 +147,7 @@ pub fn table_index(vaddr: VirtAddr, level: u8) -> usize {
 
 impl PageTable {
     pub fn new(asid: Asid, levels: u8, mem: &mut PhysMem) -> Result<Self> {
-        debug_assert!(levels == 4 || levels == 5);
+        debug_assert!((3..=5).contains(&levels), "3 (a small guest's EPT), 4 or 5 levels");
         let mut pt = PageTable {
             asid,
             levels,
@@ -146,6 +156,7 @@ impl PageTable {
             children: Vec::new(),
             ext_bits: Vec::new(),
             ext_line: Vec::new(),
+            ext_record: Vec::new(),
             root: NodeId { index: 0, level: levels },
             table_pages: 0,
         };
@@ -356,6 +367,35 @@ impl PageTable {
         }
         self.ext_line[at] = line;
         self.ext_bits[at] = bits;
+    }
+
+    /// The record a leaf extension keeps beside PTE page `table` (zeros
+    /// when it keeps none).
+    #[inline]
+    pub fn ext_record(&self, table: NodeId) -> ExtRecord {
+        debug_assert_eq!(table.level, 1);
+        self.ext_record.get(table.index as usize).copied().unwrap_or([0; EXT_RECORD_WORDS])
+    }
+
+    /// The record beside the PTE page of `vaddr`'s 2 MiB region, to write
+    /// (the region's PMD entry must point at a page table). Freed with the
+    /// table.
+    pub fn ext_record_mut(&mut self, vaddr: VirtAddr) -> &mut ExtRecord {
+        let (node, idx) = self.pmd_of(vaddr).expect("a leaf extension needs a PMD");
+        let table = self.child(node, idx).expect("a leaf extension's PMD entry points at a table");
+        let at = table.index as usize;
+        if self.ext_record.len() <= at {
+            self.ext_record.resize(at + 1, [0; EXT_RECORD_WORDS]);
+        }
+        &mut self.ext_record[at]
+    }
+
+    /// The PTE page of `vaddr`'s 2 MiB region and the physical address of
+    /// its PMD entry, if the region's PMD entry points at a table.
+    pub fn pmd_table_of(&self, vaddr: VirtAddr) -> Option<(NodeId, PhysAddr)> {
+        let (node, idx) = self.pmd_of(vaddr)?;
+        let table = self.child(node, idx)?;
+        Some((table, self.entry_at(node, idx).1))
     }
 
     /// The line entry mirroring a PTE, if that PTE heads a 64-page slot of
@@ -607,6 +647,9 @@ impl PageTable {
         if let Some(line) = self.ext_line.get_mut(node.index as usize).filter(|_| node.level == 1) {
             *line = [Pte::NONE; 8];
             self.ext_bits[node.index as usize] = 0;
+        }
+        if let Some(record) = self.ext_record.get_mut(node.index as usize).filter(|_| node.level == 1) {
+            *record = [0; EXT_RECORD_WORDS];
         }
         let slab = self.slab_mut(node.level);
         mem.free(slab.frames[node.index as usize], Order::BASE);

@@ -38,8 +38,10 @@ pub struct SoftBit {
 /// colored huge page (Colored Huge Pages, III-B-3), whose walk reads one
 /// line of 8 sub-mapping entries.
 pub const COLORED_HUGE: u64 = 1 << 9;
-/// Bit 10 in a huge PMD: a perforated page, whose 8-bit filter says which
-/// 256 KiB regions may hold holes (Perforated Pages; reserved).
+/// Bit 10 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// perforated page (Perforated Pages, IV-B), the table holding its hole
+/// translations (what the shadow PMD entry points to); the 2 MiB frame and
+/// the 8-bit filter are read with the entry (`systems::perforated`).
 pub const PERFORATED: u64 = 1 << 10;
 /// Bit 11: the Arm-style contiguous hint, set in 16 aligned PTEs (64 KiB)
 /// or PMDs (32 MiB) that map contiguous frames, so the walker may cache one
@@ -52,7 +54,7 @@ pub const ACCESS_TRACK: u64 = 0b11 << 52;
 /// Every software bit pagelab assigns.
 pub const SOFT_BITS: [SoftBit; 4] = [
     SoftBit { name: "colored_huge", mask: COLORED_HUGE, levels: &[2], leaf_ext: true },
-    SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: false },
+    SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: true },
     SoftBit { name: "contiguous", mask: CONTIGUOUS, levels: &[1, 2], leaf_ext: false },
     SoftBit { name: "access_track", mask: ACCESS_TRACK, levels: &[1, 2, 3], leaf_ext: false },
 ];

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
 use super::hugetlb::HugetlbConfig;
+use super::perforated::{HolesConfig, PerforatedConfig};
 use super::thp::ThpConfig;
 use super::REGISTRY;
 use crate::error::{Error, Result};
@@ -29,6 +30,8 @@ pub enum PolicyKind {
     /// Colored Huge Pages: 2 MiB regions backed by strided colored
     /// sub-mappings (and the Scattered Superpages and SWAP baselines).
     Chp,
+    /// THP with perforated pages where a region cannot be a huge page.
+    Perforated,
 }
 
 impl PolicyKind {
@@ -40,6 +43,7 @@ impl PolicyKind {
             PolicyKind::Coloring => "coloring",
             PolicyKind::BinHopping => "bin-hopping",
             PolicyKind::Chp => "chp",
+            PolicyKind::Perforated => "perforated",
         }
     }
 
@@ -53,6 +57,7 @@ impl PolicyKind {
             PolicyKind::Coloring => &["coloring"],
             PolicyKind::BinHopping => &["bin-hopping"],
             PolicyKind::Chp => &["chp", "coloring"],
+            PolicyKind::Perforated => &["perforated", "thp", "base"],
         }
     }
 }
@@ -76,6 +81,10 @@ pub struct OsConfig {
     pub hugetlb: HugetlbConfig,
     pub coloring: ColoringConfig,
     pub chp: ChpConfig,
+    pub perforated: PerforatedConfig,
+    /// The fragmentation scenario perforated pages are evaluated under
+    /// (read by the `perforated` and `holes` systems).
+    pub holes: HolesConfig,
     pub fault_cost: FaultCosts,
 }
 
@@ -90,6 +99,8 @@ impl Default for OsConfig {
             hugetlb: HugetlbConfig::default(),
             coloring: ColoringConfig::default(),
             chp: ChpConfig::default(),
+            perforated: PerforatedConfig::default(),
+            holes: HolesConfig::default(),
             fault_cost: FaultCosts::default(),
         }
     }
@@ -113,6 +124,8 @@ impl OsConfig {
         self.thp.validate(prefix)?;
         self.hugetlb.validate(prefix, phys_mem, max_order)?;
         self.chp.validate(prefix)?;
+        self.perforated.validate(prefix)?;
+        self.holes.validate(prefix)?;
         self.fault_cost.validate(prefix)
     }
 

@@ -8,36 +8,36 @@
 //! hardware part (e.g. `chp::tlb`) uses only the hardware layer and below.
 //!
 //! This file is where systems are registered: their OS side in
-//! [`REGISTRY`], their hardware extensions below it (the TLB entry kinds
-//! the simulated cores have, [`TlbExtensions`], and the walk steps the
-//! page-table software bits lead to, [`walk_leaf_ext`]). Outside the
-//! systems' folders, only here are they named.
+//! [`REGISTRY`], their hardware extensions in [`extensions`] (the TLB
+//! entry kinds the simulated cores have, [`TlbExtensions`], and the walk
+//! steps the page-table software bits lead to, [`walk_leaf_ext`]).
+//! Outside the systems' folders, only here are they named.
 //!
 //! Adding a system: a folder with a `Registration`, one line in
-//! [`REGISTRY`], and its hardware extension here if it has one
-//! (ARCHITECTURE.md, "Adding a system").
+//! [`REGISTRY`], and its hardware extension in `extensions.rs` if it has
+//! one (ARCHITECTURE.md, "Adding a system").
 
 pub mod base;
 pub mod bin_hopping;
 pub mod chp;
 pub mod coloring;
 mod config;
+pub mod extensions;
 pub mod hugetlb;
+pub mod perforated;
 #[cfg(test)]
 mod tests;
 pub mod thp;
 
 pub use config::{OsConfig, PolicyKind};
+pub use extensions::{
+    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, tlb_ext_stats, tlb_extensions, walk_leaf_ext,
+    ExtEntry, ExtKind, TlbExtensions,
+};
 
 use crate::error::Result;
-use crate::hw::core_stats::CoreStats;
-use crate::hw::refs::RefBuf;
-use crate::hw::tlb::{TlbEntry, TlbExtension};
 use crate::os::{Boot, Kernel};
-use crate::paging::pte::COLORED_HUGE;
-use crate::paging::{NodeId, PageTable};
 use crate::stat::{Stat, Stats};
-use crate::units::{Asid, VirtAddr};
 
 /// One system as the registry knows it.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +62,8 @@ pub struct Build<'a> {
     pub os: &'a OsConfig,
     /// The clock, to turn daemon periods in milliseconds into cycles.
     pub freq_ghz: f64,
+    /// The run's seed (a scenario's random choices).
+    pub seed: u64,
 }
 
 /// Every system, in no particular order (the chain's order is the
@@ -73,6 +75,8 @@ pub const REGISTRY: &[Registration] = &[
     coloring::REGISTRATION,
     bin_hopping::REGISTRATION,
     chp::REGISTRATION,
+    perforated::REGISTRATION,
+    perforated::HOLES_REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names, then places the starting
@@ -80,7 +84,7 @@ pub const REGISTRY: &[Registration] = &[
 /// as a hugetlb pool predate it, as hugepages= does).
 pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kernel> {
     let mut kernel = Kernel::new(boot)?;
-    let build = Build { os, freq_ghz };
+    let build = Build { os, freq_ghz, seed };
     for name in os.chain() {
         let reg = REGISTRY.iter().find(|r| r.name == name).expect("os.systems is validated against the registry");
         (reg.build)(&build, &mut kernel)?;
@@ -91,7 +95,7 @@ pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kerne
 
 /// The statistics of every registered system and fault kind, at zero.
 pub fn idle_stats() -> Stats {
-    let mut out = Stats::new();
+    let mut out = tlb_ext_stats(std::iter::empty());
     for reg in REGISTRY {
         (reg.idle_stats)(&mut out);
         for kind in reg.fault_kinds {
@@ -99,48 +103,4 @@ pub fn idle_stats() -> Stats {
         }
     }
     out
-}
-
-/// The owner of the L2 TLB's extension kinds: Colored Huge Pages' today.
-/// (A second kind makes this a struct of the owners' side tables with an
-/// enum of their payloads, dispatched by the entry's kind tag.)
-pub type TlbExtensions = chp::tlb::ChpTlb;
-
-/// What an extension kind's walk hands the TLB.
-pub type ExtEntry = TlbEntry<<TlbExtensions as TlbExtension>::Payload>;
-
-/// The hardware extensions of a core of a machine with these page colors
-/// (colored huge pages' sub-mappings are strided by the number of colors).
-pub fn tlb_extensions(colors: &crate::hw::cache::ColorMap) -> TlbExtensions {
-    chp::tlb::ChpTlb::new(chp::stride_shift(colors))
-}
-
-/// The walk step of the leaf extension whose software bits (`bits`, of
-/// `pte::LEAF_EXT`) the PMD entry above `table` carries: the walker's one
-/// jump to a system's code. Returns the entry to cache.
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)] // the walker's state at its last step
-pub fn walk_leaf_ext(
-    bits: u64,
-    pt: &mut PageTable,
-    table: NodeId,
-    asid: Asid,
-    vaddr: VirtAddr,
-    write: bool,
-    ext: &TlbExtensions,
-    refs: &mut RefBuf,
-    stats: &mut CoreStats,
-) -> ExtEntry {
-    debug_assert_eq!(bits, COLORED_HUGE, "no walk step for software bits {bits:#x}");
-    chp::walk::walk(pt, table, asid, vaddr, write, ext.stride_shift, refs, stats)
-}
-
-/// A store through a clean TLB entry of a leaf extension (its PTE's D bit
-/// is set already): what else the locked update sets.
-#[cold]
-#[inline(never)]
-pub fn dirty_assist_leaf_ext(bits: u64, pt: &mut PageTable, table: NodeId) {
-    debug_assert_eq!(bits, COLORED_HUGE, "no dirty assist for software bits {bits:#x}");
-    chp::walk::dirty_assist(pt, table);
 }

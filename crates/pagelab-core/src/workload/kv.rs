@@ -137,13 +137,26 @@ pub(crate) struct Kv {
 
 const LOOKAHEAD: usize = 16;
 
+/// The store's shape as `cfg` gives it.
+fn shape_of(cfg: &WorkloadConfig) -> KvShape {
+    let size = cfg.object_size.bytes();
+    match cfg.objects {
+        Some(n) => KvShape::new(n, size),
+        None => KvShape::from_footprint(cfg.footprint.bytes(), size).expect("validated"),
+    }
+}
+
+/// The objects of `cfg`'s store and the host bytes of its hash chains
+/// while they are built (a `u32` per bucket and per object).
+pub(crate) fn host_bytes(cfg: &WorkloadConfig) -> (u64, u64) {
+    let shape = shape_of(cfg);
+    (shape.objects, 4 * (shape.buckets + shape.objects))
+}
+
 impl Kv {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let size = cfg.object_size.bytes();
-        let shape = match cfg.objects {
-            Some(n) => KvShape::new(n, size),
-            None => KvShape::from_footprint(cfg.footprint.bytes(), size).expect("validated"),
-        };
+        let shape = shape_of(cfg);
         let mut layout = Layout::new();
         let heap = layout.place("kv-heap", shape.heap_bytes());
         let buckets_va = layout.place("kv-buckets", shape.buckets * 8);

@@ -49,6 +49,7 @@ mod config;
 mod driver;
 mod graph;
 mod gups;
+mod host;
 mod kv;
 mod permute;
 mod pointer_chase;
@@ -59,6 +60,7 @@ mod zipf;
 
 pub use config::{GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
 pub use graph::Csr;
+pub use host::{host_need, HostNeed};
 pub use permute::Permutation;
 pub use zipf::{Hotspot, KeyChooser, Zipfian};
 

@@ -24,7 +24,7 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
 from pagelab.experiments.chp.common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
-from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 #: variant -> (phys_mem, targets)
@@ -82,6 +82,23 @@ def thp_success(df: pd.DataFrame) -> pd.Series:
     return thp / (thp + df["os.thp.fault_fallback"]).clip(lower=1)
 
 
+def _held_up_to(g: pd.DataFrame, col: str, good: float = 0.99) -> float:
+    """The largest F_i up to which every success ratio of `col` is at
+    least `good` (NaN when even the lowest F_i measured falls short)."""
+    g = g.sort_values("frag_index")
+    held = g.frag_index[(g[col] >= good).cummin()]
+    return held.max() if len(held) else float("nan")
+
+
+def _success_at(t: pd.DataFrame, submappings: int, fi: float) -> str:
+    """bfs's success ratio with `submappings` at the measured F_i nearest `fi`."""
+    g = t[t.submappings == submappings]
+    if g.empty:
+        return ""
+    row = g.iloc[(g.frag_index - fi).abs().argmin()]
+    return f"{row.success_ratio:.3f}" + ("" if abs(row.frag_index - fi) < 1e-9 else f" (at F_i = {row.frag_index:g})")
+
+
 def _held_reading(t: pd.DataFrame, good: float = 0.99) -> str:
     """What the rows show: per workload and color set, the largest F_i up to
     which every success ratio is at least `good`, CHP's and THP's."""
@@ -117,6 +134,14 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     share = {app: APPS[app][1] / PAPER_MEM for app in ("mcf", "bfs")}
     blocks = {app: USED_COLORS / len(app_colors(app)) for app in share}
     expected = {app: 1 - blocks[app] * share[app] for app in share}
+    table3 = t[t.colors == "table3"]
+    paper, path = beside_paper(__file__, "chp-fig5", {
+        **{f"{w}: THP succeeds up to F_i": _held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
+           for w in ("mcf", "bfs")},
+        **{f"{w}, its 5 colors: CHP near-perfect up to F_i": _held_up_to(table3[table3.workload == w], "success_ratio")
+           for w in ("mcf", "bfs")},
+    }, out)
+    files.append(path)
     text = f"""# chp-fig5: colored-huge-page allocation success under fragmentation
 
 Variant `{variant}`: {SCALES[variant][0] / GIB:g} GiB i7-10700, 8 system colors (bits 12-14), mcf
@@ -124,11 +149,12 @@ Variant `{variant}`: {SCALES[variant][0] / GIB:g} GiB i7-10700, 8 system colors 
 fragmented to F_i. `colors = table3`: the workload's 5 colors, as in the
 performance runs; `all`: all 8. `thp_success`: THP on the same machine.
 
-{markdown_table(t)}
-Paper (Fig. 5): THP's critical threshold is expected at F_i = 0.89 (mcf)
-and 0.71 (bfs); CHP's success degrades before it, "as much as 10% earlier
-for bfs", and stays near-perfect up to F_i = 0.6.
+"Up to F_i" is the largest F_i up to which every success ratio is at
+least 0.99. The paper also says CHP degrades before THP, "as much as 10%
+earlier for bfs".
 
+{markdown_table(paper)}
+{markdown_table(t)}
 Reading: a sub-mapping takes the pages of one color from a 2 MiB block and
 leaves the others in the allocator cache. With all 8 colors a process uses
 every leftover, so CHP needs as many free 2 MiB blocks as THP; with k of 8
@@ -151,17 +177,22 @@ def analyze_fig6(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     ).sort_values(["submappings", "frag_index"]).reset_index(drop=True)
     t["critical_fi"] = critical("bfs")
     files = [write_csv(t, out / "chp-fig6.csv"), _plot(t.assign(workload="bfs"), "submappings", out / "chp-fig6.png", "chp-fig6: bfs, sub-mappings")]
+    paper, path = beside_paper(__file__, "chp-fig6", {
+        "8 sub-mappings: success at F_i = 0.58": _success_at(t, 8, 0.58),
+        "4 sub-mappings: success at F_i = 0.58": _success_at(t, 4, 0.58),
+        "1 sub-mapping: success at F_i = 0.58": _success_at(t, 1, 0.58),
+        "1 sub-mapping: success at F_i = 0.75": _success_at(t, 1, 0.75),
+        "8 sub-mappings: success at F_i = 0.75": _success_at(t, 8, 0.75),
+    }, out)
+    files.append(path)
     text = f"""# chp-fig6: sub-mappings per colored huge page under fragmentation
 
 Variant `{variant}`: bfs with its 5 of 8 colors, 1, 2, 4 or 8 sub-mappings
 (one sub-mapping = Scattered Superpages: a strided run over a 16 MiB block
 of contiguous huge pages). {SCALES[variant][0] / GIB:g} GiB machine.
 
-{markdown_table(t)}
-Paper (Fig. 6): near the critical threshold (F_i = 0.58) 8 sub-mappings
-keep a 100% success ratio while fewer degrade, and at F_i = 0.75 fewer
-sub-mappings lose much more.
-"""
+{markdown_table(paper)}
+{markdown_table(t)}"""
     files.append(write_text(text, out / "chp-fig6.md"))
     return files
 
@@ -181,7 +212,8 @@ def _plot(t: pd.DataFrame, series: str, path: Path, title: str) -> Path:
         ax.set_xlabel("F_i")
         ax.set_ylabel("success ratio")
         ax.set_title(w)
-        ax.legend(fontsize=7)
+        # Under the axes: inside, it covered the curves at success 1.0.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     fig.suptitle(title)
     return write_figure(fig, path)
 

@@ -18,6 +18,15 @@ use crate::units::{Asid, Pfn, PhysAddr, VirtAddr, Vpn};
 /// The kind tag of a plain page in an L2 entry; extension kinds use others.
 pub const KIND_PAGE: u8 = 0;
 
+/// The kind tag of an L2 entry that caches 32 bits of a perforated page's
+/// hole bitmap (key class `KEY_CLASS_HOLE_BITMAP`, one entry per 32 pages,
+/// the bits in the entry itself): not a translation, so no lookup for an
+/// address finds it (Perforated Pages, IV-C).
+pub const KIND_HOLE_BITMAP: u8 = u8::MAX;
+
+/// Pages one cached hole-bitmap entry covers (32 bitmap bits per entry).
+pub const BITMAP_CHUNK_PAGES: u64 = 32;
+
 /// What an extension kind's walk hands the TLB for one translation (e.g.
 /// a colored huge page's 8 frames), and how it translates.
 pub trait ExtPayload: Copy + std::fmt::Debug + PartialEq + Eq {
@@ -28,6 +37,13 @@ pub trait ExtPayload: Copy + std::fmt::Debug + PartialEq + Eq {
     /// The reach of the L1 entry an access through this translation
     /// installs (the L1 holds plain pages only).
     fn l1_piece(&self) -> ReachSize;
+    /// The origin an L1 piece built from this translation (of reach
+    /// `size`) remembers: what a shootdown of one of its pages drops with
+    /// it. By default the whole translation (INVLPG of a fractured page);
+    /// a kind whose pieces are pages of their own says so.
+    fn l1_origin(&self, size: ReachSize) -> ReachSize {
+        size
+    }
 }
 
 /// The owner of the L2's extension kinds: keeps their payloads beside the
@@ -35,11 +51,26 @@ pub trait ExtPayload: Copy + std::fmt::Debug + PartialEq + Eq {
 /// it; `systems::TlbExtensions` names the one the simulated cores have.
 pub trait TlbExtension: Clone + std::fmt::Debug {
     type Payload: ExtPayload;
+    /// Bit `k` set when an entry of kind `k` may need resolution
+    /// ([`TlbExtension::needs_resolution`]): the hit path asks only those
+    /// (a constant test, so the other kinds' hits cost what they did).
+    const RESOLVING_KINDS: u64 = 0;
     /// Keeps `p` for the entry just placed in L2 slot `slot` (of `slots`
     /// in all); returns the index the entry carries.
     fn store(&mut self, slot: usize, slots: usize, p: &Self::Payload) -> u32;
     /// The payload of the entry of kind `kind` carrying `index`.
     fn load(&self, kind: u8, index: u32) -> Self::Payload;
+    /// An L2 hit on `p` for an access at byte `offset` into it: whether
+    /// the entry alone cannot translate it (a perforated page whose filter
+    /// says the 256 KiB region may hold holes). Then the lookup returns
+    /// [`TlbLookup::Resolve`] without filling the L1, and the MMU finishes
+    /// the translation through the kind's owner. Called on the L2 hit of
+    /// an extension kind only (cold code); the owner may count it.
+    fn needs_resolution(&mut self, _p: &Self::Payload, _offset: u64) -> bool {
+        false
+    }
+    /// Zeroes whatever the owner counts (the end of warm-up).
+    fn reset_stats(&mut self) {}
 }
 
 /// A TLB without extension kinds: every entry is a plain page.
@@ -144,6 +175,15 @@ impl<P: ExtPayload> TlbEntry<P> {
         Translation { pfn: self.frame_of(vaddr), size: self.size, writable: self.writable, dirty: self.dirty }
     }
 
+    /// The origin an L1 piece built from this entry remembers.
+    #[inline]
+    pub fn l1_origin(&self) -> ReachSize {
+        match self.kind {
+            EntryKind::Page { .. } => self.size,
+            EntryKind::Ext(p) => p.l1_origin(self.size),
+        }
+    }
+
     /// The reach of the L1 entry an access through this entry installs.
     #[inline]
     pub fn l1_piece(&self) -> ReachSize {
@@ -181,13 +221,17 @@ pub enum TlbLookup {
     L2(Translation),
     /// Missed everywhere: walk, then `Tlb::fill_after_walk`.
     Miss,
+    /// Hit an L2 entry of an extension kind that cannot translate this
+    /// address alone ([`TlbExtension::needs_resolution`]); nothing is
+    /// filled: the MMU finishes the translation (`systems::resolve_ext`).
+    Resolve,
 }
 
 impl TlbLookup {
     pub fn translation(&self) -> Option<Translation> {
         match self {
             TlbLookup::L1(t) | TlbLookup::L2(t) => Some(*t),
-            TlbLookup::Miss => None,
+            TlbLookup::Miss | TlbLookup::Resolve => None,
         }
     }
 }

@@ -13,8 +13,8 @@
 //! and a fill copies no `memcpy`: it keeps a kind tag, and for an extension
 //! kind an index into the side table its owner ([`TlbExtension`]) keeps.
 
-use super::entry::{EntryKind, ExtPayload, TlbEntry, TlbExtension, KIND_PAGE};
-use super::key::{ReachSet, ReachSize, ASID_SHIFT, REACHES, VPN_BITS, VPN_MASK};
+use super::entry::{EntryKind, ExtPayload, TlbEntry, TlbExtension, BITMAP_CHUNK_PAGES, KIND_HOLE_BITMAP, KIND_PAGE};
+use super::key::{ReachSet, ReachSize, ASID_SHIFT, KEY_CLASS_HOLE_BITMAP, REACHES, VPN_BITS, VPN_MASK};
 use super::stats::Counters;
 use crate::hw::set_assoc::{SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, Pfn, Vpn};
@@ -52,9 +52,19 @@ impl Default for L2Entry {
 }
 
 impl L2Entry {
-    /// Does this entry translate any page of `[start, end)`?
+    /// Does this entry translate (or, a hole-bitmap entry, describe) any
+    /// page of `[start, end)`?
     pub fn overlaps(&self, start: Vpn, end: Vpn) -> bool {
-        self.vbase.raw() < end.raw() && start.raw() < self.vbase.raw() + self.reach.nr_pages()
+        let pages = if self.kind == KIND_HOLE_BITMAP { BITMAP_CHUNK_PAGES } else { self.reach.nr_pages() };
+        self.vbase.raw() < end.raw() && start.raw() < self.vbase.raw() + pages
+    }
+    /// Its row in the live counts: its reach, or [`BITMAP_ROW`].
+    fn row(&self) -> usize {
+        if self.kind == KIND_HOLE_BITMAP {
+            BITMAP_ROW
+        } else {
+            self.reach as usize
+        }
     }
     /// The whole entry of a plain page.
     #[inline]
@@ -91,6 +101,16 @@ const NO_ARRAY: u8 = u8::MAX;
 const ROWS: usize = 8;
 const _: () = assert!(REACHES <= ROWS && ReachSize::Size4K as usize == 0 && ReachSize::Size4K.key_class() == 0);
 
+/// The row of the live counts that counts cached hole-bitmap entries: past
+/// the reaches, so its bit never enters `live_set` (no lookup for an
+/// address probes them).
+const BITMAP_ROW: usize = REACHES;
+const _: () = assert!(BITMAP_ROW < ROWS);
+
+/// log2 of [`BITMAP_CHUNK_PAGES`]: a hole-bitmap entry's index is the vpn
+/// shifted by it.
+const BITMAP_SHIFT: u32 = BITMAP_CHUNK_PAGES.trailing_zeros();
+
 /// How a reach is probed: its array, and what its key and set index take
 /// from a 4 KiB vpn (precomputed: a lookup should not branch on reach).
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +142,7 @@ const REACH_OF_CLASS: [usize; ROWS] = {
         rows[ReachSize::ALL[i].key_class() as usize] = i;
         i += 1;
     }
+    rows[KEY_CLASS_HOLE_BITMAP as usize] = BITMAP_ROW;
     rows
 };
 
@@ -194,7 +215,7 @@ impl<X: TlbExtension> L2Tlb<X> {
     /// The entry translating `mvpn`: its array and slot. Records in
     /// `absent` the keys it probed in vain.
     /// (Of the fields, not `self`: a lookup records in `self.absent`.)
-    #[inline]
+    #[inline(always)]
     fn find(
         arrays: &[L2Array; 2],
         probe: &[Probe; ROWS],
@@ -269,6 +290,9 @@ impl<X: TlbExtension> L2Tlb<X> {
         }
     }
 
+    /// Places `entry` (always inlined: the fill after a walk is hot, and
+    /// `Tlb::insert_l2`'s cold copy must not make it a call).
+    #[inline(always)]
     pub fn insert(&mut self, entry: &TlbEntry<X::Payload>) {
         let r = entry.size;
         let p = &self.probe[r as usize & 7];
@@ -353,13 +377,13 @@ impl<X: TlbExtension> L2Tlb<X> {
         for array in &mut self.arrays {
             let k = array.sa.invalidate_if(|_, e| {
                 let drop = pred(e);
-                dropped[e.reach as usize & 7] += drop as u32;
+                dropped[e.row() & 7] += drop as u32;
                 drop
             });
             array.counters.invalidations += k as u64;
             n += k;
         }
-        for (r, &n) in dropped.iter().enumerate().take(REACHES) {
+        for (r, &n) in dropped.iter().enumerate().take(BITMAP_ROW + 1) {
             if n > 0 {
                 self.dropped(r, n);
             }
@@ -406,5 +430,65 @@ impl<X: TlbExtension> L2Tlb<X> {
 
     pub fn len(&self) -> usize {
         self.arrays.iter().map(|a| a.sa.len()).sum()
+    }
+
+    /// Every valid entry, of both arrays.
+    pub fn entries(&self) -> impl Iterator<Item = &L2Entry> + '_ {
+        self.arrays.iter().flat_map(|a| a.sa.iter().map(|(_, e)| e))
+    }
+
+    /// The set and key of the hole-bitmap entry covering masked page
+    /// `mvpn` (in the shared array, indexed by its 32-page chunk).
+    fn bitmap_slot(&self, asid: Asid, mvpn: u64) -> (usize, u64) {
+        let chunk = mvpn >> BITMAP_SHIFT;
+        let key = ((asid as u64) << ASID_SHIFT) | (KEY_CLASS_HOLE_BITMAP << VPN_BITS) | chunk;
+        (self.arrays[SHARED].sa.set_of(chunk), key)
+    }
+
+    /// Whether hole-bitmap entries are cached.
+    #[inline]
+    pub fn holds_bitmaps(&self) -> bool {
+        self.live[BITMAP_ROW] != 0
+    }
+
+    /// The cached hole bits of the 32-page chunk holding `mvpn` (bit `i`
+    /// for page `i` of the chunk), touched; `None` when not cached.
+    pub fn lookup_bitmap(&mut self, asid: Asid, mvpn: u64) -> Option<u32> {
+        let (set, key) = self.bitmap_slot(asid, mvpn);
+        let sa = &mut self.arrays[SHARED].sa;
+        let slot = sa.find(set, key)?;
+        sa.touch(slot);
+        Some(sa.value(slot).target as u32)
+    }
+
+    /// Caches the hole bits of the chunk holding `mvpn`: it takes an L2
+    /// slot as any entry does, and may evict a translation.
+    pub fn insert_bitmap(&mut self, asid: Asid, mvpn: u64, bits: u32) {
+        let (set, key) = self.bitmap_slot(asid, mvpn);
+        let vbase = Vpn::new(mvpn & !(BITMAP_CHUNK_PAGES - 1));
+        let value = L2Entry { vbase, target: bits as u64, asid, kind: KIND_HOLE_BITMAP, ..L2Entry::default() };
+        let array = &mut self.arrays[SHARED];
+        let Some(placed) = array.sa.insert_slot(set, key, value) else {
+            return; // a disabled array
+        };
+        array.counters.fills += 1;
+        array.counters.evictions += placed.evicted.is_some() as u64;
+        self.live[BITMAP_ROW] += placed.fresh as u32;
+        if let Some(old) = placed.evicted {
+            self.dropped(REACH_OF_CLASS[(old >> VPN_BITS & 7) as usize], 1);
+        }
+    }
+
+    /// Drops the hole-bitmap entry of the chunk holding `mvpn`.
+    pub fn invalidate_bitmap(&mut self, asid: Asid, mvpn: u64) -> usize {
+        if !self.holds_bitmaps() {
+            return 0;
+        }
+        let (set, key) = self.bitmap_slot(asid, mvpn);
+        let array = &mut self.arrays[SHARED];
+        let n = array.sa.invalidate(set, key).is_some() as u32;
+        array.counters.invalidations += n as u64;
+        self.dropped(BITMAP_ROW, n);
+        n as usize
     }
 }

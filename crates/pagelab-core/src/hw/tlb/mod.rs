@@ -41,7 +41,8 @@ mod tests;
 
 pub use config::TlbConfig;
 pub use entry::{
-    EntryKind, ExtPayload, NoExtension, NoPayload, TlbEntry, TlbExtension, TlbLookup, Translation, KIND_PAGE,
+    EntryKind, ExtPayload, NoExtension, NoPayload, TlbEntry, TlbExtension, TlbLookup, Translation, BITMAP_CHUNK_PAGES,
+    KIND_HOLE_BITMAP, KIND_PAGE,
 };
 pub use key::{
     ReachSet, ReachSize, KEY_CLASS_1G, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_HOLE_BITMAP,
@@ -112,6 +113,11 @@ impl<X: TlbExtension> Tlb<X> {
         &self.l2.ext
     }
 
+    /// The owner of the extension kinds, to count into (cold code).
+    pub fn extensions_mut(&mut self) -> &mut X {
+        &mut self.l2.ext
+    }
+
     #[inline]
     fn l1_side(&mut self, is_instr: bool) -> &mut L1Tlb {
         if is_instr && self.l1i_enabled {
@@ -157,9 +163,55 @@ impl<X: TlbExtension> Tlb<X> {
     #[inline(never)]
     fn l2_hit(&mut self, e: &l2::L2Entry, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
         // An extension kind's payload comes from its owner, out of line.
-        let entry = if e.kind == KIND_PAGE { e.page_entry() } else { self.l2.entry(e) };
+        let entry = if e.kind == KIND_PAGE {
+            e.page_entry()
+        } else if X::RESOLVING_KINDS >> (e.kind & 63) & 1 == 0 {
+            self.l2.entry(e)
+        } else {
+            match self.ext_hit(e, vaddr) {
+                Some(entry) => entry,
+                None => return TlbLookup::Resolve,
+            }
+        };
         self.fill_l1(&entry, vaddr, is_instr);
         TlbLookup::L2(entry.translate(vaddr))
+    }
+
+    /// An L2 hit on an extension kind: its whole entry, or `None` when its
+    /// owner says the entry alone cannot translate `vaddr`.
+    #[cold]
+    #[inline(never)]
+    fn ext_hit(&mut self, e: &l2::L2Entry, vaddr: VirtAddr) -> Option<TlbEntry<X::Payload>> {
+        let entry = self.l2.entry(e);
+        let offset = vaddr.raw() & (entry.size.bytes() - 1);
+        match &entry.kind {
+            EntryKind::Ext(p) if self.l2.ext.needs_resolution(p, offset) => None,
+            _ => Some(entry),
+        }
+    }
+
+    /// Caches `entry` in the L2 only (an extension kind's entry whose first
+    /// access the MMU resolves itself).
+    pub fn insert_l2(&mut self, entry: &TlbEntry<X::Payload>) {
+        debug_assert!(entry.vbase.is_aligned(entry.size.nr_pages()));
+        self.l2.insert(entry);
+    }
+
+    /// The cached hole bits (bit `i` for page `i`) of the 32-page chunk
+    /// holding `vaddr`, touched; `None` when the L2 does not hold them.
+    pub fn lookup_bitmap(&mut self, asid: Asid, vaddr: VirtAddr) -> Option<u32> {
+        self.l2.lookup_bitmap(asid, masked_vpn(vaddr))
+    }
+
+    /// Caches the hole bits of the 32-page chunk holding `vaddr` in the L2.
+    pub fn insert_bitmap(&mut self, asid: Asid, vaddr: VirtAddr, bits: u32) {
+        self.l2.insert_bitmap(asid, masked_vpn(vaddr), bits);
+    }
+
+    /// Every valid L2 entry, as (kind tag, reach): what the L2 holds, by
+    /// kind (a hole-bitmap entry has kind [`KIND_HOLE_BITMAP`]).
+    pub fn l2_kinds(&self) -> impl Iterator<Item = (u8, ReachSize)> + '_ {
+        self.l2.entries().map(|e| (e.kind, e.reach))
     }
 
     /// What `lookup` would return, without counting, filling or touching
@@ -204,7 +256,7 @@ impl<X: TlbExtension> Tlb<X> {
             pfn: entry.frame_of(piece_base),
             writable: entry.writable,
             dirty: entry.dirty,
-            origin: entry.size,
+            origin: entry.l1_origin(),
         };
         let (set, key) = array.set_and_key(entry.asid, mvpn);
         let placed = array.insert(set, key, l1_entry, known_absent);
@@ -251,6 +303,7 @@ impl<X: TlbExtension> Tlb<X> {
         for reach in ReachSize::ALL {
             n += self.l2.invalidate_key(asid, reach, mvpn);
         }
+        n += self.l2.invalidate_bitmap(asid, mvpn);
         n + self.invalidate_l1(asid, mvpn, mvpn + 1)
     }
 
@@ -279,6 +332,11 @@ impl<X: TlbExtension> Tlb<X> {
                 n += self.l2.invalidate_key(asid, reach, vpn);
                 vpn += step;
             }
+        }
+        let mut vpn = first & !(BITMAP_CHUNK_PAGES - 1);
+        while vpn <= last && self.l2.holds_bitmaps() {
+            n += self.l2.invalidate_bitmap(asid, vpn);
+            vpn += BITMAP_CHUNK_PAGES;
         }
         n
     }
@@ -351,6 +409,7 @@ impl<X: TlbExtension> Tlb<X> {
         }
         self.data = SideStats::default();
         self.instr = SideStats::default();
+        self.l2.ext.reset_stats();
     }
 
     /// Valid entries held in (L1 data + L1 instruction, L2).

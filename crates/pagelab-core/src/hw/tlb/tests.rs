@@ -437,7 +437,10 @@ mod no_stale_translations {
             let entry = if kind == 8 {
                 // A colored huge page: 8 colors (stride_shift 3).
                 let sub = std::array::from_fn(|s| Pfn::new(pfn + (s as u64 % 8)));
-                colored_huge(asid, base, sub, 3, true, false)
+                crate::systems::extensions::wrap(
+                    colored_huge(asid, base, sub, 3, true, false),
+                    crate::systems::ExtKind::ColoredHuge,
+                )
             } else {
                 TlbEntry::page(asid, base, size, Pfn::new(pfn), true, false)
             };
@@ -565,4 +568,43 @@ fn tlb_lookup_speed() {
     }
     let dt = t0.elapsed();
     println!("mostly L2 hits: {:.2} ns/lookup (sum {sum}) {:?}", dt.as_nanos() as f64 / n as f64, tlb.stats().data);
+}
+
+#[test]
+fn hole_bitmap_entries_take_l2_slots_but_no_lookup_for_an_address_finds_them() {
+    // 8-entry 2-way L2: 4 sets. A bitmap entry covers 32 pages.
+    let mut tlb: Tlb = Tlb::new(&small(), 0);
+    let base = 4 << 21;
+    tlb.insert_bitmap(1, va(base), 0b1010);
+    assert_eq!(tlb.lookup_bitmap(1, va(base + 31 * 4096)), Some(0b1010), "the same 32-page chunk");
+    assert_eq!(tlb.lookup_bitmap(1, va(base + 32 * 4096)), None, "the next chunk");
+    assert_eq!(tlb.lookup_bitmap(2, va(base)), None, "another address space");
+    assert_eq!(tlb.lookup(1, va(base), false), TlbLookup::Miss, "not a translation");
+    assert_eq!(tlb.occupancy().1, 1);
+    assert_eq!(tlb.l2_kinds().collect::<Vec<_>>(), vec![(KIND_HOLE_BITMAP, ReachSize::Size4K)]);
+    // A one-page shootdown inside the chunk drops it; a 4 KiB translation
+    // filled after it is found as before.
+    assert_eq!(tlb.invalidate_range(1, va(base + 5 * 4096).vpn(), va(base + 6 * 4096).vpn()), 1);
+    assert_eq!(tlb.lookup_bitmap(1, va(base)), None);
+    tlb.insert_bitmap(1, va(base), 1);
+    tlb.fill_after_walk(page4k(1, base, 7), va(base), false);
+    assert_eq!(frame(tlb.lookup(1, va(base), false)), Some(7));
+    // INVLPG and a whole-address-space flush drop bitmaps too.
+    assert_eq!(tlb.invalidate_page(1, va(base + 4096)), 1);
+    tlb.insert_bitmap(1, va(base), 1);
+    assert_eq!(tlb.invalidate_asid(1), 3, "the 4 KiB page's L1 and L2 entries and the bitmap");
+    assert_eq!(tlb.occupancy(), (0, 0));
+    // Bitmaps evict translations as any entry does, and the live counts
+    // stay right: fill every set with bitmaps, then translations again.
+    for c in 0..16u64 {
+        tlb.insert_bitmap(1, va(base + c * 32 * 4096), c as u32);
+    }
+    assert_eq!(tlb.occupancy().1, 8);
+    for i in 0..64u64 {
+        tlb.fill_after_walk(page4k(1, base + i * 4096, 100 + i), va(base + i * 4096), false);
+    }
+    assert!(tlb.l2_kinds().all(|(k, _)| k == KIND_PAGE));
+    let (l1, l2) = tlb.occupancy();
+    assert_eq!(l2, 8);
+    assert_eq!(tlb.invalidate_asid(1), l1 + 8);
 }

@@ -12,7 +12,12 @@ use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
 use crate::hw::tlb::TlbLookup;
 use crate::phys::{FrameOwner, Migratetype};
-use crate::systems::chp::{pagetable::is_colored_huge, tlb::is_colored_huge as is_colored_huge_entry};
+use crate::systems::chp::pagetable::is_colored_huge;
+use crate::systems::{ExtEntry, ExtKind};
+
+fn is_colored_huge_entry(e: &ExtEntry) -> bool {
+    matches!(e.kind, crate::hw::tlb::EntryKind::Ext(ExtKind::ColoredHuge(_)))
+}
 use crate::units::{Order, Pfn, VirtAddr};
 use crate::workload::MapEvent;
 
@@ -36,7 +41,7 @@ fn chp_mmu(sim: &Simulation, cfg: &SimConfig, pwc: bool) -> Mmu {
     let mut m = cfg.machine.clone();
     m.pwc.enabled = pwc;
     Mmu {
-        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map())),
+        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), false)),
         pwc: Pwc::new(&m.pwc, 4, 1),
         l2_tlb_latency: 9.0,
         pwc_latency: 1.0,

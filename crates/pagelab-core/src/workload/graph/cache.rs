@@ -98,6 +98,19 @@ pub fn kronecker_cached(key: GraphKey, dir: Option<&Path>) -> Csr {
 pub fn store(path: &Path, key: GraphKey, g: &Csr) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
+        // Estimated before it is written: a cache must not fill the disk
+        // (it is an optimisation; the run goes on without it).
+        let bytes = 8 * (g.offsets.len() + key.header(g).len()) as u64 + 4 * g.neigh.len() as u64;
+        if let Some(free) = free_bytes(dir) {
+            if free < bytes + DISK_MARGIN {
+                return Err(std::io::Error::other(format!(
+                    "it needs {:.1} GiB and {} has {:.1} GiB free (keeping 1 GiB)",
+                    bytes as f64 / GIB,
+                    dir.display(),
+                    free as f64 / GIB
+                )));
+            }
+        }
     }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let written = write_file(&tmp, key, g).and_then(|_| std::fs::rename(&tmp, path));
@@ -105,6 +118,21 @@ pub fn store(path: &Path, key: GraphKey, g: &Csr) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Free space the cache leaves on its disk.
+const DISK_MARGIN: u64 = 1 << 30;
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The bytes an unprivileged process may still write on `dir`'s file
+/// system, if the system says.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a statvfs the call fills.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 fn write_file(path: &Path, key: GraphKey, g: &Csr) -> std::io::Result<()> {
@@ -264,6 +292,14 @@ impl Checksum {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_free_space_of_a_directory_is_known() {
+        let free = super::free_bytes(&std::env::temp_dir()).expect("statvfs of the temporary directory");
+        assert!(free > 0);
+        assert_eq!(super::free_bytes(Path::new("/no/such/directory")), None);
+    }
+
     use super::*;
 
     fn temp_dir(tag: &str) -> PathBuf {

@@ -359,6 +359,15 @@ pub(crate) fn derive_scale(footprint: u64, degree: u32, kernel: GraphKernel) -> 
     scale
 }
 
+/// The scale `cfg` builds and the host bytes it takes: the CSR (8 B of
+/// offsets a vertex, 4 B for each direction of each edge), the builder's
+/// degree counts (8 B a vertex) and the kernel's per-vertex state.
+pub(crate) fn host_bytes(cfg: &WorkloadConfig) -> (u32, u64) {
+    let scale = cfg.scale.unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
+    let per_vertex = 8 * cfg.degree as u64 + 16 + kernel_bytes_per_vertex(cfg.kernel);
+    (scale, (1u64 << scale).saturating_mul(per_vertex))
+}
+
 impl GraphWorkload {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let scale = cfg.scale.unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));

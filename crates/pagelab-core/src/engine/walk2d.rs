@@ -1,0 +1,566 @@
+//! The two-dimensional walker: the MMU path of one access in a VM.
+//!
+//! The guest's page tables map guest-virtual to guest-physical addresses;
+//! the EPT (the hypervisor's page table of the VM process, `virt`) maps
+//! guest-physical to host-physical ones. Every guest table the walk reads
+//! is at a guest-physical address, so before reading it the walker
+//! translates the table's guest frame through the EPT; and the data's
+//! guest frame too. With no caching a guest walk of g levels over EPT
+//! walks of h levels reads g (h + 1) + h = (g + 1)(h + 1) - 1 entries: 24
+//! for 4 KiB on 4 KiB, 19 for 4 KiB on 2 MiB or 2 MiB on 4 KiB, 15 for
+//! 2 MiB on 2 MiB. Every entry read is a host-physical reference through
+//! the caches (`RefTag::GuestWalk`, `RefTag::EptWalk`).
+//!
+//! What each structure caches (each sized by configuration, each can be
+//! switched off):
+//! - the TLBs: the combined translation, guest-virtual to host-physical,
+//!   at the smaller of the guest and host page sizes (a guest 2 MiB page
+//!   on host 4 KiB pages splinters into 4 KiB entries), tagged with
+//!   `virt::hw_tag(vpid, asid)`;
+//! - the guest paging-structure caches (`machine.pwc`, the core's `Pwc`,
+//!   same tag): keyed by guest-virtual address, they hold the
+//!   *guest-physical* frame of the next guest table, so a hit still
+//!   translates that table's frame through the EPT (the nested TLB, else
+//!   an EPT walk). A host change therefore never makes them stale;
+//! - the EPT paging-structure caches (`machine.ept_pwc`, keyed by
+//!   guest-physical address): the host-physical frame of the next EPT
+//!   table;
+//! - the nested TLB (`machine.nested_tlb`): guest frame to host frame, as
+//!   one EPT leaf says.
+//!
+//! An EPT violation (a guest frame the host has not backed) ends the walk;
+//! the host backs the frame (a VM exit, `virt::Hypervisor`) and the walk
+//! restarts. A guest page fault goes to the guest kernel, as natively;
+//! with `virt.backing = "zeroing"` the frames it allocated are backed
+//! right away (its zeroing touches them).
+//!
+//! Chosen once per run: the engine's translation stage for a virtualized
+//! run is [`Simulation::translate_stage_virt`], and the native stage has
+//! no test of "virtualized?".
+
+use super::core::Core;
+use super::mmu::{Mmu, Request};
+use super::Simulation;
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::hw::core_stats::CoreStats;
+use crate::hw::nested_tlb::{NestedTlb, NestedTlbConfig};
+use crate::hw::pwc::{Pwc, PwcConfig};
+use crate::hw::refs::{RefBuf, RefTag};
+use crate::hw::tlb::{TlbEntry, TlbLookup};
+use crate::os::{Boot, Kernel, Shootdown};
+use crate::paging::pagetable::{level_size, table_index};
+use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::{LeafSlot, NodeId, PageTable};
+use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
+use crate::virt::{hw_tag, Backing, EptChange, Hypervisor};
+
+/// The second dimension's hardware of one core.
+#[derive(Debug)]
+pub struct NestedHw {
+    pub ept_pwc: Pwc,
+    pub ntlb: NestedTlb,
+    pub ept_pwc_latency: f64,
+    pub ntlb_latency: f64,
+    pub vpid: u16,
+}
+
+impl NestedHw {
+    /// `machine.pwc.enabled = false` switches off the paging-structure
+    /// caches of both dimensions; `ept_pwc.enabled` the EPT's alone.
+    pub fn new(
+        ept_pwc: &PwcConfig,
+        guest_pwc: &PwcConfig,
+        ntlb: &NestedTlbConfig,
+        ept_levels: u8,
+        vpid: u16,
+        seed: u64,
+    ) -> Self {
+        let mut cfg = ept_pwc.clone();
+        cfg.enabled &= guest_pwc.enabled;
+        NestedHw {
+            ept_pwc: Pwc::new(&cfg, ept_levels, seed ^ 0xe97),
+            ntlb: NestedTlb::new(ntlb, seed ^ 0x7e57),
+            // A switched-off structure is not looked up: it costs nothing.
+            ept_pwc_latency: if cfg.enabled { cfg.latency as f64 } else { 0.0 },
+            ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
+            vpid,
+        }
+    }
+
+    /// INVEPT for a host change: the VM's combined TLB entries (they are
+    /// keyed by guest-virtual address, so all of them: an all-context
+    /// flush of the VPID), and by guest-physical range the nested TLB and
+    /// the EPT paging-structure caches. The guest's paging-structure caches
+    /// hold guest-physical frames: a host change leaves them right.
+    pub fn invept(&mut self, mmu: &mut Mmu, host_asid: Asid, guest_asids: &[Asid], change: EptChange) {
+        for &asid in guest_asids {
+            mmu.tlb.invalidate_asid(hw_tag(self.vpid, asid));
+        }
+        self.ntlb.invalidate_range(self.vpid, change.start, change.end);
+        let (start, end) = (change.start.addr().as_host_virt().vpn(), change.end.addr().as_host_virt().vpn());
+        self.ept_pwc.invalidate_range(host_asid, start, end);
+    }
+}
+
+/// What a virtualized run adds to the engine: the hypervisor and each
+/// core's second-dimension hardware.
+#[derive(Debug)]
+pub struct VirtRun {
+    pub hv: Hypervisor,
+    pub cores: Vec<NestedHw>,
+    /// The guest address spaces of the VM (one per core's process).
+    pub guest_asids: Vec<Asid>,
+}
+
+impl VirtRun {
+    /// The end of warm-up.
+    pub fn reset_stats(&mut self) {
+        self.hv.reset_stats();
+        for n in &mut self.cores {
+            n.ept_pwc.reset_stats();
+            n.ntlb.reset_stats();
+        }
+    }
+}
+
+/// The hypervisor of a virtualized run (None for a native one): the host
+/// over `machine.phys_mem`, each core's second-dimension hardware; with
+/// zeroing backing, the guest's root tables backed (the guest zeroed them
+/// as it created its processes).
+pub(super) fn boot_virt(cfg: &SimConfig, guest: &mut Kernel, cores: &[Core]) -> Result<Option<Box<VirtRun>>> {
+    let v = &cfg.virt;
+    if !v.enabled {
+        return Ok(None);
+    }
+    let m = &cfg.machine;
+    let boot = Boot {
+        frames: m.phys_mem.bytes() >> 12,
+        max_order: m.max_order,
+        paging_levels: v.ept_levels,
+        colors: cfg.color_map()?,
+        costs: v.host.fault_cost.clone(),
+    };
+    // The host's own seed, so that its fragmentation is not the guest's.
+    let mut hv = Hypervisor::boot(v, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
+    let vpid = hv.vm.vpid;
+    let nested = cores
+        .iter()
+        .map(|c| {
+            NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, v.ept_levels, vpid, cfg.run.seed.wrapping_add(c.id as u64))
+        })
+        .collect();
+    let guest_asids: Vec<Asid> = cores.iter().map(|c| c.asid).collect();
+    if v.backing == Backing::Zeroing {
+        for &asid in &guest_asids {
+            hv.back_range(Gfn::of_guest_kernel(guest.page_table_mut(asid).root_frame()), 1)?;
+        }
+    }
+    Ok(Some(Box::new(VirtRun { hv, cores: nested, guest_asids })))
+}
+
+/// Why a 2D walk ended without a translation.
+enum Walk2d {
+    Leaf(crate::systems::ExtEntry),
+    /// The guest's page table has no translation: a guest page fault.
+    GuestFault,
+    /// The EPT has no translation for this guest frame.
+    EptViolation(Gfn),
+    /// The check mode found a cached entry that no longer matches the
+    /// tables (what it says).
+    Stale(String),
+}
+
+/// Why the EPT side gave no translation.
+enum EptMiss {
+    Violation(Gfn),
+    Stale(String),
+}
+
+impl From<EptMiss> for Walk2d {
+    fn from(miss: EptMiss) -> Walk2d {
+        match miss {
+            EptMiss::Violation(gfn) => Walk2d::EptViolation(gfn),
+            EptMiss::Stale(what) => Walk2d::Stale(what),
+        }
+    }
+}
+
+/// One core's view of both dimensions for one access.
+#[derive(Debug)]
+pub struct Walker2d<'a> {
+    pub mmu: &'a mut Mmu,
+    pub nested: &'a mut NestedHw,
+    pub guest: &'a mut Kernel,
+    pub hv: &'a mut Hypervisor,
+    pub refs: &'a mut RefBuf,
+    pub stats: &'a mut CoreStats,
+    /// The VM's guest address spaces (an INVEPT drops all their entries).
+    pub guest_asids: &'a [Asid],
+}
+
+impl Walker2d<'_> {
+    /// Translates a guest-virtual address to the host frame of its 4 KiB
+    /// page, through the combined TLBs, else a 2D walk (handling guest
+    /// faults and EPT violations on the way).
+    pub fn translate(&mut self, req: Request) -> Result<Pfn> {
+        let Request { asid, vaddr, write, instr } = req;
+        let tag = hw_tag(self.nested.vpid, asid);
+        let hit = match self.mmu.tlb.lookup(tag, vaddr, instr) {
+            TlbLookup::L1(t) => Some(t),
+            TlbLookup::L2(t) => {
+                self.stats.tlb_l1_misses(instr);
+                self.stats.cycles_translation += self.mmu.l2_tlb_latency;
+                Some(t)
+            }
+            TlbLookup::Miss => {
+                self.stats.tlb_l1_misses(instr);
+                self.stats.tlb_l2_misses(instr);
+                self.stats.cycles_translation += self.mmu.l2_tlb_latency;
+                None
+            }
+            // Only an entry kind that resolves through its system's MMU
+            // step asks (a perforated page's), and configuration keeps
+            // those systems out of virtualized runs (virt/config.rs).
+            TlbLookup::Resolve => unreachable!("a resolving TLB entry kind in a virtualized run"),
+        };
+        if let Some(t) = hit {
+            if write && !t.dirty {
+                self.dirty_assist(asid, tag, vaddr);
+            }
+            if self.mmu.check {
+                check_combined(self.guest, self.hv, asid, vaddr, t.pfn)?;
+            }
+            return Ok(t.pfn);
+        }
+        loop {
+            match self.walk(asid, tag, vaddr, write) {
+                Walk2d::Leaf(entry) => {
+                    self.mmu.tlb.fill_after_walk(entry, vaddr, instr);
+                    return Ok(entry.frame_of(vaddr));
+                }
+                Walk2d::GuestFault => self.guest_fault(asid, tag, vaddr, write)?,
+                Walk2d::EptViolation(gfn) => {
+                    self.violation(gfn)?;
+                    self.stats.ept_violations_walk += 1;
+                }
+                Walk2d::Stale(what) => return Err(Error::Workload(format!("stale translation: {what}"))),
+            }
+        }
+    }
+
+    /// The guest walk; each guest table's frame goes through the EPT first.
+    fn walk(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Walk2d {
+        let Walker2d { mmu, nested, guest, hv, refs, stats, .. } = self;
+        stats.walks += 1;
+        let pt = guest.page_table_mut(asid);
+        let hit = mmu.pwc.lookup(tag, vaddr);
+        stats.cycles_translation += mmu.pwc_latency;
+        let mut node = if hit.skip_to_level < pt.levels() {
+            stats.pwc_hits += 1;
+            let node = pt.node_from_handle(hit.skip_to_level, hit.handle);
+            if mmu.check && hit.table != pt.node_frame(node) {
+                return Walk2d::Stale(format!("a guest paging-structure-cache entry for {vaddr} names a freed table"));
+            }
+            node
+        } else {
+            pt.root()
+        };
+        let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
+        let check = mmu.check;
+        let mut ept = Ept { nested, hv, refs, stats, check };
+        let (frame, size, writable, dirty) = loop {
+            let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
+                Ok((table, _)) => table,
+                Err(miss) => return miss.into(),
+            };
+            let level = pt.node_level(node);
+            if level == 1 {
+                let (pte, at) = pt.read_leaf_and_set(node, vaddr, bits);
+                ept.push_guest(table, at);
+                if !pte.present() {
+                    return Walk2d::GuestFault;
+                }
+                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty());
+            }
+            let (pte, at, child) = pt.read_upper(node, vaddr);
+            ept.push_guest(table, at);
+            if !pte.present() {
+                return Walk2d::GuestFault;
+            }
+            if pte.is_huge() {
+                pt.set_bits(LeafSlot { node, index: table_index(vaddr, level), level }, bits);
+                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
+            }
+            let child = child.expect("a present non-leaf entry has a child table");
+            mmu.pwc.fill(tag, vaddr, level, pte.pfn(), child.handle());
+            node = child;
+        };
+        // The data's guest frame, then the combined entry at the smaller
+        // of the two page sizes (both map that range contiguously).
+        let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
+        let (host_frame, host_size) = match ept.translate(data_gfn) {
+            Ok(t) => t,
+            Err(miss) => return miss.into(),
+        };
+        let combined = if size.bytes() <= host_size.bytes() { size } else { host_size };
+        let vbase = vaddr.align_down(combined.bytes()).vpn();
+        let base = Pfn::new(host_frame.raw() - vaddr.vpn().offset_from(vbase));
+        Walk2d::Leaf(TlbEntry::page(tag, vbase, combined, base, writable, dirty))
+    }
+
+    /// An EPT violation: the host backs the frame; the VM's translations a
+    /// host change removed are dropped on this core (the others get them
+    /// at the end of the round).
+    fn violation(&mut self, gfn: Gfn) -> Result<()> {
+        let cycles = self.hv.handle_violation(gfn)?;
+        self.count_violations(1, cycles);
+        self.apply_ept_changes();
+        Ok(())
+    }
+
+    fn count_violations(&mut self, n: u64, cycles: f64) {
+        self.stats.ept_violations += n;
+        self.stats.vm_exits += n;
+        self.stats.cycles_virt += cycles;
+    }
+
+    /// Host changes queued by the host's fault handling, applied to this
+    /// core (INVEPT, charged).
+    fn apply_ept_changes(&mut self) {
+        let host_asid = self.hv.vm.host_asid;
+        for change in self.hv.drain_ept_changes() {
+            self.nested.invept(self.mmu, host_asid, self.guest_asids, change);
+            self.stats.cycles_virt += self.hv.costs.invept;
+        }
+    }
+
+    /// A guest page fault: the guest kernel handles it (its cost, as
+    /// natively, in `cycles.faults`); with zeroing backing, what it
+    /// allocated is backed now.
+    fn guest_fault(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
+        let outcome = self.guest.handle_fault(asid, vaddr, write)?;
+        self.stats.record_fault(outcome.size, outcome.cycles);
+        for s in self.guest.drain_shootdowns_for(asid) {
+            self.mmu.shoot_down(&Shootdown { asid: tag, ..s });
+        }
+        if self.hv.backing == Backing::Zeroing {
+            for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
+                let (n, cycles) = self.hv.back_range(start, count)?;
+                self.count_violations(n, cycles);
+            }
+            self.apply_ept_changes();
+        }
+        Ok(())
+    }
+
+    /// A store through a clean TLB entry: the walker sets the guest PTE's
+    /// dirty bit with a locked update (one more reference, at the entry's
+    /// host-physical address; the entry's table is backed: it was walked).
+    fn dirty_assist(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr) {
+        let pt = self.guest.page_table_mut(asid);
+        if let Some(slot) = pt.leaf_slot(vaddr) {
+            pt.set_bits(slot, DIRTY | ACCESSED);
+            let gfn = Gfn::of_guest_kernel(pt.node_frame(slot.node));
+            if let Some((table, _)) = self.hv.backing_of(gfn) {
+                self.refs.push_tagged(table.addr().add(slot.index as u64 * 8), RefTag::GuestWalk);
+                self.stats.walk_mem_refs += 1;
+                self.stats.walk_guest_refs += 1;
+            }
+            self.stats.dirty_assists += 1;
+        }
+        self.mmu.tlb.mark_dirty(tag, vaddr);
+    }
+}
+
+/// The EPT side of a walk: the nested TLB, else an EPT walk.
+struct Ept<'b> {
+    nested: &'b mut NestedHw,
+    hv: &'b mut Hypervisor,
+    refs: &'b mut RefBuf,
+    stats: &'b mut CoreStats,
+    /// `run.check_translations`: cached entries are checked against the EPT.
+    check: bool,
+}
+
+impl Ept<'_> {
+    /// A guest table entry read at offset `at` (its guest-physical address:
+    /// only the offset in the page counts) of the table in host frame
+    /// `table`.
+    #[inline]
+    fn push_guest(&mut self, table: Pfn, at: PhysAddr) {
+        self.refs.push_tagged(table.addr().add(at.raw() & 4095), RefTag::GuestWalk);
+        self.stats.walk_mem_refs += 1;
+        self.stats.walk_guest_refs += 1;
+    }
+
+    /// The host frame of `gfn` and the size of its EPT leaf, or why not.
+    fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize), EptMiss> {
+        self.stats.cycles_translation += self.nested.ntlb_latency;
+        if let Some(hit) = self.nested.ntlb.lookup(self.nested.vpid, gfn) {
+            if self.check && self.hv.backing_of(gfn) != Some(hit) {
+                return Err(EptMiss::Stale(format!("the nested TLB maps guest frame {gfn} to {hit:?}")));
+            }
+            return Ok(hit);
+        }
+        let host_asid = self.hv.vm.host_asid;
+        let va = gfn.addr().as_host_virt();
+        let ept = self.hv.ept_mut();
+        let hit = self.nested.ept_pwc.lookup(host_asid, va);
+        self.stats.cycles_translation += self.nested.ept_pwc_latency;
+        let mut node = ept.root();
+        if hit.skip_to_level < ept.levels() {
+            node = ept.node_from_handle(hit.skip_to_level, hit.handle);
+            if self.check && hit.table != ept.node_frame(node) {
+                return Err(EptMiss::Stale(format!(
+                    "an EPT paging-structure-cache entry for {gfn} names a freed table"
+                )));
+            }
+        }
+        let (frame, size) = loop {
+            let level = ept.node_level(node);
+            if level == 1 {
+                let (pte, at) = ept.read_leaf_and_set(node, va, ACCESSED);
+                push_ept(self.refs, self.stats, at);
+                if !pte.present() {
+                    return Err(EptMiss::Violation(gfn));
+                }
+                break (pte.pfn(), PageSize::Size4K);
+            }
+            let (pte, at, child) = ept.read_upper(node, va);
+            push_ept(self.refs, self.stats, at);
+            if !pte.present() {
+                return Err(EptMiss::Violation(gfn));
+            }
+            if pte.is_huge() {
+                ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, ACCESSED);
+                break (pte.pfn(), level_size(level));
+            }
+            let child: NodeId = child.expect("a present non-leaf entry has a child table");
+            self.nested.ept_pwc.fill(host_asid, va, level, pte.pfn(), child.handle());
+            node = child;
+        };
+        let host_frame = frame.add(gfn.raw() & (size.nr_pages() - 1));
+        self.nested.ntlb.fill(self.nested.vpid, gfn, host_frame, size);
+        Ok((host_frame, size))
+    }
+}
+
+#[inline]
+fn push_ept(refs: &mut RefBuf, stats: &mut CoreStats, at: PhysAddr) {
+    refs.push_tagged(at, RefTag::EptWalk);
+    stats.walk_mem_refs += 1;
+    stats.walk_host_refs += 1;
+}
+
+/// The guest frames a fault at `vaddr` zeroed, as (first, count) ranges:
+/// the new leaf's frames and the tables on its path (a table the fault did
+/// not create is backed already; backing skips it).
+fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
+    let mut out = Vec::new();
+    let mut node = pt.root();
+    loop {
+        out.push((Gfn::of_guest_kernel(pt.node_frame(node)), 1));
+        if pt.node_level(node) == 1 {
+            break;
+        }
+        match pt.read_upper(node, vaddr) {
+            (_, _, Some(child)) => node = child,
+            _ => break,
+        }
+    }
+    if let Some(m) = pt.lookup(vaddr) {
+        out.push((Gfn::of_guest_kernel(m.frame), m.size.nr_pages()));
+    }
+    out
+}
+
+/// The check mode for a combined entry: its frame must be what the guest's
+/// table and then the EPT say now.
+#[cold]
+#[inline(never)]
+pub fn check_combined(guest: &Kernel, hv: &Hypervisor, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
+    let pt = &guest.proc(asid).aspace.pt;
+    let gfn = pt.lookup(vaddr).map(|m| Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)));
+    let expected = gfn.and_then(|g| hv.backing_of(g)).map(|(f, _)| f);
+    if expected != Some(frame) {
+        return Err(Error::Workload(format!(
+            "stale translation: the TLB maps guest {vaddr} to host frame {frame}, but the guest's table gives \
+             guest frame {gfn:?} and the EPT host frame {expected:?}"
+        )));
+    }
+    Ok(())
+}
+
+impl Simulation {
+    /// Stage 1 of a virtualized run: core `i`'s accesses [pos, end) through
+    /// the 2D walker (no host prefetching: a first version); with `RECORD`
+    /// (the interval model), what each translation did, for the window, as
+    /// the native stage does (VM exits serialise, like faults).
+    #[inline(never)]
+    pub(super) fn translate_stage_virt<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
+        let virt = self.virt.as_deref_mut().expect("a virtualized run");
+        let core = &mut self.cores[i];
+        core.refs.clear();
+        let asid = core.asid;
+        let mut by_kind = [0u64; 3];
+        for j in core.pos..end {
+            let a = core.batch.accesses[j];
+            core.ran += 1;
+            core.stats.instructions += a.instrs as u64;
+            core.retired += a.instrs as u64;
+            let (write, instr, kind) = super::request_of(a.kind);
+            by_kind[a.kind as usize] += 1;
+            let before = RECORD.then(|| super::translation_marks(&core.stats));
+            let mut w = Walker2d {
+                mmu: &mut core.mmu,
+                nested: &mut virt.cores[i],
+                guest: &mut self.kernel,
+                hv: &mut virt.hv,
+                refs: &mut core.refs,
+                stats: &mut core.stats,
+                guest_asids: &virt.guest_asids,
+            };
+            let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
+            core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
+            if RECORD {
+                super::record_translation(core.window.as_mut(), before, &core.stats);
+            }
+        }
+        super::count_kinds(&mut core.stats, by_kind);
+        Ok(())
+    }
+
+    /// A guest's shootdown as the hardware sees it: its address space
+    /// tagged with the VM's VPID (a native run's, unchanged).
+    pub(super) fn hw_shootdown(&self, s: Shootdown) -> Shootdown {
+        match &self.virt {
+            Some(v) => Shootdown { asid: hw_tag(v.hv.vm.vpid, s.asid), ..s },
+            None => s,
+        }
+    }
+
+    /// Host work after a round: the host's daemons, then the host changes
+    /// (from them or from faults) applied to every core of the VM, each
+    /// paying an INVEPT.
+    pub(super) fn virt_round_end(&mut self, now: f64) {
+        let Some(virt) = self.virt.as_deref_mut() else { return };
+        virt.hv.tick(now);
+        let host_asid = virt.hv.vm.host_asid;
+        let changes = virt.hv.drain_ept_changes();
+        for change in changes {
+            for (core, nested) in self.cores.iter_mut().zip(virt.cores.iter_mut()) {
+                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids, change);
+                core.stats.cycles_virt += virt.hv.costs.invept;
+                if let Some(w) = core.window.as_mut() {
+                    // An INVEPT, like a shootdown, serialises the core.
+                    w.serialize(&mut core.stats, virt.hv.costs.invept);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "walk2d_tests.rs"]
+mod tests;

@@ -1,0 +1,140 @@
+//! The fragmentation scenario of the paper's evaluation (VII-A): which of a
+//! process's 2 MiB regions are fragmented (`os.holes.portion`), how many of
+//! each one's 512 pages are holes (`degree`), and where they sit
+//! (`distribution`). Every choice is a function of the seed, the process
+//! and the region's index, so a run is deterministic whatever order its
+//! faults come in.
+
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::config::{Distribution, HolesConfig};
+use crate::units::Asid;
+
+pub use super::pagetable::HoleBits;
+
+/// The golden ratio's fractional part: region `n` is fragmented when
+/// frac(n * PHI + offset) < portion, a low-discrepancy sequence whose
+/// share of fragmented regions is within 1/n of `portion` over any n
+/// consecutive regions (a coin per region would stray by sqrt(n)).
+const PHI_FRAC: f64 = 0.618_033_988_749_894_9;
+
+#[derive(Debug, Clone)]
+pub struct HoleScenario {
+    cfg: HolesConfig,
+    seed: u64,
+}
+
+impl HoleScenario {
+    pub fn new(cfg: &HolesConfig, seed: u64) -> Self {
+        HoleScenario { cfg: cfg.clone(), seed }
+    }
+
+    /// Whether the scenario fragments anything.
+    pub fn active(&self) -> bool {
+        self.cfg.portion > 0.0
+    }
+
+    /// The holes of region `region` (virtual address >> 21) of `asid`, or
+    /// `None` when the scenario leaves it whole.
+    pub fn holes(&self, asid: Asid, region: u64) -> Option<HoleBits> {
+        let offset = self.rng(asid, u64::MAX).random::<f64>();
+        let u = (region as f64 * PHI_FRAC + offset).fract();
+        if u >= self.cfg.portion {
+            return None;
+        }
+        let n = self.cfg.holes_per_region() as u64;
+        let mut rng = self.rng(asid, region);
+        let mut bits = [0u64; 8];
+        let mut set = |i: u64| bits[(i / 64) as usize] |= 1 << (i % 64);
+        match self.cfg.distribution {
+            Distribution::Clustered => {
+                let start = rng.random_range(0..=512 - n);
+                (start..start + n).for_each(&mut set);
+            }
+            Distribution::Dispersed => {
+                // Page floor((j * 512 + phase) / n) for j < n: distinct
+                // (512 >= n), evenly spaced, the last below 512.
+                let phase = rng.random_range(0..n);
+                (0..n).map(|j| (j * 512 + phase) / n).for_each(&mut set);
+            }
+        }
+        Some(bits)
+    }
+
+    fn rng(&self, asid: Asid, region: u64) -> Xoshiro256PlusPlus {
+        let mix =
+            self.seed ^ (asid as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ region.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        Xoshiro256PlusPlus::seed_from_u64(mix)
+    }
+}
+
+/// Holes in `bits`.
+pub fn count(bits: &HoleBits) -> u32 {
+    bits.iter().map(|w| w.count_ones()).sum()
+}
+
+/// The 8-bit filter of `bits`: bit `r` set when 256 KiB region `r` holds a
+/// hole (IV-B).
+pub fn filter_of(bits: &HoleBits) -> u8 {
+    bits.iter().enumerate().fold(0, |f, (r, &w)| f | (((w != 0) as u8) << r))
+}
+
+/// Whether page `i` (0..512) is a hole.
+pub fn is_hole(bits: &HoleBits, i: usize) -> bool {
+    bits[i / 64] >> (i % 64) & 1 != 0
+}
+
+/// Marks page `i` a hole (`on`) or not.
+pub fn set_hole(bits: &mut HoleBits, i: usize, on: bool) {
+    if on {
+        bits[i / 64] |= 1 << (i % 64);
+    } else {
+        bits[i / 64] &= !(1 << (i % 64));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::systems::perforated::config::HoleKind;
+
+    fn scenario(portion: f64, degree: f64, distribution: Distribution) -> HoleScenario {
+        HoleScenario::new(&HolesConfig { portion, degree, distribution, kind: HoleKind::Allocated }, 7)
+    }
+
+    #[test]
+    fn portion_is_the_share_of_fragmented_regions_within_one_region() {
+        for portion in [0.1, 0.25, 0.5, 0.9] {
+            let s = scenario(portion, 0.25, Distribution::Clustered);
+            let n = (0..1000).filter(|&r| s.holes(1, r).is_some()).count() as f64;
+            assert!((n - portion * 1000.0).abs() <= 1.0, "portion {portion}: {n} of 1000");
+        }
+        assert!((0..1000).all(|r| scenario(0.0, 0.25, Distribution::Clustered).holes(1, r).is_none()));
+        assert!((0..1000).all(|r| scenario(1.0, 0.25, Distribution::Clustered).holes(1, r).is_some()));
+    }
+
+    #[test]
+    fn clustered_holes_are_one_run_and_dispersed_ones_evenly_spaced() {
+        // degree 0.25: 128 holes. Clustered: one run of 128 pages, so 2 or
+        // 3 filter bits. Dispersed: one hole every 4 pages, all 8 bits.
+        let c = scenario(1.0, 0.25, Distribution::Clustered).holes(1, 3).unwrap();
+        assert_eq!(count(&c), 128);
+        let first = (0..512).find(|&i| is_hole(&c, i)).unwrap();
+        assert!((first..first + 128).all(|i| is_hole(&c, i)));
+        assert!((2..=3).contains(&filter_of(&c).count_ones()));
+        let d = scenario(1.0, 0.25, Distribution::Dispersed).holes(1, 3).unwrap();
+        assert_eq!(count(&d), 128);
+        assert_eq!(filter_of(&d), 0xff);
+        let holes: Vec<usize> = (0..512).filter(|&i| is_hole(&d, i)).collect();
+        assert!(holes.windows(2).all(|w| w[1] - w[0] == 4), "{holes:?}");
+    }
+
+    #[test]
+    fn the_scenario_is_a_function_of_seed_process_and_region() {
+        let s = scenario(0.5, 0.1, Distribution::Dispersed);
+        assert_eq!(s.holes(1, 11), s.holes(1, 11));
+        let other = HoleScenario::new(&s.cfg, 8);
+        assert!((0..64).any(|r| s.holes(1, r) != other.holes(1, r)));
+    }
+}

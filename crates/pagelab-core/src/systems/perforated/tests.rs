@@ -1,0 +1,337 @@
+//! Perforated pages, end to end. The hand-worked cases build one
+//! perforated page whose holes are known: the scenario makes it (a few
+//! clustered holes), then every hole is patched and pages 70 and 100 (both
+//! in 256 KiB region 1, pages 64..127) are punched, so the filter is 0b10
+//! and the bitmap has bits 70 and 100. A fresh MMU without page-walk
+//! caches then translates by hand, row by row of the paper's Figure 5,
+//! with an L2 TLB latency of 9 cycles.
+
+use proptest::prelude::*;
+
+use super::holes::{count, is_hole};
+use super::pagetable::{perforation_at, Perforation};
+use super::{patch, punch};
+use crate::config::SimConfig;
+use crate::engine::mmu::Mmu;
+use crate::engine::testutil::{batch, config, mmap, simulate, stat, stores, BASE};
+use crate::engine::{CoreStats, RefBuf, Simulation};
+use crate::hw::pwc::Pwc;
+use crate::hw::tlb::{Tlb, TlbLookup, KIND_HOLE_BITMAP};
+use crate::systems::perforated::tlb::{KIND_HOLE, KIND_PERFORATED};
+use crate::units::{Pfn, VirtAddr};
+use crate::workload::MapEvent;
+
+const HUGE: u64 = 2 << 20;
+const L2: f64 = 9.0;
+
+fn perforated_config(extra: &[&str]) -> SimConfig {
+    let mut all = vec![
+        "os.policy=\"perforated\"",
+        "os.thp.khugepaged=false",
+        "os.holes.portion=1.0",
+        "os.holes.degree=0.01",
+        "run.check_translations=true",
+    ];
+    all.extend_from_slice(extra);
+    config(&all)
+}
+
+/// A simulation that made one perforated page at BASE, with holes exactly
+/// at pages 70 and 100 (punched: remapped to frames of their own).
+fn known_page(extra: &[&str]) -> (Simulation, Perforation) {
+    let mut sim = simulate(perforated_config(extra), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 1))]).unwrap();
+    let made = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).expect("a perforated page");
+    assert_eq!(count(&made.holes), 5, "degree 0.01 of 512 pages");
+    for i in (0..512).filter(|&i| is_hole(&made.holes, i)) {
+        patch(&mut sim.kernel, 1, page(i as u64)).unwrap();
+    }
+    punch(&mut sim.kernel, 1, page(70)).unwrap();
+    punch(&mut sim.kernel, 1, page(100)).unwrap();
+    sim.kernel.drain_shootdowns().for_each(drop);
+    let p = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).unwrap();
+    assert_eq!(p.filter, 0b10);
+    assert_eq!((0..512).filter(|&i| is_hole(&p.holes, i)).collect::<Vec<_>>(), vec![70, 100]);
+    (sim, p)
+}
+
+fn page(i: u64) -> VirtAddr {
+    BASE.add(i * 4096)
+}
+
+fn mmu(sim: &Simulation, cfg: &SimConfig) -> Mmu {
+    let mut m = cfg.machine.clone();
+    m.pwc.enabled = false;
+    Mmu {
+        tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), true)),
+        pwc: Pwc::new(&m.pwc, 4, 1),
+        l2_tlb_latency: L2,
+        pwc_latency: 0.0,
+        check: true,
+    }
+}
+
+/// One access by hand: the frame, the references it made, and its
+/// translation cycles (L2 TLB accesses x 9).
+struct Probe {
+    refs: RefBuf,
+    stats: CoreStats,
+}
+
+impl Probe {
+    fn new() -> Self {
+        Probe { refs: RefBuf::default(), stats: CoreStats::default() }
+    }
+    fn access(&mut self, mmu: &mut Mmu, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<u64>, f64) {
+        self.refs.clear();
+        let before = self.stats.cycles_translation;
+        let frame = mmu.translate(&mut sim.kernel, crate::engine::testutil::req(va), &mut self.refs, &mut self.stats);
+        let refs = (0..self.refs.len()).map(|j| self.refs.get(j).0).collect();
+        (frame.unwrap(), refs, self.stats.cycles_translation - before)
+    }
+}
+
+fn counters(mmu: &Mmu) -> (u64, u64, u64, u64) {
+    let c = mmu.tlb.extensions().perforated.counters;
+    (c.filter_hits, c.bitmap_lookups, c.bitmap_refs, c.hole_walks)
+}
+
+fn frame_in_pt(sim: &Simulation, va: VirtAddr) -> Pfn {
+    sim.kernel.proc(1).aspace.pt.lookup(va).unwrap().frame
+}
+
+#[test]
+fn figure_5_row_by_row() {
+    let cfg = perforated_config(&[]);
+    let (mut sim, p) = known_page(&[]);
+    let mut mmu = mmu(&sim, &cfg);
+    let mut probe = Probe::new();
+    // An L2 miss: the walk reads PML4, PDPT and the perforated PMD (3
+    // references, the one L2 access); page 0's region has no hole, so the
+    // filter answers: a 4 KiB entry for the L1 from the 2 MiB frame.
+    let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(0));
+    assert_eq!((f, refs.len(), cycles), (p.frame, 3, L2));
+    assert_eq!(counters(&mmu), (1, 0, 0, 0));
+    // Row 1: L1 miss, L2 hit, the filter says no hole: no reference, one
+    // L2 access.
+    let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(5));
+    assert_eq!((f, refs, cycles), (p.frame.add(5), vec![], L2));
+    assert_eq!(counters(&mmu), (2, 0, 0, 0));
+    // Row 4: region 1 may hold holes; the bitmap entry of pages 64..95 is
+    // not in the L2: one reference to its bytes in the bitmap's line
+    // (65 / 32 = chunk 2, 4 bytes each), a second L2 access; page 65 is
+    // no hole, so the 2 MiB frame translates it.
+    let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(65));
+    assert_eq!((f, refs, cycles), (p.frame.add(65), vec![p.bitmap_line.raw() + 8], 2.0 * L2));
+    assert_eq!(counters(&mmu), (2, 1, 1, 0));
+    // Row 2: the bitmap entry is in the L2 now, and says no hole.
+    let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(66));
+    assert_eq!((f, refs, cycles), (p.frame.add(66), vec![], 2.0 * L2));
+    assert_eq!(counters(&mmu), (2, 2, 1, 0));
+    // Row 3: the bitmap in the L2 says hole: the hole walk reads the
+    // shadow PMD entry and the hole's PTE; the punched frame, not the 2
+    // MiB frame's.
+    let pte_70 = hole_pte_addr(&sim, 70);
+    let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(70));
+    assert_eq!((f, refs, cycles), (frame_in_pt(&sim, page(70)), vec![p.shadow.raw(), pte_70], 2.0 * L2));
+    assert_ne!(f, p.frame.add(70));
+    assert_eq!(counters(&mmu), (2, 3, 1, 1));
+    // Row 5: bitmap of pages 96..127 not in the L2, page 100 a hole: the
+    // bitmap reference, then the hole walk.
+    let pte_100 = hole_pte_addr(&sim, 100);
+    let (f, refs, _) = probe.access(&mut mmu, &mut sim, page(100));
+    assert_eq!((f, refs), (frame_in_pt(&sim, page(100)), vec![p.bitmap_line.raw() + 12, p.shadow.raw(), pte_100]));
+    assert_eq!(counters(&mmu), (2, 4, 2, 2));
+    // The hole's entry went into the L2 and the L1: an L1 hit now.
+    let (_, refs, cycles) = probe.access(&mut mmu, &mut sim, page(70));
+    assert_eq!((refs.len(), cycles), (0, 0.0));
+    let kinds: Vec<u8> = mmu.tlb.l2_kinds().map(|(k, _)| k).collect();
+    assert_eq!(kinds.iter().filter(|&&k| k == KIND_PERFORATED).count(), 1);
+    assert_eq!(kinds.iter().filter(|&&k| k == KIND_HOLE_BITMAP).count(), 2);
+    assert_eq!(kinds.iter().filter(|&&k| k == KIND_HOLE).count(), 2);
+}
+
+/// The physical address of the hole table's PTE of page `i` of BASE.
+fn hole_pte_addr(sim: &Simulation, i: usize) -> u64 {
+    let pt = &sim.kernel.proc(1).aspace.pt;
+    let (table, _) = pt.pmd_table_of(BASE).unwrap();
+    pt.entry_at(table, i).1.raw()
+}
+
+#[test]
+fn without_the_filter_every_access_consults_the_bitmap_and_naive_loads_all_sixteen() {
+    for (variant, bitmaps) in [("on-demand", 1), ("naive", 16)] {
+        let set = format!("os.perforated.variant=\"{variant}\"");
+        let cfg = perforated_config(&[&set]);
+        let (mut sim, p) = known_page(&[&set]);
+        let mut mmu = mmu(&sim, &cfg);
+        let mut probe = Probe::new();
+        // Page 5's region has no hole, but without a filter the bitmap is
+        // fetched (one reference, after the walk's three).
+        let (f, refs, cycles) = probe.access(&mut mmu, &mut sim, page(5));
+        assert_eq!((f, refs.len(), cycles), (p.frame.add(5), 4, 2.0 * L2), "{variant}");
+        assert_eq!(refs[3], p.bitmap_line.raw(), "{variant}");
+        assert_eq!(counters(&mmu), (0, 1, 1, 0), "{variant}");
+        let cached = mmu.tlb.l2_kinds().filter(|&(k, _)| k == KIND_HOLE_BITMAP).count();
+        assert_eq!(cached, bitmaps, "{variant}");
+        // Page 100 (chunk 3): naive has its bitmap already.
+        let (_, refs, _) = probe.access(&mut mmu, &mut sim, page(100));
+        assert_eq!(refs.len(), if variant == "naive" { 2 } else { 3 }, "{variant}");
+    }
+}
+
+/// Fills the TLB with page 0..128's translations through the perforated
+/// page, then returns it.
+fn warm(sim: &mut Simulation, cfg: &SimConfig) -> Mmu {
+    let mut mmu = mmu(sim, cfg);
+    let mut probe = Probe::new();
+    for i in 0..128 {
+        probe.access(&mut mmu, sim, page(i));
+    }
+    mmu
+}
+
+fn shoot(sim: &mut Simulation, mmu: &mut Mmu) -> usize {
+    let s: Vec<_> = sim.kernel.drain_shootdowns().collect();
+    assert_eq!(s.len(), 1);
+    mmu.tlb.invalidate_range(s[0].asid, s[0].start, s[0].end)
+}
+
+#[test]
+fn punch_and_patch_shoot_down_the_sub_page_its_bitmap_entry_and_the_perforated_entry() {
+    let cfg = perforated_config(&["machine.tlb.l1_4k_entries=256", "machine.tlb.l1_4k_ways=8"]);
+    let (mut sim, p) = known_page(&["machine.tlb.l1_4k_entries=256", "machine.tlb.l1_4k_ways=8"]);
+    let mut mmu = warm(&mut sim, &cfg);
+    // Punch page 66 (a copy-on-write): its L1 entry, the bitmap entry of
+    // pages 64..95 and the perforated entry (its filter is cached in it).
+    let new = punch(&mut sim.kernel, 1, page(66)).unwrap();
+    assert_eq!(shoot(&mut sim, &mut mmu), 3);
+    assert!(matches!(mmu.tlb.peek(1, page(65), false), TlbLookup::L1(_)), "the neighbours' L1 entries stay");
+    let mut probe = Probe::new();
+    assert_eq!(probe.access(&mut mmu, &mut sim, page(66)).0, new);
+    // Patch page 70: the hole's L1 and L2 entries, its bitmap entry (the
+    // one of 64..95 again), the perforated entry.
+    patch(&mut sim.kernel, 1, page(70)).unwrap();
+    assert_eq!(shoot(&mut sim, &mut mmu), 4);
+    assert_eq!(probe.access(&mut mmu, &mut sim, page(70)).0, p.frame.add(70));
+    // Every page still translates as the page table says (check mode).
+    for i in 0..512 {
+        probe.access(&mut mmu, &mut sim, page(i));
+    }
+}
+
+#[test]
+fn a_fragmented_region_is_a_perforated_page_under_the_rule_and_4k_pages_otherwise() {
+    let touch_all = || vec![batch(vec![mmap(BASE, 4 * HUGE)], stores(BASE, 4 * 512))];
+    // Degree 0.1 clustered: 51 holes, two or so filter bits: allowed.
+    let sim = simulate(perforated_config(&["os.holes.degree=0.1"]), touch_all()).unwrap();
+    assert_eq!(stat(&sim, "perforated.pages"), 4.0);
+    assert_eq!(stat(&sim, "perforated.holes"), 4.0 * 51.0);
+    assert_eq!(stat(&sim, "mem.mapped.perforated"), 4.0 * HUGE as f64);
+    assert_eq!(stat(&sim, "os.faults.perforated"), 4.0);
+    // The holes were backed at creation (allocated): no later fault.
+    assert_eq!(stat(&sim, "faults"), 4.0);
+    assert_eq!(stat(&sim, "mem.mapped.4k"), 4.0 * HUGE as f64);
+    // Degree 0.3: over the rule's 25%: 4 KiB pages, as a conventional
+    // kernel gives them.
+    let sim = simulate(perforated_config(&["os.holes.degree=0.3"]), touch_all()).unwrap();
+    assert_eq!(stat(&sim, "perforated.pages"), 0.0);
+    assert_eq!(stat(&sim, "os.perforated.declined"), 4.0);
+    assert_eq!(stat(&sim, "faults"), 4.0 * 512.0);
+    // Dispersed degree 0.1: every filter bit set, over the rule's 4.
+    let dispersed = perforated_config(&["os.holes.degree=0.1", "os.holes.distribution=\"dispersed\""]);
+    let sim = simulate(dispersed, touch_all()).unwrap();
+    assert_eq!(stat(&sim, "os.perforated.declined"), 4.0);
+    // The conventional kernel under the same scenario: `holes` first.
+    let holes = perforated_config(&["os.holes.degree=0.1", "os.systems=[\"holes\",\"thp\",\"base\"]"]);
+    let sim = simulate(holes, touch_all()).unwrap();
+    assert_eq!(stat(&sim, "os.holes.fragmented"), 4.0);
+    assert_eq!((stat(&sim, "mem.mapped.2m"), stat(&sim, "perforated.pages")), (0.0, 0.0));
+}
+
+#[test]
+fn unallocated_holes_are_backed_when_touched_and_munmap_of_a_whole_page_flushes() {
+    let cfg = perforated_config(&["os.holes.degree=0.1", "os.holes.kind=\"unallocated\""]);
+    let unmap = (0, MapEvent::Munmap { start: BASE, len: HUGE });
+    let sim = simulate(
+        cfg.clone(),
+        vec![
+            batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)),
+            batch(vec![unmap], vec![]),
+            batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)),
+        ],
+    )
+    .unwrap();
+    // Each perforated page: its creating fault, then one fault per hole
+    // touched (51), backed by `base`.
+    assert_eq!(stat(&sim, "os.faults.perforated"), 2.0);
+    assert_eq!(stat(&sim, "os.faults.base"), 2.0 * 51.0);
+    assert_eq!(stat(&sim, "os.perforated.flushes"), 1.0);
+    assert_eq!(stat(&sim, "perforated.pages"), 1.0);
+    assert!(stat(&sim, "perforated.hole_walks") >= 51.0);
+}
+
+#[test]
+fn partial_munmap_punches_holes_and_translations_stay_right() {
+    let cfg = perforated_config(&["os.holes.degree=0.1"]);
+    let unmap = (0, MapEvent::Munmap { start: BASE.add(64 * 4096), len: 8 * 4096 });
+    let sim =
+        simulate(cfg, vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 512)), batch(vec![unmap], stores(BASE, 64))])
+            .unwrap();
+    let p = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).unwrap();
+    assert!((64..72).all(|i| is_hole(&p.holes, i)));
+    assert_eq!(
+        stat(&sim, "perforated.holes"),
+        51.0 + 8.0 - (64..72).filter(|&i| is_hole(&first_holes(), i)).count() as f64
+    );
+}
+
+/// The holes the scenario gives BASE's region at degree 0.1 (seed of the
+/// test configuration).
+fn first_holes() -> super::holes::HoleBits {
+    let cfg = perforated_config(&["os.holes.degree=0.1"]);
+    super::holes::HoleScenario::new(&cfg.os.holes, cfg.run.seed).holes(1, BASE.raw() >> 21).unwrap()
+}
+
+#[test]
+fn the_l2_occupancy_is_sampled_by_kind_only_with_the_system() {
+    let touch = || vec![batch(vec![mmap(BASE, 2 * HUGE)], stores(BASE, 2 * 512))];
+    let sim = simulate(perforated_config(&["os.holes.degree=0.1"]), touch()).unwrap();
+    let shares: f64 =
+        ["4k", "2m", "perforated", "bitmap", "hole"].iter().map(|k| stat(&sim, &format!("dtlb.l2.share.{k}"))).sum();
+    assert!((shares - 1.0).abs() < 1e-9, "shares sum to {shares}");
+    assert!(stat(&sim, "dtlb.l2.share.perforated") > 0.0);
+    let sim = simulate(config(&["os.policy=\"thp\""]), touch()).unwrap();
+    assert_eq!(stat(&sim, "dtlb.l2.share.2m"), 0.0, "not sampled without the system");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Whatever its holes (punched, patched, allocated or not), a
+    /// perforated page translates every address as the equivalent 4 KiB
+    /// mappings in its page table do (check mode compares each).
+    #[test]
+    fn a_perforated_page_translates_as_its_4k_mappings(
+        ops in proptest::collection::vec((0u64..512, any::<bool>()), 0..24),
+        accesses in proptest::collection::vec(0u64..512, 1..200),
+        variant in 0usize..3,
+    ) {
+        let set = format!("os.perforated.variant=\"{}\"", ["naive", "on-demand", "on-demand-filter"][variant]);
+        let cfg = perforated_config(&[&set, "os.holes.degree=0.1"]);
+        let mut sim = simulate(cfg.clone(), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 1))]).unwrap();
+        let mut mmu = mmu(&sim, &cfg);
+        let mut probe = Probe::new();
+        for (n, &(i, is_punch)) in ops.iter().enumerate() {
+            if is_punch { punch(&mut sim.kernel, 1, page(i)).unwrap(); } else { patch(&mut sim.kernel, 1, page(i)).unwrap(); }
+            let s: Vec<_> = sim.kernel.drain_shootdowns().collect();
+            for s in &s { mmu.shoot_down(s); }
+            for &a in accesses.iter().skip(n * 8).take(8) {
+                let (f, _, _) = probe.access(&mut mmu, &mut sim, page(a));
+                prop_assert_eq!(f, frame_in_pt(&sim, page(a)));
+            }
+        }
+        for &a in &accesses {
+            let (f, _, _) = probe.access(&mut mmu, &mut sim, page(a).add(0x123));
+            prop_assert_eq!(f, frame_in_pt(&sim, page(a)));
+        }
+    }
+}

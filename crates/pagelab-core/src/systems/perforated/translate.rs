@@ -1,0 +1,85 @@
+//! The translation flow of a perforated page past its L2 entry (IV-D,
+//! Figures 4 and 5), run by the MMU when the filter did not answer:
+//!
+//! | row | filter | bitmap | hole | TLB accesses | memory references |
+//! |---|---|---|---|---|---|
+//! | 1 | no hole in the region | - | - | L2 | - |
+//! | 2, 3 | may hold one | in the L2 | no / yes | L2 + L2 | - / shadow PMD + PTE |
+//! | 4, 5 | may hold one | not in the L2 | no / yes | L2 + L2 | bitmap / bitmap + shadow PMD + PTE |
+//!
+//! Row 1 is the TLB's own (`tlb.rs`); this file is rows 2 to 5. A non-hole
+//! yields a 4 KiB entry for the L1 only; a hole's entry, from the hole
+//! walk, goes into both the L2 and the L1.
+
+use super::pagetable::{perforation, Perforation};
+use super::{config::Variant, walk};
+use crate::hw::core_stats::CoreStats;
+use crate::hw::refs::{RefBuf, RefKind};
+use crate::hw::tlb::{Tlb, BITMAP_CHUNK_PAGES};
+use crate::paging::PageTable;
+use crate::systems::extensions::{wrap, ExtEntry, ExtKind, TlbExtensions};
+use crate::units::{Pfn, VirtAddr};
+
+/// Rows 2 to 5 for an access at `vaddr` through the perforated entry
+/// `entry`: the bitmap (a second L2 access, and a memory reference when
+/// the L2 lacks it), then the L1 entry or the hole walk. Returns the
+/// frame, or `None` when the access is to a hole not backed (a fault).
+#[allow(clippy::too_many_arguments)] // the MMU's state for one access
+pub fn resolve(
+    tlb: &mut Tlb<TlbExtensions>,
+    pt: &mut PageTable,
+    entry: &ExtEntry,
+    vaddr: VirtAddr,
+    write: bool,
+    instr: bool,
+    l2_latency: f64,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> Option<Pfn> {
+    let asid = entry.asid;
+    let (table, _) = pt.pmd_table_of(vaddr).expect("a cached perforated page is in the page table");
+    let p = perforation(pt, table);
+    let i = (vaddr.raw() >> 12) as usize & 511;
+    tlb.extensions_mut().perforated.counters.bitmap_lookups += 1;
+    stats.cycles_translation += l2_latency;
+    let bits = match tlb.lookup_bitmap(asid, vaddr) {
+        Some(bits) => bits,
+        None => fetch_bitmap(tlb, &p, asid, vaddr, refs, stats),
+    };
+    if bits >> (i % 32) & 1 == 0 {
+        tlb.fill_l1(entry, vaddr, instr);
+        return Some(entry.frame_of(vaddr));
+    }
+    tlb.extensions_mut().perforated.counters.hole_walks += 1;
+    let hole = walk::hole_walk(pt, table, &p, asid, vaddr, write, refs, stats)?;
+    let hole = wrap(hole, ExtKind::Perforated);
+    tlb.fill_after_walk(hole, vaddr, instr);
+    Some(hole.frame_of(vaddr))
+}
+
+/// Reads the bitmap entry of `vaddr`'s chunk from the reserved region (one
+/// reference) and caches it in the L2; the naive variant caches all 16
+/// entries of the page, which share the one line read. Returns the chunk's
+/// 32 bits.
+fn fetch_bitmap(
+    tlb: &mut Tlb<TlbExtensions>,
+    p: &Perforation,
+    asid: crate::units::Asid,
+    vaddr: VirtAddr,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> u32 {
+    tlb.extensions_mut().perforated.counters.bitmap_refs += 1;
+    let i = (vaddr.raw() >> 12) as usize & 511;
+    refs.push(p.bitmap_line.add((i / 32 * 4) as u64), RefKind::Walk);
+    stats.walk_mem_refs += 1;
+    if Variant::from_code(p.variant as u64) == Variant::Naive {
+        let base = vaddr.align_down(2 << 20);
+        for c in 0..(512 / BITMAP_CHUNK_PAGES) as usize {
+            tlb.insert_bitmap(asid, base.add(c as u64 * BITMAP_CHUNK_PAGES * 4096), p.chunk_bits(c * 32));
+        }
+    } else {
+        tlb.insert_bitmap(asid, vaddr, p.chunk_bits(i));
+    }
+    p.chunk_bits(i)
+}

@@ -1,0 +1,130 @@
+//! The `virt` table: whether the run is virtualized, the guest's memory,
+//! the EPT's depth, when guest memory is backed, what a VM exit costs, and
+//! the hypervisor's own OS table (`virt.host`, the same keys as `os`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::systems::OsConfig;
+use crate::units::ByteSize;
+
+/// When the host backs a guest frame (each is an EPT violation: a VM exit
+/// and a host page fault).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backing {
+    /// When the guest's fault handler zeroes the frames it allocated (the
+    /// new page and any new page-table pages): KVM's usual case, since the
+    /// zeroing stores reach the host first. The walker still backs, at its
+    /// first reference, anything the guest did not zero (a frame the
+    /// guest's khugepaged copied into, a pre-existing one).
+    Zeroing,
+    /// Only at the first hardware reference: a walk of the guest's tables
+    /// or a data access (a guest that does not zero, or pre-zeroed memory).
+    FirstTouch,
+}
+
+/// `virt.costs`: cycles, charged to `cycles.virt` of the core that caused
+/// them. Round numbers of the order reported for VMX round trips and
+/// KVM's EPT-violation path, not measurements.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VirtCosts {
+    /// One VM exit and re-entry.
+    pub vm_exit: f64,
+    /// KVM's handling of an EPT violation beyond the exit (the memslot
+    /// lookup, installing the EPT entry); the host's page fault is added at
+    /// its own cost (`virt.host.fault_cost`).
+    pub ept_violation: f64,
+    /// An INVEPT of the VM's translations, on each of its cores (a host
+    /// change to its memory).
+    pub invept: f64,
+}
+
+impl Default for VirtCosts {
+    fn default() -> Self {
+        VirtCosts { vm_exit: 1200.0, ept_violation: 1000.0, invept: 500.0 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VirtConfig {
+    /// The run is virtualized: `os` is then the guest's OS, `virt.host` the
+    /// hypervisor's.
+    pub enabled: bool,
+    /// The guest-physical memory of the VM.
+    pub guest_mem: ByteSize,
+    /// EPT depth: 4, or 3 as ARM stage-2 tables for guests of at most
+    /// 512 GiB.
+    pub ept_levels: u8,
+    pub backing: Backing,
+    pub costs: VirtCosts,
+    /// The hypervisor's OS (`policy`, `systems`, `fragmentation`, each
+    /// system's table, `fault_cost`), over host-physical memory
+    /// (`machine.phys_mem`).
+    pub host: OsConfig,
+}
+
+impl Default for VirtConfig {
+    fn default() -> Self {
+        VirtConfig {
+            enabled: false,
+            guest_mem: ByteSize(4 << 30),
+            ept_levels: 4,
+            backing: Backing::Zeroing,
+            costs: VirtCosts::default(),
+            host: OsConfig::default(),
+        }
+    }
+}
+
+/// Systems whose hardware side the two-dimensional walker does not have
+/// yet (a colored huge page's walk step reads guest-physical lines; a
+/// perforated page's holes are resolved by the native MMU only), in the
+/// guest or in the host.
+const NOT_IN_A_GUEST: &[&str] = &["chp", "perforated"];
+
+impl VirtConfig {
+    /// Checks every key; `phys_mem` and `max_order` are the machine's (the
+    /// host's memory); `guest` is the guest's `os` table.
+    pub fn validate(&self, phys_mem: u64, max_order: u8, guest: &OsConfig) -> Result<()> {
+        let g = self.guest_mem.bytes();
+        if !g.is_multiple_of(2 << 20) || !(4 << 20..=1 << 40).contains(&g) {
+            return Err(Error::config(
+                "virt.guest_mem",
+                format!("{} is not a multiple of 2MiB between 4MiB and 1TiB", self.guest_mem),
+            ));
+        }
+        match self.ept_levels {
+            4 => {}
+            3 if g <= 512 << 30 => {}
+            3 => return Err(Error::config("virt.ept_levels", "3 levels map at most 512GiB of guest memory")),
+            _ => return Err(Error::config("virt.ept_levels", "must be 4 or 3")),
+        }
+        for (key, v) in [
+            ("vm_exit", self.costs.vm_exit),
+            ("ept_violation", self.costs.ept_violation),
+            ("invept", self.costs.invept),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(Error::config(format!("virt.costs.{key}"), "must be a number of cycles >= 0"));
+            }
+        }
+        if let Some(name) = guest.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
+            let key = if guest.systems.is_empty() { "os.policy" } else { "os.systems" };
+            return Err(Error::config(
+                key,
+                format!("`{name}` cannot run in a guest yet (virt.enabled = true): its walk step is native-only"),
+            ));
+        }
+        if let Some(name) = self.host.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
+            let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
+            return Err(Error::config(
+                key,
+                format!("`{name}` cannot back a guest yet: the EPT walk is the base walker"),
+            ));
+        }
+        self.host.validate("virt.host", phys_mem, max_order)
+    }
+}

@@ -1,0 +1,215 @@
+//! The hypervisor: a second kernel, over host-physical memory, that backs
+//! the VM's guest-physical memory.
+//!
+//! The model follows KVM with QEMU: the VM is one host process whose one
+//! VMA (`guest-mem`, at host "virtual" address 0) covers guest memory, so
+//! the host kernel's page table of that process *is* the EPT (radix,
+//! `virt.ept_levels` deep; leaves 4 KiB, 2 MiB, 1 GiB), its "virtual"
+//! addresses are guest-physical ones (`GuestPhysAddr::as_host_virt`), and
+//! an EPT violation is a host page fault in that VMA, which the host's
+//! chain of systems (`virt.host.policy` / `virt.host.systems`) backs as it
+//! backs any fault: the host's systems see guest-physical frame numbers.
+//! Guest memory is backed lazily ([`Backing`]).
+//!
+//! The guest is an ordinary `Kernel` over `virt.guest_mem`, booted by the
+//! engine from the `os` table: inside it every `Pfn` is a guest frame
+//! (`Gfn::of_guest_kernel` says so where the walker crosses over).
+//!
+//! Layer: after the systems (it boots a kernel with a chain of them),
+//! before the workloads; the engine's two-dimensional walker
+//! (`engine::walk2d`) drives it.
+
+mod config;
+#[cfg(test)]
+mod tests;
+
+pub use config::{Backing, VirtConfig, VirtCosts};
+
+use crate::error::{Error, Result};
+use crate::os::{Boot, Kernel, ProcessSpec};
+use crate::paging::PageTable;
+use crate::phys::FrameOwner;
+use crate::stat::{put_ints, Stat, Stats};
+use crate::units::{Asid, Gfn, PageSize, Pfn, VirtAddr};
+
+/// The name of the VM process's VMA in the host.
+pub const GUEST_MEM_VMA: &str = "guest-mem";
+
+/// Where a VM's VPID sits in the hardware's address-space tag: TLB and
+/// page-walk-cache entries are tagged with `vpid << VPID_SHIFT | asid`, so
+/// two VMs' processes numbered alike never share an entry (and a native
+/// run, VPID 0, keeps its plain asids). Guests have fewer than 4096
+/// processes; up to 15 VMs fit.
+pub const VPID_SHIFT: u32 = 12;
+
+/// The hardware tag of guest address space `asid` of VM `vpid`.
+#[inline]
+pub const fn hw_tag(vpid: u16, asid: Asid) -> Asid {
+    (vpid << VPID_SHIFT) | asid
+}
+
+/// The hypervisor's counters (the per-core ones are in `CoreStats`).
+#[derive(Debug, Default, Clone)]
+pub struct HostCounters {
+    /// Host page faults (each an EPT violation's).
+    pub faults: u64,
+    /// Host changes to the VM's EPT that invalidated its translations.
+    pub invepts: u64,
+}
+
+/// One VM's place in the host.
+#[derive(Debug)]
+pub struct Vm {
+    /// Its hardware identity (VPID), 1 for the first VM.
+    pub vpid: u16,
+    /// Its process in the host: the EPT is that process's page table.
+    pub host_asid: Asid,
+    /// Its guest-physical frames.
+    pub guest_frames: u64,
+}
+
+/// The host kernel and the VM it runs.
+#[derive(Debug)]
+pub struct Hypervisor {
+    pub host: Kernel,
+    pub vm: Vm,
+    pub costs: VirtCosts,
+    pub backing: Backing,
+    pub counters: HostCounters,
+}
+
+/// A range of guest frames whose EPT entries a host change removed or
+/// replaced: what the VM's cores must drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EptChange {
+    pub start: Gfn,
+    pub end: Gfn,
+}
+
+impl Hypervisor {
+    /// Boots the host (`virt.host` over `boot`'s memory, `boot.paging_levels`
+    /// being the EPT's depth) and starts the VM's process with guest memory
+    /// mapped and nothing backed.
+    pub fn boot(cfg: &VirtConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
+        let mut host = crate::systems::boot(&cfg.host, boot, freq_ghz, seed)?;
+        let host_asid = host.spawn(ProcessSpec { colors: Vec::new(), auto_vma: false, opt_out: Vec::new() })?;
+        host.mmap(host_asid, VirtAddr::new(0), cfg.guest_mem.bytes(), true, GUEST_MEM_VMA)?;
+        let vm = Vm { vpid: 1, host_asid, guest_frames: cfg.guest_mem.bytes() >> 12 };
+        Ok(Hypervisor { host, vm, costs: cfg.costs.clone(), backing: cfg.backing, counters: HostCounters::default() })
+    }
+
+    /// The VM's EPT.
+    #[inline]
+    pub fn ept_mut(&mut self) -> &mut PageTable {
+        self.host.page_table_mut(self.vm.host_asid)
+    }
+
+    pub fn ept(&self) -> &PageTable {
+        &self.host.proc(self.vm.host_asid).aspace.pt
+    }
+
+    /// The host frame backing `gfn` and the size of its EPT leaf, if it is
+    /// backed (a software walk: no hardware reference).
+    pub fn backing_of(&self, gfn: Gfn) -> Option<(Pfn, PageSize)> {
+        let m = self.ept().lookup(gfn.addr().as_host_virt())?;
+        Some((m.frame.add(gfn.raw() & (m.size.nr_pages() - 1)), m.size))
+    }
+
+    /// An EPT violation at `gfn`: the VM exits, the host faults the page
+    /// in through its chain of systems. Returns the cycles it cost.
+    pub fn handle_violation(&mut self, gfn: Gfn) -> Result<f64> {
+        if gfn.raw() >= self.vm.guest_frames {
+            return Err(Error::Workload(format!(
+                "the guest referenced guest frame {gfn}, beyond its {} frames of memory",
+                self.vm.guest_frames
+            )));
+        }
+        let outcome =
+            self.host.handle_fault(self.vm.host_asid, gfn.addr().as_host_virt(), true).map_err(|e| match e {
+                // No swap: an overcommitted host stops here.
+                Error::OutOfMemory(why) => Error::OutOfMemory(format!(
+                    "host memory exhausted backing guest frame {gfn} (there is no swap): {why}"
+                )),
+                other => other,
+            })?;
+        self.counters.faults += 1;
+        Ok(self.costs.vm_exit + self.costs.ept_violation + outcome.cycles)
+    }
+
+    /// Backs every frame of [start, start + count) not backed yet (the
+    /// guest zeroed them). Returns the violations taken and their cycles.
+    pub fn back_range(&mut self, start: Gfn, count: u64) -> Result<(u64, f64)> {
+        let (mut violations, mut cycles) = (0, 0.0);
+        let mut gfn = start.raw();
+        while gfn < start.raw() + count {
+            let size = match self.backing_of(Gfn::new(gfn)) {
+                Some((_, size)) => size,
+                None => {
+                    cycles += self.handle_violation(Gfn::new(gfn))?;
+                    violations += 1;
+                    self.backing_of(Gfn::new(gfn)).expect("a handled violation backs its frame").1
+                }
+            };
+            // Skip the rest of the leaf that backs this frame.
+            gfn = (gfn | (size.nr_pages() - 1)) + 1;
+        }
+        Ok((violations, cycles))
+    }
+
+    /// The host changes to the VM's EPT since the last call (the host
+    /// kernel's shootdowns of the VM's process), as guest-frame ranges.
+    pub fn drain_ept_changes(&mut self) -> Vec<EptChange> {
+        let asid = self.vm.host_asid;
+        let changes: Vec<EptChange> = self
+            .host
+            .drain_shootdowns()
+            .filter(|s| s.asid == asid)
+            .map(|s| EptChange { start: Gfn::new(s.start.raw()), end: Gfn::new(s.end.raw()) })
+            .collect();
+        self.counters.invepts += changes.len() as u64;
+        changes
+    }
+
+    /// Gives guest frames [start, start + count) back to the host (the
+    /// host frees them and removes their EPT entries, as a balloon's
+    /// MADV_DONTNEED does); the next reference faults them in again.
+    pub fn discard(&mut self, start: Gfn, count: u64) -> Result<()> {
+        let (addr, len) = (start.addr().as_host_virt(), count << 12);
+        self.host.munmap(self.vm.host_asid, addr, len)?;
+        self.host.mmap(self.vm.host_asid, addr, len, true, GUEST_MEM_VMA)
+    }
+
+    /// Guest frames in use by the guest (user pages and page tables) that
+    /// the host has not backed: frames the guest allocated and nothing has
+    /// touched yet (with first-touch backing, or a frame the guest's
+    /// khugepaged copied into). A scan of guest memory: for reports.
+    pub fn untouched_guest_frames(&self, guest: &Kernel) -> u64 {
+        (0..guest.mem.nr_frames())
+            .filter(|&f| {
+                let owner = guest.mem.owner(Pfn::new(f));
+                matches!(owner, FrameOwner::User { .. } | FrameOwner::PageTable { .. })
+                    && self.backing_of(Gfn::of_guest_kernel(Pfn::new(f))).is_none()
+            })
+            .count() as u64
+    }
+
+    /// Runs the host's daemons due by `now`.
+    pub fn tick(&mut self, now: f64) {
+        self.host.tick(now);
+    }
+
+    /// The host's statistics, each under `host.` (`host.mem.mapped.4k`,
+    /// `host.os.faults.thp`...), and `host.faults`.
+    pub fn report(&self, out: &mut Stats) {
+        let mut host = Stats::new();
+        self.host.report(&crate::systems::idle_stats(), &mut host);
+        out.extend(host.into_iter().map(|(k, v)| (format!("host.{k}"), v)));
+        out.insert("host.faults".into(), Stat::Int(self.counters.faults));
+        put_ints(out, "virt.", &[("invepts", self.counters.invepts)]);
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.host.reset_stats();
+        self.counters = HostCounters::default();
+    }
+}

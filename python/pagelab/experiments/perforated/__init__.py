@@ -1,0 +1,12 @@
+"""Perforated Pages (the `pp-*` experiments): the paper's Fig. 7 and Fig. 8.
+docs/systems/perforated.md describes the system and how the experiments
+model the paper.
+
+- `common`: the machine (the paper's Table II, preset `gem5-skylake`), the
+  random-access microbenchmark, the systems compared and the scenario grid;
+- `fig`: `pp-fig7` (speedup over 4 KiB pages and L2 TLB MPKI), `pp-fig8`
+  (the L2 TLB's contents by kind, bitmap lookups and filter hits).
+"""
+
+#: `Experiment.paper` of every experiment in this package.
+PAPER = "perforated-pages"

@@ -1,0 +1,221 @@
+"""Perforated Pages, Fig. 7 and Fig. 8: the random-access microbenchmark
+under the fragmentation scenario. Set-up in `perforated.common`.
+
+Columns:
+
+- `pp-fig7`: `distribution, hole_kind, degree, portion, system, speedup,
+  dtlb_l2_mpki`; `speedup` = cycles of `base-4k` / cycles of the system
+  (the paper's IPC normalized to 4 KiB pages: same work); `dtlb_l2_mpki` =
+  L2 TLB misses (page walks) per thousand instructions.
+- `pp-fig8`: `distribution, hole_kind, degree, portion, share_4k, share_2m,
+  share_perforated, share_bitmap, share_hole, bitmap_lookups, filter_hits`
+  for `perforated`: the mean share of the L2 TLB's valid entries of each
+  kind (`dtlb.l2.share.*`, sampled after every quantum), and the L2 hits on
+  perforated entries that consulted a bitmap or that the filter answered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pagelab.experiments import declare
+from pagelab.experiments.common import beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.perforated import PAPER
+from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep
+
+KEYS = ["distribution", "hole_kind", "degree", "portion"]
+FIG7 = "pp-fig7"
+FIG8 = "pp-fig8"
+
+
+def fig7_table(df: pd.DataFrame) -> pd.DataFrame:
+    t = pd.DataFrame({k: df[k] for k in KEYS})
+    t["system"] = df.system
+    t["cycles"] = df["cycles"]
+    t["dtlb_l2_mpki"] = df["dtlb.l2.mpki"]
+    base = t[t.system == "base-4k"].set_index(KEYS).cycles
+    t["speedup"] = [base.loc[tuple(r[k] for k in KEYS)] / r.cycles for _, r in t.iterrows()]
+    order = {s: i for i, s in enumerate(SYSTEMS)}
+    t = t.assign(_s=t.system.map(order)).sort_values(KEYS + ["_s"])
+    return t[KEYS + ["system", "speedup", "dtlb_l2_mpki"]].reset_index(drop=True)
+
+
+def fig8_table(df: pd.DataFrame) -> pd.DataFrame:
+    t = pd.DataFrame({k: df[k] for k in KEYS})
+    for kind in ["4k", "2m", "perforated", "bitmap", "hole"]:
+        t[f"share_{kind}"] = df[f"dtlb.l2.share.{kind}"]
+    t["bitmap_lookups"] = df["perforated.bitmap_lookups"]
+    t["filter_hits"] = df["perforated.filter_hits"]
+    return t.sort_values(KEYS).reset_index(drop=True)
+
+
+def _point(t: pd.DataFrame, **kv) -> pd.DataFrame:
+    m = pd.Series(True, index=t.index)
+    for k, v in kv.items():
+        m &= t[k] == v
+    return t[m]
+
+
+ABSENT = "not in this variant's grid"
+
+
+def fig7_measured(t: pd.DataFrame) -> dict[str, object]:
+    """pagelab's value of each quantity of paper/pp-fig7.csv."""
+    q50 = "portion 50%, degree 25%, clustered, allocated: perforated / base-2m-4k speedup"
+    q100 = "portion 100%, degree 90%, dispersed, unallocated: perforated"
+    got = {q50: ABSENT, f"{q100} below ideal-2m": ABSENT, f"{q100} / base-2m-4k speedup": ABSENT}
+    p = _point(t, distribution="clustered", hole_kind="allocated", degree=0.25, portion=0.5).set_index("system")
+    if {"perforated", "base-2m-4k"} <= set(p.index):
+        got[q50] = p.speedup["perforated"] / p.speedup["base-2m-4k"]
+    p = _point(t, distribution="dispersed", hole_kind="unallocated", degree=0.9, portion=1.0).set_index("system")
+    if {"perforated", "base-2m-4k", "ideal-2m"} <= set(p.index):
+        got[f"{q100} below ideal-2m"] = 1 - p.speedup["perforated"] / p.speedup["ideal-2m"]
+        got[f"{q100} / base-2m-4k speedup"] = p.speedup["perforated"] / p.speedup["base-2m-4k"]
+    return got
+
+
+def fig7_reading(t: pd.DataFrame) -> list[str]:
+    """The paper's two numbers beside ours, where the grid has the point."""
+    out = []
+    p = _point(t, distribution="clustered", hole_kind="allocated", degree=0.25, portion=0.5).set_index("system")
+    if {"perforated", "base-2m-4k"} <= set(p.index):
+        gain = p.speedup["perforated"] / p.speedup["base-2m-4k"] - 1
+        out.append(f"- portion 50%, degree 25%, clustered, allocated: perforated pages are {gain:+.1%} against "
+                   f"`base-2m-4k` (paper: +59.4%).")
+    p = _point(t, distribution="dispersed", hole_kind="unallocated", degree=0.9, portion=1.0).set_index("system")
+    if {"perforated", "base-2m-4k", "ideal-2m"} <= set(p.index):
+        below = 1 - p.speedup["perforated"] / p.speedup["ideal-2m"]
+        ratio = p.speedup["perforated"] / p.speedup["base-2m-4k"]
+        out.append(f"- portion 100%, degree 90%, dispersed, unallocated: {below:.1%} below `ideal-2m` (paper: "
+                   f"31.2%) and {ratio:.2f}x `base-2m-4k` (paper: 2.4x).")
+    if not out:
+        out.append("- this variant's grid has neither of the paper's two quoted points.")
+    return out
+
+
+def fig7_plot(t: pd.DataFrame, path: Path) -> Path:
+    plt = pyplot()
+    groups = list(t.groupby(["distribution", "hole_kind"], sort=True))
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.6), squeeze=False)
+    for ax, ((dist, kind), sub) in zip(axes[0], groups):
+        for (system, degree), s in sub.groupby(["system", "degree"]):
+            if system in ("base-4k", "ideal-2m") and degree != sub.degree.min():
+                continue  # the scenario does not touch them
+            label = system if system in ("base-4k", "ideal-2m") else f"{system} {degree:.0%}"
+            ax.plot(s.portion, s.speedup, marker="o", ls="--" if system == "base-2m-4k" else "-", label=label)
+        ax.set_title(f"{dist}, {kind} holes")
+        ax.set_xlabel("portion of 2 MiB regions fragmented")
+        ax.set_ylabel("speedup over base-4k")
+        ax.legend(fontsize=7)
+    return write_figure(fig, path)
+
+
+def fig8_plot(t: pd.DataFrame, path: Path) -> Path:
+    plt = pyplot()
+    groups = list(t.groupby(["distribution", "hole_kind", "degree"], sort=True))
+    fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
+    kinds = ["4k", "2m", "perforated", "bitmap", "hole"]
+    for ax, ((dist, kind, degree), sub) in zip(axes[0], groups):
+        bottom = pd.Series(0.0, index=sub.index)
+        xs = [f"{p:.0%}" for p in sub.portion]
+        for k in kinds:
+            ax.bar(xs, sub[f"share_{k}"], bottom=bottom, label=k)
+            bottom = bottom + sub[f"share_{k}"]
+        ax.set_title(f"{dist}, {kind}, degree {degree:.0%}", fontsize=9)
+        ax.set_xlabel("portion")
+    axes[0][0].set_ylabel("share of L2 TLB entries")
+    axes[0][0].legend(fontsize=7)
+    return write_figure(fig, path)
+
+
+def fig7_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
+    t = fig7_table(df)
+    files = [write_csv(t, out / f"{FIG7}.csv"), fig7_plot(t, out / f"{FIG7}.png")]
+    paper, path = beside_paper(__file__, FIG7, fig7_measured(t), out)
+    files.append(path)
+    phys, fp, n = SCALES[variant][:3]
+    text = f"""# {FIG7}: sensitivity to the portion and degree of fragmentation
+
+Variant `{variant}`: the paper's machine (preset `gem5-skylake`, Table II),
+{phys >> 20} MiB of memory, random loads over {fp >> 20} MiB ({n:,} measured
+accesses after the first touches). `speedup` is cycles of `base-4k` over
+the system's; `dtlb_l2_mpki` its page walks per thousand instructions.
+
+## Against the paper
+
+{markdown_table(paper)}
+{chr(10).join(fig7_reading(t))}
+
+{markdown_table(t)}
+
+docs/systems/perforated-results.md discusses the differences.
+"""
+    files.append(write_text(text, out / f"{FIG7}.md"))
+    return files
+
+
+def _clustered_vs_dispersed(t: pd.DataFrame):
+    """Per grid point with both distributions: (hole kind, degree, portion,
+    share of lookups the filter answers with clustered holes, how many
+    fewer bitmap entries clustered holes leave than dispersed ones)."""
+    for (kind, degree, portion), sub in t.groupby(["hole_kind", "degree", "portion"]):
+        s = sub.set_index("distribution")
+        if {"clustered", "dispersed"} <= set(s.index):
+            c, d = s.loc["clustered"], s.loc["dispersed"]
+            total = c.bitmap_lookups + c.filter_hits
+            avoided = c.filter_hits / total if total else float("nan")
+            fewer = 1 - c.share_bitmap / d.share_bitmap if d.share_bitmap else float("nan")
+            yield kind, degree, portion, avoided, fewer
+
+
+def fig8_reading(t: pd.DataFrame) -> list[str]:
+    """Clustered against dispersed holes, point by point."""
+    out = [f"- {kind}, degree {degree:.0%}, portion {portion:.0%}: clustered holes let the filter answer "
+           f"{avoided:.0%} of the lookups; {fewer:.0%} fewer bitmap entries than dispersed."
+           for kind, degree, portion, avoided, fewer in _clustered_vs_dispersed(t)]
+    return out or ["- this variant's grid has only one distribution."]
+
+
+def fig8_measured(t: pd.DataFrame) -> dict[str, object]:
+    """pagelab's range over the grid's points of each quantity of
+    paper/pp-fig8.csv (the paper quotes one figure for its sweep)."""
+    points = list(_clustered_vs_dispersed(t))
+
+    def span(col: int) -> str:
+        v = [p[col] for p in points if p[col] == p[col]]
+        return f"{min(v):.2f} - {max(v):.2f} ({len(v)} points)" if v else ABSENT
+
+    return {
+        "clustered holes: share of bitmap lookups the filter answers": span(3),
+        "clustered against dispersed holes: fewer bitmap entries in the L2 TLB": span(4),
+    }
+
+
+def fig8_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
+    t = fig8_table(df)
+    files = [write_csv(t, out / f"{FIG8}.csv"), fig8_plot(t, out / f"{FIG8}.png")]
+    paper, path = beside_paper(__file__, FIG8, fig8_measured(t), out)
+    files.append(path)
+    text = f"""# {FIG8}: the L2 TLB's contents under perforated pages
+
+Variant `{variant}`, the runs of `{FIG7}`'s `perforated` system. Shares are
+the mean share of the L2 TLB's valid entries of each kind, sampled after
+every quantum of the measured accesses.
+
+## Against the paper (clustered against dispersed holes)
+
+{markdown_table(paper)}
+{chr(10).join(fig8_reading(t))}
+
+{markdown_table(t)}
+"""
+    files.append(write_text(text, out / f"{FIG8}.md"))
+    return files
+
+
+declare(FIG7, "Perforated Pages Fig. 7: speedup under fragmentation", lambda v: sweep(FIG7, v, list(SYSTEMS)),
+        fig7_analyze, paper=PAPER)
+declare(FIG8, "Perforated Pages Fig. 8: L2 TLB contents by kind", lambda v: sweep(FIG8, v, ["perforated"]),
+        fig8_analyze, paper=PAPER)
