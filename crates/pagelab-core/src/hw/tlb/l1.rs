@@ -245,7 +245,8 @@ impl L1Tlb {
         side
     }
 
-    #[inline]
+    // Always inlined: the translation stage's first probe of every access.
+    #[inline(always)]
     pub(super) fn lookup(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
         if self.recent_generation == self.generation {
             if let Some(r) = self.recent.iter().find(|r| r.index == mvpn >> r.shift && r.asid == asid) {
@@ -260,7 +261,7 @@ impl L1Tlb {
     }
 
     /// The lookup through the arrays, smallest page first.
-    #[inline]
+    #[inline(always)]
     pub(super) fn probe(&mut self, asid: Asid, mvpn: u64) -> Option<Translation> {
         for k in 0..self.arrays.len() {
             let array = &mut self.arrays[k];
