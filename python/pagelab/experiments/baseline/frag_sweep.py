@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "frag-sweep"
@@ -45,7 +45,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB"},
+            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB", **MEASURED_TIMING},
             # 16 pinned pages per fragmented pageblock: with one, the two
             # patterns would place it alike and give identical runs.
             "os": {"policy": "thp", "fragmentation": {"holes": HOLES}},

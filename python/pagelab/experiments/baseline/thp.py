@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "baseline-thp"
@@ -50,7 +50,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": phys},
+            "machine": {"preset": "skylake", "phys_mem": phys, **MEASURED_TIMING},
             # Statistics cover the measured accesses, not the first touches.
             "run": {"skip_init": True},
         },

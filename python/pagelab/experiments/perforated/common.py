@@ -5,7 +5,7 @@ systems and the fragmentation scenario (`os.holes`)."""
 
 from __future__ import annotations
 
-from pagelab.experiments.common import GIB, MIB
+from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB
 from pagelab.sweep import Sweep
 
 #: System -> its `os` keys. `base-2m-4k` is a conventional kernel under the
@@ -49,7 +49,7 @@ def base_config(phys_mem: int) -> dict:
     rule (III-C) is for real fragmentation; Fig. 7 and 8 make every
     fragmented region a perforated page, so the rule is opened up here."""
     return {
-        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem},
+        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem, **MEASURED_TIMING},
         "run": {"skip_init": True},
         "os": {"thp": {"khugepaged": False}, "perforated": {"max_unmovable": 1.0, "max_filter_bits": 8}},
     }

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "virt-splinter"
@@ -55,7 +55,7 @@ def sweep(variant: str) -> Sweep:
         id=f"{ID}:{variant}",
         base={
             # 1 GiB host pages need 1 GiB buddy blocks (also in the guest: harmless).
-            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18},
+            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18, **MEASURED_TIMING},
             "virt": {"enabled": True, "guest_mem": guest},
             "run": {"skip_init": True},
         },

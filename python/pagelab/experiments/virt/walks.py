@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
 from pagelab.sweep import Sweep
 
 ID = "virt-walks"
@@ -65,7 +65,7 @@ SMALL_TLB = {
 
 def sweep(variant: str) -> Sweep:
     host, guest, fp, n, seeds = SCALES[variant]
-    machine = {"preset": "skylake", "phys_mem": host}
+    machine = {"preset": "skylake", "phys_mem": host, **MEASURED_TIMING}
     if variant != "full":
         machine["tlb"] = dict(SMALL_TLB)
     return Sweep(
