@@ -217,6 +217,21 @@ def test_identical_runs_give_identical_stats():
     assert a == b
 
 
+def test_clustered_placement_fragments_as_much_but_elsewhere():
+    # The same number of pageblocks spoilt (the same F_i), in one run instead
+    # of spread: the THP run that follows sees other free blocks.
+    def run(placement):
+        cfg = small(
+            os={"policy": "thp", "fragmentation": {"target": 0.5, "placement": placement}},
+            workload={"kind": "gups", "footprint": "32MiB", "accesses": 20_000, "seed": 7},
+        )
+        return pagelab.run(cfg).stats
+
+    random, clustered = run("random"), run("clustered")
+    assert clustered == run("clustered")
+    assert clustered != random
+
+
 def test_a_different_workload_seed_gives_different_stats():
     a = pagelab.run(small(workload={"seed": 1})).stats
     b = pagelab.run(small(workload={"seed": 2})).stats
@@ -295,6 +310,7 @@ def test_core_count_must_match_the_workloads():
         ({"workload.kind": "redis"}, "workload.kind"),
         ({"os.policy": "magic"}, "os.policy"),
         ({"run.bogus": 1}, "run.bogus"),
+        ({"os.fragmentation.placement": "scattered"}, "os.fragmentation.placement"),
     ],
 )
 def test_bad_config_raises_config_error_naming_the_key(overrides, key):

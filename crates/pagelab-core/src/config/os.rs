@@ -3,7 +3,7 @@
 //! `systems` (`systems::OsConfig` assembles them). Re-exported here, where
 //! the configuration tree is put together.
 
-pub use crate::os::{AutoVma, FaultCosts, FragPattern, FragmentationConfig};
+pub use crate::os::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationConfig};
 pub use crate::systems::chp::{ChpConfig, ChpScheme};
 pub use crate::systems::coloring::ColoringConfig;
 pub use crate::systems::hugetlb::HugetlbConfig;

@@ -30,6 +30,15 @@ pub enum FragPattern {
     Clustered,
 }
 
+/// Which pageblocks hold the unmovable frames (see `phys::fragmentation::Placement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FragPlacement {
+    #[default]
+    Random,
+    Clustered,
+}
+
 /// Unmovable pages placed before the workload starts, to reach a target F_i
 /// (the fraction of memory that free 2 MiB blocks cannot back).
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -37,6 +46,9 @@ pub enum FragPattern {
 pub struct FragmentationConfig {
     pub target: f64,
     pub pattern: FragPattern,
+    /// Where the fragmented pageblocks (of `target`), or a snapshot's
+    /// Unmovable and Reclaimable ones, sit: at random or in one run.
+    pub placement: FragPlacement,
     /// Unmovable 4 KiB frames pinned in each fragmented pageblock.
     pub holes: u32,
     /// A real machine's state saved by `pagelab frag capture`: the
@@ -48,7 +60,13 @@ pub struct FragmentationConfig {
 
 impl Default for FragmentationConfig {
     fn default() -> Self {
-        FragmentationConfig { target: 0.0, pattern: FragPattern::Dispersed, holes: 1, snapshot: None }
+        FragmentationConfig {
+            target: 0.0,
+            pattern: FragPattern::Dispersed,
+            placement: FragPlacement::Random,
+            holes: 1,
+            snapshot: None,
+        }
     }
 }
 

@@ -117,16 +117,20 @@ impl Kernel {
     /// Places the machine's starting fragmentation: a real machine's
     /// snapshot, or unmovable frames up to a target F_i.
     pub fn fragment(&mut self, f: &FragmentationConfig, seed: u64) -> Result<()> {
+        let placement = match f.placement {
+            super::FragPlacement::Random => fragmentation::Placement::Random,
+            super::FragPlacement::Clustered => fragmentation::Placement::Clustered,
+        };
         if let Some(path) = &f.snapshot {
             let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            crate::phys::snapshot::Snapshot::parse(&text, path)?.apply(&mut self.mem, seed)?;
+            crate::phys::snapshot::Snapshot::parse(&text, path)?.apply_placed(&mut self.mem, seed, placement)?;
         }
         if f.target > 0.0 {
             let pattern = match f.pattern {
                 super::FragPattern::Dispersed => fragmentation::Pattern::Dispersed,
                 super::FragPattern::Clustered => fragmentation::Pattern::Clustered,
             };
-            fragmentation::inject(&mut self.mem, f.target, pattern, f.holes, seed)?;
+            fragmentation::inject_placed(&mut self.mem, f.target, pattern, placement, f.holes, seed)?;
         }
         Ok(())
     }

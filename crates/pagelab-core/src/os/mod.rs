@@ -16,7 +16,7 @@ mod stats;
 pub mod system;
 
 pub use color_pool::ColorPool;
-pub use config::{AutoVma, FaultCosts, FragPattern, FragmentationConfig};
+pub use config::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationConfig};
 pub use fault::{FaultKind, FaultOutcome, AUTO_VMA_NAME};
 pub use kernel::{Boot, Kernel, Process, Shootdown};
 pub use stats::OsStats;

@@ -120,6 +120,16 @@ pub enum Pattern {
     Clustered,
 }
 
+/// Which pageblocks get the unmovable frames (the timing issue's part 5):
+/// at random over memory, or one contiguous run of them at a random place,
+/// as a long-running machine's kernel allocations tend to gather.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Placement {
+    #[default]
+    Random,
+    Clustered,
+}
+
 /// What [`inject`] did.
 #[derive(Clone, Copy, PartialEq, Debug, Default, serde::Serialize)]
 pub struct InjectReport {
@@ -163,6 +173,21 @@ pub fn inject(
     holes_per_block: u32,
     seed: u64,
 ) -> Result<InjectReport> {
+    inject_placed(mem, target_fi, pattern, Placement::Random, holes_per_block, seed)
+}
+
+/// [`inject`] with the pageblocks chosen by `placement`: at random (as
+/// `inject`), or the `needed` fully free pageblocks that follow a random
+/// one in address order (one run, contiguous where the free pageblocks
+/// are).
+pub fn inject_placed(
+    mem: &mut PhysMem,
+    target_fi: f64,
+    pattern: Pattern,
+    placement: Placement,
+    holes_per_block: u32,
+    seed: u64,
+) -> Result<InjectReport> {
     validate(target_fi, holes_per_block)?;
     let fi_now = fi(mem);
     if target_fi <= 0.0 || fi_now >= target_fi {
@@ -177,9 +202,18 @@ pub fn inject(
         return Err(Error::config(format!("{CONFIG_PREFIX}.target"), msg));
     };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    choose_first(&mut candidates, needed as usize, &mut rng);
-    let chosen = &mut candidates[..needed as usize];
-    chosen.sort_unstable();
+    let chosen = match placement {
+        Placement::Random => {
+            choose_first(&mut candidates, needed as usize, &mut rng);
+            let chosen = &mut candidates[..needed as usize];
+            chosen.sort_unstable();
+            chosen
+        }
+        Placement::Clustered => {
+            let start = rng.random_range(0..=candidates.len() - needed as usize);
+            &mut candidates[start..start + needed as usize]
+        }
+    };
     let mut offsets = Vec::with_capacity(holes_per_block as usize);
     for &pb in chosen.iter() {
         hole_offsets(pattern, holes_per_block, &mut rng, &mut offsets);
@@ -316,6 +350,35 @@ mod tests {
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));
+    }
+
+    /// The unmovable pageblocks of a machine (by pageblock number).
+    fn unmovable_pageblocks(mem: &PhysMem) -> Vec<u64> {
+        let pageblocks = mem.nr_frames() / 512;
+        (0..pageblocks).filter(|pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Unmovable).collect()
+    }
+
+    #[test]
+    fn clustered_placement_fragments_one_run_of_pageblocks_and_random_does_not() {
+        // 256 MiB = 128 pageblocks, half of them fragmented: as one run of 64
+        // consecutive pageblocks, and the same F_i as at random.
+        let run = |placement| {
+            let mut mem = PhysMem::new(65536, 10).unwrap();
+            let report = inject_placed(&mut mem, 0.5, Pattern::Dispersed, placement, 4, 3).unwrap();
+            mem.check_invariants().unwrap();
+            (report, unmovable_pageblocks(&mem))
+        };
+        let (clustered, blocks) = run(Placement::Clustered);
+        assert_eq!((clustered.blocks_fragmented, clustered.fi_reached), (64, 0.5));
+        assert_eq!(blocks.len(), 64);
+        assert_eq!(blocks[63] - blocks[0], 63, "not one run: {blocks:?}");
+        let (random, blocks) = run(Placement::Random);
+        assert_eq!(random, clustered);
+        assert!(blocks.len() == 64 && blocks[63] - blocks[0] > 63, "random placement made one run");
+        // Random placement is `inject`'s, draw for draw.
+        let mut mem = PhysMem::new(65536, 10).unwrap();
+        inject(&mut mem, 0.5, Pattern::Dispersed, 4, 3).unwrap();
+        assert_eq!(unmovable_pageblocks(&mem), blocks);
     }
 
     #[test]

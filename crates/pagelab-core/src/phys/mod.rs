@@ -25,6 +25,8 @@ pub use buddy::{
     PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY, MIN_MAX_ORDER,
 };
 pub use compaction::{compact, CompactionStats};
-pub use fragmentation::{fi, fi_from, fragmentation_index, inject, unusable_free_index, InjectReport, Pattern};
+pub use fragmentation::{
+    fi, fi_from, fragmentation_index, inject, inject_placed, unusable_free_index, InjectReport, Pattern, Placement,
+};
 pub use frame::FrameOwner;
 pub use migratetype::{Migratetype, NR_MIGRATETYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};

@@ -21,6 +21,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::fragmentation::Placement;
 use super::{FrameOwner, Migratetype, PhysMem};
 use crate::error::{Error, Result};
 use crate::units::{Order, Pfn};
@@ -123,10 +124,18 @@ impl Snapshot {
     /// it in `mem` ([`PhysMem::snapshot_unplaced`]), so that the run reports
     /// it as `phys.snapshot_unplaced` whoever applied the snapshot.
     pub fn apply(&self, mem: &mut PhysMem, seed: u64) -> Result<u64> {
+        self.apply_placed(mem, seed, Placement::Random)
+    }
+
+    /// [`apply`](Self::apply) with the Unmovable and the Reclaimable
+    /// pageblocks placed by `placement`: at random, or each type as one run
+    /// of consecutive pageblocks at a random place. (`/proc/pagetypeinfo`
+    /// counts pageblocks by type; where they sit is not captured.)
+    pub fn apply_placed(&self, mem: &mut PhysMem, seed: u64, placement: Placement) -> Result<u64> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let scale = self.scale_to(mem);
         let pageblocks = (mem.nr_frames() / PAGEBLOCK_PAGES) as usize;
-        let types = assign_pageblock_types(&self.pageblocks, pageblocks, &mut rng);
+        let types = assign_pageblock_types(&self.pageblocks, pageblocks, placement, &mut rng);
         allocate_everything(mem)?;
         for (pb, &k) in types.iter().enumerate() {
             mem.set_pageblock_migratetype(Pfn::new(pb as u64 * PAGEBLOCK_PAGES), TYPES[k].1);
@@ -191,13 +200,25 @@ fn random_round(x: f64, rng: &mut Xoshiro256PlusPlus) -> u64 {
 /// captured proportions, placed at random. Rounding may ask for more
 /// Unmovable and Reclaimable pageblocks than there are (captured [1, 0, 1]
 /// on 129 pageblocks rounds to 65 + 65): the last type gets what is left.
-fn assign_pageblock_types(captured: &[u64; 3], pageblocks: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<usize> {
+fn assign_pageblock_types(
+    captured: &[u64; 3],
+    pageblocks: usize,
+    placement: Placement,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Vec<usize> {
     let total: u64 = captured.iter().sum::<u64>().max(1);
     let mut types = vec![1usize; pageblocks]; // Movable unless chosen otherwise
     let mut movable = pageblocks;
     for k in [0, 2] {
         let n = ((captured[k] as f64 * pageblocks as f64 / total as f64).round() as usize).min(movable);
         movable -= n;
+        if placement == Placement::Clustered {
+            // n consecutive pageblocks among those still Movable.
+            let free: Vec<usize> = (0..pageblocks).filter(|&pb| types[pb] == 1).collect();
+            let start = rng.random_range(0..=free.len() - n);
+            free[start..start + n].iter().for_each(|&pb| types[pb] = k);
+            continue;
+        }
         let mut placed = 0;
         while placed < n {
             let pb = rng.random_range(0..pageblocks);
@@ -314,6 +335,28 @@ Node 0, zone   Normal           44         2992          100            0       
         assert!(err.contains("b.txt") && err.contains("pagetypeinfo"), "{err}");
         let bad = SAMPLE.replace("226   1118", "226   x1118");
         assert!(Snapshot::parse(&bad, "c.txt").unwrap_err().to_string().contains("c.txt"));
+    }
+
+    #[test]
+    fn clustered_placement_puts_each_type_in_one_run_of_pageblocks() {
+        let s = Snapshot::parse(SAMPLE, "snap.txt").unwrap();
+        let type_runs = |placement| {
+            let mut mem = PhysMem::new(786 * 512, 10).unwrap();
+            s.apply_placed(&mut mem, 7, placement).unwrap();
+            mem.check_invariants().unwrap();
+            [Migratetype::Unmovable, Migratetype::Reclaimable].map(|t| {
+                let pbs: Vec<u64> = (0..786).filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == t).collect();
+                (pbs.len() as u64, pbs.last().unwrap() - pbs[0] + 1)
+            })
+        };
+        // Unmovable first, in one run of consecutive pageblocks; the
+        // Reclaimable ones in one run of the pageblocks left Movable around it.
+        let clustered = type_runs(Placement::Clustered);
+        assert!(clustered[0].0 > 1 && clustered[0].0 == clustered[0].1, "{clustered:?}");
+        assert!(clustered[1].0 > 1 && clustered[1].1 <= clustered[1].0 + clustered[0].0, "{clustered:?}");
+        let random = type_runs(Placement::Random);
+        assert_eq!((random[0].0, random[1].0), (clustered[0].0, clustered[1].0));
+        assert!(random[0].1 > random[0].0, "random placement made one run: {random:?}");
     }
 
     #[test]
