@@ -217,13 +217,18 @@ CHP_CHECKS = {
 
 def _pp_fig7(df):
     assert list(df.columns) == ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"]
-    s = df.set_index("system")
-    assert s.loc["base-4k", "speedup"] == 1.0
-    # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
-    assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
-    assert s.loc["ideal-2m", "speedup"] > 1.0
-    # Half the regions fragmented: perforated pages keep most of the reach.
-    assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+    assert set(df.hole_kind) == {"allocated", "unallocated"}
+    for _, g in df.groupby("hole_kind"):
+        s = g.set_index("system")
+        assert s.loc["base-4k", "speedup"] == 1.0
+        # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
+        assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
+        assert s.loc["ideal-2m", "speedup"] > 1.0
+        # Half the regions fragmented: perforated pages keep most of the reach.
+        assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+    # Unallocated holes are never touched: no hole walk, no hole entry.
+    p = df[df.system == "perforated"].set_index("hole_kind")
+    assert p.loc["unallocated", "speedup"] > p.loc["allocated", "speedup"]
 
 
 def _pp_fig8(df):
@@ -234,6 +239,7 @@ def _pp_fig8(df):
     shares = df[["share_4k", "share_2m", "share_perforated", "share_bitmap", "share_hole"]].sum(axis=1)
     assert ((shares - 1.0).abs() < 1e-9).all()
     assert (df.share_perforated > 0).all() and (df.bitmap_lookups + df.filter_hits > 0).all()
+    assert (df[df.hole_kind == "unallocated"].share_hole == 0).all()
 
 
 PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8}

@@ -31,8 +31,16 @@ SCALES = {
         ["clustered", "dispersed"],
         ["allocated", "unallocated"],
     ),
-    "quick": (4 * GIB, 2 * GIB, 1_000_000, [0.25, 0.9], [0.5, 1.0], ["clustered", "dispersed"], ["allocated"]),
-    "tiny": (512 * MIB, 64 * MIB, 20_000, [0.25], [0.5], ["clustered"], ["allocated"]),
+    "quick": (
+        4 * GIB,
+        2 * GIB,
+        1_000_000,
+        [0.25, 0.9],
+        [0.5, 1.0],
+        ["clustered", "dispersed"],
+        ["allocated", "unallocated"],
+    ),
+    "tiny": (512 * MIB, 64 * MIB, 20_000, [0.25], [0.5], ["clustered"], ["allocated", "unallocated"]),
 }
 
 
@@ -61,12 +69,16 @@ def microbenchmark(footprint: int, accesses: int) -> dict:
 
 
 def shape(config: dict, params: dict) -> None:
-    """A point's system, and the scenario for the systems that see it
-    (the others run the same configuration whatever the scenario)."""
+    """A point's system, and the scenario for the systems that see it.
+    Unallocated holes are pages the program never touches (VII-B), so every
+    system runs that same program: the scenario goes to all four (the
+    kernels without `holes` or `perforated` in their chain only skip the
+    pages); with allocated holes the others run the same configuration
+    whatever the scenario."""
     system = params["system"]
     os_ = config.setdefault("os", {})
     os_.update(SYSTEMS[system])
-    if system in FRAGMENTED:
+    if system in FRAGMENTED or params["hole_kind"] == "unallocated":
         os_["holes"] = {
             "portion": float(params["portion"]),
             "degree": float(params["degree"]),

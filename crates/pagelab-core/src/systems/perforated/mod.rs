@@ -241,6 +241,15 @@ impl Perforated {
     }
 }
 
+/// The pages process `asid` never touches under the scenario `holes`:
+/// the holes of its fragmented regions when they are unallocated (VII-B:
+/// "unallocated hole pages are not accessed"), whatever the chain, so that
+/// every kernel runs the same program; `None` when it touches them all.
+pub fn untouched_pages(holes: &HolesConfig, seed: u64, asid: Asid) -> Option<impl Fn(u64) -> Option<HoleBits>> {
+    let scenario = HoleScenario::new(holes, seed);
+    (scenario.active() && holes.kind == HoleKind::Unallocated).then(move || move |r| scenario.holes(asid, r))
+}
+
 fn out_of_memory() -> Error {
     Error::Workload("out of memory backing a perforated page's holes".into())
 }
