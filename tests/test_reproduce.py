@@ -23,6 +23,7 @@ COLUMNS = {
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
     "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
+    "pp-gtsm": {"workload", "system", "speedup", "huge_share"},
     "pp-fig8": {
         "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
         "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
@@ -242,4 +243,17 @@ def _pp_fig8(df):
     assert (df[df.hole_kind == "unallocated"].share_hole == 0).all()
 
 
-PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8}
+def _pp_gtsm(df):
+    assert list(df.columns) == ["workload", "system", "speedup", "huge_share"]
+    assert set(df.system) == {"base-4k", "gtsm", "perforated", "ideal-2m"}
+    for _, g in df.groupby("workload"):
+        s = g.set_index("system")
+        assert s.loc["base-4k", "speedup"] == 1.0 and s.loc["base-4k", "huge_share"] == 0.0
+        assert s.loc["ideal-2m", "huge_share"] > 0.9  # kv's small arrays are not whole 2 MiB regions
+        # 5.5% of 4 KiB frames faulty: no fault-free 2 MiB region, every
+        # region a perforated page; GTSM finds few chunks of 32 sub-blocks.
+        assert s.loc["perforated", "huge_share"] == s.loc["ideal-2m", "huge_share"]
+        assert 0 < s.loc["gtsm", "huge_share"] < 0.5
+
+
+PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8, "pp-gtsm": _pp_gtsm}
