@@ -24,6 +24,7 @@ COLUMNS = {
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
     "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
     "pp-gtsm": {"workload", "system", "speedup", "huge_share"},
+    "pp-redis": {"system", "dtlb_l2_mpki", "mem_bytes"},
     "pp-fig8": {
         "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
         "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
@@ -256,4 +257,13 @@ def _pp_gtsm(df):
         assert 0 < s.loc["gtsm", "huge_share"] < 0.5
 
 
-PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8, "pp-gtsm": _pp_gtsm}
+def _pp_redis(df):
+    assert list(df.columns) == ["system", "dtlb_l2_mpki", "mem_bytes"]
+    s = df.set_index("system")
+    assert list(s.index) == ["4k", "2m", "perforated"]
+    # 2 MiB pages miss less; they never hold less memory than 4 KiB pages.
+    assert s.dtlb_l2_mpki["2m"] < s.dtlb_l2_mpki["4k"]
+    assert s.mem_bytes["2m"] >= s.mem_bytes["4k"] > 64 * 2**20
+
+
+PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8, "pp-gtsm": _pp_gtsm, "pp-redis": _pp_redis}
