@@ -85,6 +85,9 @@ impl Gups {
         true
     }
 
+    /// One update's accesses. Always inlined: the loop of `fill` is the
+    /// generator's per-access cost, which the bench cases measure.
+    #[inline(always)]
     fn push_update(&mut self, out: &mut Vec<Access>, index: u64) {
         let addr = self.table.add(index * 8);
         if self.writes.is_store(&mut self.rng) {
