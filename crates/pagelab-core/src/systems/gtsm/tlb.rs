@@ -44,7 +44,9 @@ impl ExtPayload for GtsmPage {
         KIND_GTSM
     }
 
-    #[inline]
+    /// Kept out of line: the TLB's fill inlines every kind's `frame_of`,
+    /// and the select's loop there would cost the plain pages' path.
+    #[inline(never)]
     fn frame_of(&self, offset: u64) -> Pfn {
         let page = offset >> PAGE_SHIFT;
         let block = self.sub_block(page / SUB_BLOCK_PAGES);
