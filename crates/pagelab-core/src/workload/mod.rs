@@ -186,9 +186,10 @@ pub trait Workload: Send {
     }
 }
 
-/// The pages a program never touches, by 2 MiB region (virtual address
-/// >> 21): a 512-bit mask of the region's untouched pages (bit i of word
-/// i / 64 for page i), or `None` when it may touch them all.
+/// The pages a program never touches, by 2 MiB region (the virtual
+/// address shifted right by 21): a 512-bit mask of the region's untouched
+/// pages (page i is bit i % 64 of word i / 64), or `None` when it may
+/// touch them all.
 pub type UntouchedPages<'a> = dyn Fn(u64) -> Option<[u64; 8]> + 'a;
 
 /// Builds the generator `cfg.kind` after validating `cfg`; errors name keys

@@ -70,7 +70,7 @@ mod tests {
     fn virtual_sub_blocks_fill_the_used_ones_in_order() {
         // Used: every sub-block but 0, 3 and 10 (faulty), the first 32 of
         // them: 1, 2, 4..=9, 11..=34.
-        let used = (1u64 << 35) - 1 & !(1 | 1 << 3 | 1 << 10);
+        let used = ((1u64 << 35) - 1) & !(1 | 1 << 3 | 1 << 10);
         let g = GtsmPage { chunk: Pfn::new(1024), used };
         assert_eq!(used.count_ones(), 32);
         let by_hand: Vec<u64> = [1, 2].into_iter().chain(4..=9).chain(11..=34).collect();

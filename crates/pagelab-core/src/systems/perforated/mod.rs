@@ -296,7 +296,7 @@ impl Perforated {
 /// every kernel runs the same program; `None` when it touches them all.
 pub fn untouched_pages(holes: &HolesConfig, seed: u64, asid: Asid) -> Option<impl Fn(u64) -> Option<HoleBits>> {
     let scenario = HoleScenario::new(holes, seed);
-    (scenario.active() && holes.kind == HoleKind::Unallocated).then(move || move |r| scenario.holes(asid, r))
+    (scenario.active() && holes.kind == HoleKind::Unallocated).then_some(move |r| scenario.holes(asid, r))
 }
 
 /// The next 2 MiB region of physical memory, from `cursor` on, whose frames
