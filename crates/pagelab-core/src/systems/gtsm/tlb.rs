@@ -15,27 +15,37 @@ pub const KIND_GTSM: u8 = 4;
 /// Frames in a 64 KiB sub-block.
 pub const SUB_BLOCK_PAGES: u64 = 16;
 
-/// What a GTSM page's L2 entry carries.
+/// What a GTSM page's L2 entry carries: the chunk, and the chunk's
+/// sub-block of each virtual sub-block (the select over the vector of
+/// used sub-blocks done once, when the walk fills the entry, so that a
+/// translation is one indexed load, as a colored huge page's is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GtsmPage {
     /// The 4 MiB chunk's first frame.
     pub chunk: Pfn,
-    /// Bit `j`: the chunk's sub-block `j` backs the page (32 bits set).
-    pub used: u64,
+    /// `blocks[i]`: the chunk's sub-block that backs virtual sub-block `i`.
+    pub blocks: [u8; 32],
 }
 
 impl GtsmPage {
-    /// The chunk's sub-block that backs virtual sub-block `i` (0..32): the
-    /// position of the `i`-th set bit of `used`. E.g. `used` = 0b1101:
-    /// sub-block 0 -> 0, 1 -> 2, 2 -> 3.
+    /// The entry for the chunk at `chunk` whose used sub-blocks are the
+    /// set bits of `used` (32 of them): virtual sub-block `i` in the
+    /// `i`-th. E.g. `used` = 0b1101...: sub-block 0 -> 0, 1 -> 2, 2 -> 3.
+    pub fn new(chunk: Pfn, used: u64) -> GtsmPage {
+        debug_assert_eq!(used.count_ones(), 32, "a GTSM page uses 32 sub-blocks");
+        let mut blocks = [0u8; 32];
+        let mut rest = used;
+        for b in blocks.iter_mut() {
+            *b = rest.trailing_zeros() as u8;
+            rest &= rest.wrapping_sub(1);
+        }
+        GtsmPage { chunk, blocks }
+    }
+
+    /// The chunk's sub-block that backs virtual sub-block `i` (0..32).
     #[inline]
     pub fn sub_block(&self, i: u64) -> u64 {
-        let mut rest = self.used;
-        for _ in 0..i {
-            rest &= rest - 1;
-        }
-        debug_assert!(rest != 0, "virtual sub-block {i} beyond the {} used", self.used.count_ones());
-        rest.trailing_zeros() as u64
+        self.blocks[i as usize % 32] as u64
     }
 }
 
@@ -44,9 +54,7 @@ impl ExtPayload for GtsmPage {
         KIND_GTSM
     }
 
-    /// Kept out of line: the TLB's fill inlines every kind's `frame_of`,
-    /// and the select's loop there would cost the plain pages' path.
-    #[inline(never)]
+    #[inline]
     fn frame_of(&self, offset: u64) -> Pfn {
         let page = offset >> PAGE_SHIFT;
         let block = self.sub_block(page / SUB_BLOCK_PAGES);
@@ -71,7 +79,7 @@ mod tests {
         // Used: every sub-block but 0, 3 and 10 (faulty), the first 32 of
         // them: 1, 2, 4..=9, 11..=34.
         let used = ((1u64 << 35) - 1) & !(1 | 1 << 3 | 1 << 10);
-        let g = GtsmPage { chunk: Pfn::new(1024), used };
+        let g = GtsmPage::new(Pfn::new(1024), used);
         assert_eq!(used.count_ones(), 32);
         let by_hand: Vec<u64> = [1, 2].into_iter().chain(4..=9).chain(11..=34).collect();
         assert_eq!((0..32).map(|i| g.sub_block(i)).collect::<Vec<_>>(), by_hand);

@@ -36,6 +36,6 @@ pub fn walk(
         size: ReachSize::Size2M,
         writable: g.writable,
         dirty: true,
-        kind: EntryKind::Ext(GtsmPage { chunk: g.chunk, used: g.used }),
+        kind: EntryKind::Ext(GtsmPage::new(g.chunk, g.used)),
     }
 }
