@@ -24,7 +24,7 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels, microbenchmark
+from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine
 from pagelab.sweep import Sweep
 
 ID = "pp-gtsm"
@@ -68,11 +68,7 @@ def sweep(variant: str) -> Sweep:
     phys, fp, n, grans = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
-        base={
-            "machine": {"preset": "gem5-skylake", "phys_mem": phys},
-            "run": {"skip_init": True},
-            "os": {"thp": {"khugepaged": False}},
-        },
+        base=paper_machine(phys),
         grid={"granularity": labels(grans), "system": labels(SYSTEMS)},
         workloads=workloads(fp, n),
         seeds=[1],

@@ -22,7 +22,7 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels
+from pagelab.experiments.perforated.common import labels, paper_machine
 from pagelab.sweep import Sweep
 
 ID = "pp-redis"
@@ -57,11 +57,7 @@ def sweep(variant: str) -> Sweep:
     phys, objects, gets = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
-        base={
-            "machine": {"preset": "gem5-skylake", "phys_mem": phys},
-            "run": {"skip_init": True},
-            "os": {"thp": {"khugepaged": False}},
-        },
+        base=paper_machine(phys),
         grid={"system": labels(list(SYSTEMS))},
         workloads=[store(objects, gets)],
         seeds=[1],
