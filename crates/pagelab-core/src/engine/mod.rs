@@ -140,6 +140,10 @@ impl Simulation {
             let auto_vma = cfg.os.auto_vma != AutoVma::Off;
             let asid =
                 kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
+            let mut workload = workload;
+            if let Some(untouched) = systems::perforated::untouched_pages(&cfg.os.holes, cfg.run.seed, asid) {
+                workload.leave_untouched(&untouched);
+            }
             let mmu = Mmu {
                 tlb: Tlb::with_extensions(
                     &m.tlb,

@@ -47,16 +47,22 @@ pub const PERFORATED: u64 = 1 << 10;
 /// or PMDs (32 MiB) that map contiguous frames, so the walker may cache one
 /// coalesced translation (Elastic Translations; reserved).
 pub const CONTIGUOUS: u64 = 1 << 11;
+/// Bit 54 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// GTSM page (Gap-Tolerant Sequential Mapping, the Perforated Pages
+/// paper's VII-D), its 32 sub-blocks of 64 KiB placed in one 4 MiB chunk
+/// (`systems::gtsm`).
+pub const GTSM: u64 = 1 << 54;
 /// Bits 52..53 of a leaf: access-tracking marks (young, idle) a scanner
 /// keeps without disturbing the hardware's A bit (reserved).
 pub const ACCESS_TRACK: u64 = 0b11 << 52;
 
 /// Every software bit pagelab assigns.
-pub const SOFT_BITS: [SoftBit; 4] = [
+pub const SOFT_BITS: [SoftBit; 5] = [
     SoftBit { name: "colored_huge", mask: COLORED_HUGE, levels: &[2], leaf_ext: true },
     SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: true },
     SoftBit { name: "contiguous", mask: CONTIGUOUS, levels: &[1, 2], leaf_ext: false },
     SoftBit { name: "access_track", mask: ACCESS_TRACK, levels: &[1, 2, 3], leaf_ext: false },
+    SoftBit { name: "gtsm", mask: GTSM, levels: &[2], leaf_ext: true },
 ];
 
 /// The software bits of a PMD entry pointing at a page table that hand the

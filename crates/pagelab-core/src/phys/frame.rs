@@ -20,6 +20,7 @@ const TAG_KERNEL: u64 = 1;
 const TAG_PAGE_TABLE: u64 = 2;
 const TAG_USER: u64 = 3;
 const TAG_RESERVED: u64 = 4;
+const TAG_FAULTY: u64 = 5;
 
 /// Who holds a frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -37,6 +38,9 @@ pub enum FrameOwner {
     /// Taken out of the buddy allocator by a pool (a hugetlb reserve, CHP's
     /// allocator cache); `pool` says which.
     Reserved { pool: u8 },
+    /// A frame whose memory failed (a retired page): out of the allocator
+    /// for good, never allocated, freed or migrated (`phys::faulty`).
+    Faulty,
 }
 
 impl FrameOwner {
@@ -53,6 +57,7 @@ impl FrameOwner {
                 TAG_USER << TAG_SHIFT | (asid as u64) << ASID_SHIFT | (vpn.raw() & VPN_MASK)
             }
             FrameOwner::Reserved { pool } => TAG_RESERVED << TAG_SHIFT | pool as u64,
+            FrameOwner::Faulty => TAG_FAULTY << TAG_SHIFT,
         }
     }
 
@@ -66,6 +71,7 @@ impl FrameOwner {
             TAG_PAGE_TABLE => FrameOwner::PageTable { asid },
             TAG_USER => FrameOwner::User { asid, vpn: Vpn::new(raw & VPN_MASK) },
             TAG_RESERVED => FrameOwner::Reserved { pool: raw as u8 },
+            TAG_FAULTY => FrameOwner::Faulty,
             tag => unreachable!("corrupt packed frame owner {raw:#x} (tag {tag})"),
         }
     }
@@ -126,6 +132,7 @@ mod tests {
             FrameOwner::User { asid: 7, vpn: Vpn::new(VPN_MASK) },
             FrameOwner::User { asid: 0, vpn: Vpn::new(0) },
             FrameOwner::Reserved { pool: 255 },
+            FrameOwner::Faulty,
         ];
         for owner in cases {
             assert_eq!(FrameOwner::unpack(owner.pack()), owner);

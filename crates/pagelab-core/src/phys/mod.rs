@@ -9,12 +9,14 @@
 //! - [`compaction`]: migrate and free scanners (mm/compaction.c); moving a
 //!   page is left to a caller-given closure, since page tables live in a
 //!   higher layer.
+//! - [`faulty`]: faulty (retired) frames, which nothing allocates.
 //!
 //! This layer uses only [`crate::units`] and [`crate::error`].
 
 mod bitmap;
 pub mod buddy;
 pub mod compaction;
+pub mod faulty;
 pub mod fragmentation;
 pub mod frame;
 mod free_area;
@@ -25,6 +27,7 @@ pub use buddy::{
     PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY, MIN_MAX_ORDER,
 };
 pub use compaction::{compact, CompactionStats};
+pub use faulty::{inject_faulty, is_faulty, FaultyGranularity};
 pub use fragmentation::{
     fi, fi_from, fragmentation_index, inject, inject_placed, unusable_free_index, InjectReport, Pattern, Placement,
 };

@@ -11,6 +11,7 @@ use super::thp::ThpConfig;
 use super::REGISTRY;
 use crate::error::{Error, Result};
 use crate::os::{AutoVma, FaultCosts, FragmentationConfig};
+use crate::phys::FaultyGranularity;
 
 /// The paging policy: names a default chain of systems (`os.systems`
 /// gives one explicitly).
@@ -32,6 +33,9 @@ pub enum PolicyKind {
     Chp,
     /// THP with perforated pages where a region cannot be a huge page.
     Perforated,
+    /// Gap-Tolerant Sequential Mapping: 2 MiB pages of 64 KiB sub-blocks
+    /// of 4 MiB chunks, around faulty frames.
+    Gtsm,
 }
 
 impl PolicyKind {
@@ -44,6 +48,7 @@ impl PolicyKind {
             PolicyKind::BinHopping => "bin-hopping",
             PolicyKind::Chp => "chp",
             PolicyKind::Perforated => "perforated",
+            PolicyKind::Gtsm => "gtsm",
         }
     }
 
@@ -58,6 +63,7 @@ impl PolicyKind {
             PolicyKind::BinHopping => &["bin-hopping"],
             PolicyKind::Chp => &["chp", "coloring"],
             PolicyKind::Perforated => &["perforated", "thp", "base"],
+            PolicyKind::Gtsm => &["gtsm", "base"],
         }
     }
 }
@@ -85,7 +91,23 @@ pub struct OsConfig {
     /// The fragmentation scenario perforated pages are evaluated under
     /// (read by the `perforated` and `holes` systems).
     pub holes: HolesConfig,
+    /// The share of memory faulty (retired) from boot: the probability of
+    /// each unit of `faulty_granularity` (`phys::faulty`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub faulty_frames: f64,
+    /// What one fault takes out: a 4 KiB frame (`"4k"`) or an aligned
+    /// 64 KiB block (`"64k"`).
+    #[serde(skip_serializing_if = "is_default_granularity")]
+    pub faulty_granularity: FaultyGranularity,
     pub fault_cost: FaultCosts,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_default_granularity(g: &FaultyGranularity) -> bool {
+    *g == FaultyGranularity::default()
 }
 
 impl Default for OsConfig {
@@ -101,6 +123,8 @@ impl Default for OsConfig {
             chp: ChpConfig::default(),
             perforated: PerforatedConfig::default(),
             holes: HolesConfig::default(),
+            faulty_frames: 0.0,
+            faulty_granularity: FaultyGranularity::default(),
             fault_cost: FaultCosts::default(),
         }
     }
@@ -126,6 +150,10 @@ impl OsConfig {
         self.chp.validate(prefix)?;
         self.perforated.validate(prefix)?;
         self.holes.validate(prefix)?;
+        if !(0.0..1.0).contains(&self.faulty_frames) {
+            let msg = format!("{} is not a rate in [0, 1)", self.faulty_frames);
+            return Err(Error::config(format!("{prefix}.faulty_frames"), msg));
+        }
         self.fault_cost.validate(prefix)
     }
 

@@ -9,12 +9,14 @@
 
 use super::chp;
 use super::chp::tlb::{ChpTlb, ColoredHuge, KIND_COLORED_HUGE};
+use super::gtsm;
+use super::gtsm::tlb::{GtsmPage, KIND_GTSM};
 use super::perforated;
 use super::perforated::tlb::{PerforatedKind, PerforatedTlb, KIND_HOLE, KIND_PERFORATED};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::refs::RefBuf;
 use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, Tlb, TlbEntry, TlbExtension};
-use crate::paging::pte::{COLORED_HUGE, PERFORATED};
+use crate::paging::pte::{COLORED_HUGE, GTSM, PERFORATED};
 use crate::paging::{NodeId, PageTable};
 use crate::stat::Stats;
 use crate::units::{Asid, Pfn, VirtAddr};
@@ -24,6 +26,7 @@ use crate::units::{Asid, Pfn, VirtAddr};
 pub enum ExtKind {
     ColoredHuge(ColoredHuge),
     Perforated(PerforatedKind),
+    Gtsm(GtsmPage),
 }
 
 impl ExtPayload for ExtKind {
@@ -31,6 +34,7 @@ impl ExtPayload for ExtKind {
         match self {
             ExtKind::ColoredHuge(p) => p.kind(),
             ExtKind::Perforated(p) => p.kind(),
+            ExtKind::Gtsm(p) => p.kind(),
         }
     }
     #[inline]
@@ -38,18 +42,21 @@ impl ExtPayload for ExtKind {
         match self {
             ExtKind::ColoredHuge(p) => p.frame_of(offset),
             ExtKind::Perforated(p) => p.frame_of(offset),
+            ExtKind::Gtsm(p) => p.frame_of(offset),
         }
     }
     fn l1_piece(&self) -> ReachSize {
         match self {
             ExtKind::ColoredHuge(p) => p.l1_piece(),
             ExtKind::Perforated(p) => p.l1_piece(),
+            ExtKind::Gtsm(p) => p.l1_piece(),
         }
     }
     fn l1_origin(&self, size: ReachSize) -> ReachSize {
         match self {
             ExtKind::ColoredHuge(p) => p.l1_origin(size),
             ExtKind::Perforated(p) => p.l1_origin(size),
+            ExtKind::Gtsm(p) => p.l1_origin(size),
         }
     }
 }
@@ -82,13 +89,13 @@ impl TlbExtension for TlbExtensions {
     fn load(&self, kind: u8, index: u32) -> ExtKind {
         let p = self.slots[index as usize];
         debug_assert_eq!(p.kind(), kind, "the payload of another kind in the slot");
-        debug_assert!([KIND_COLORED_HUGE, KIND_PERFORATED, KIND_HOLE].contains(&kind));
+        debug_assert!([KIND_COLORED_HUGE, KIND_PERFORATED, KIND_HOLE, KIND_GTSM].contains(&kind));
         p
     }
 
     fn needs_resolution(&mut self, p: &ExtKind, offset: u64) -> bool {
         match p {
-            ExtKind::ColoredHuge(_) => false,
+            ExtKind::ColoredHuge(_) | ExtKind::Gtsm(_) => false,
             ExtKind::Perforated(q) => self.perforated.needs_resolution(q, offset),
         }
     }
@@ -141,6 +148,9 @@ pub fn walk_leaf_ext(
 ) -> ExtEntry {
     if bits == PERFORATED {
         return wrap(perforated::walk::walk(pt, table, asid, vaddr), ExtKind::Perforated);
+    }
+    if bits == GTSM {
+        return wrap(gtsm::walk::walk(pt, table, asid, vaddr, refs, stats), ExtKind::Gtsm);
     }
     debug_assert_eq!(bits, COLORED_HUGE, "no walk step for software bits {bits:#x}");
     let e = chp::walk::walk(pt, table, asid, vaddr, write, ext.chp.stride_shift, refs, stats);

@@ -23,6 +23,7 @@ pub mod chp;
 pub mod coloring;
 mod config;
 pub mod extensions;
+pub mod gtsm;
 pub mod hugetlb;
 pub mod perforated;
 #[cfg(test)]
@@ -77,13 +78,18 @@ pub const REGISTRY: &[Registration] = &[
     chp::REGISTRATION,
     perforated::REGISTRATION,
     perforated::HOLES_REGISTRATION,
+    gtsm::REGISTRATION,
 ];
 
-/// Boots the kernel with the chain `os` names, then places the starting
+/// Boots the kernel with the chain `os` names (after the faulty frames),
+/// then places the starting
 /// fragmentation (after the systems, so that boot-time reservations such
 /// as a hugetlb pool predate it, as hugepages= does).
 pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kernel> {
     let mut kernel = Kernel::new(boot)?;
+    // Faulty frames fail before anything is allocated: no system's
+    // boot-time reservation holds one.
+    crate::phys::inject_faulty(&mut kernel.mem, os.faulty_frames, os.faulty_granularity, seed);
     let build = Build { os, freq_ghz, seed };
     for name in os.chain() {
         let reg = REGISTRY.iter().find(|r| r.name == name).expect("os.systems is validated against the registry");

@@ -35,6 +35,10 @@ pub(crate) trait Generator: Send {
     fn init_loop_accesses(&self) -> u64 {
         0
     }
+    /// [`Workload::leave_untouched`]; the default does not honour it.
+    fn leave_untouched(&mut self, _untouched: &super::UntouchedPages<'_>) -> bool {
+        false
+    }
 }
 
 /// The parts of the configuration the driver applies.
@@ -265,6 +269,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
 
     fn total_accesses(&self) -> Option<u64> {
         self.total
+    }
+
+    fn leave_untouched(&mut self, untouched: &super::UntouchedPages<'_>) -> bool {
+        self.gen.leave_untouched(untouched)
     }
 }
 

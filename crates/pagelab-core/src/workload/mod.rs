@@ -236,7 +236,21 @@ pub trait Workload: Send {
     fn take_error(&mut self) -> Option<crate::error::Error> {
         None
     }
+    /// Leaves the pages `untouched` names alone: the program never touches
+    /// them (a fragmentation scenario's unallocated holes, which the
+    /// program freed or never used). Called once, before the first batch.
+    /// Returns whether the workload honours it; the default does not (it
+    /// touches what it touches, and a touched hole is backed then).
+    fn leave_untouched(&mut self, _untouched: &UntouchedPages<'_>) -> bool {
+        false
+    }
 }
+
+/// The pages a program never touches, by 2 MiB region (the virtual
+/// address shifted right by 21): a 512-bit mask of the region's untouched
+/// pages (page i is bit i % 64 of word i / 64), or `None` when it may
+/// touch them all.
+pub type UntouchedPages<'a> = dyn Fn(u64) -> Option<[u64; 8]> + 'a;
 
 /// Builds the generator `cfg.kind` after validating `cfg`; errors name keys
 /// as `{key_prefix}.<key>` (key_prefix is normally `"workload"`). A trace

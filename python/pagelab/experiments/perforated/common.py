@@ -31,14 +31,33 @@ SCALES = {
         ["clustered", "dispersed"],
         ["allocated", "unallocated"],
     ),
-    "quick": (4 * GIB, 2 * GIB, 1_000_000, [0.25, 0.9], [0.5, 1.0], ["clustered", "dispersed"], ["allocated"]),
-    "tiny": (512 * MIB, 64 * MIB, 20_000, [0.25], [0.5], ["clustered"], ["allocated"]),
+    "quick": (
+        4 * GIB,
+        2 * GIB,
+        1_000_000,
+        [0.25, 0.9],
+        [0.5, 1.0],
+        ["clustered", "dispersed"],
+        ["allocated", "unallocated"],
+    ),
+    "tiny": (512 * MIB, 64 * MIB, 20_000, [0.25], [0.5], ["clustered"], ["allocated", "unallocated"]),
 }
 
 
 def labels(values: list) -> list[dict]:
     """Grid values that only label a point (`shape` acts on them)."""
     return [{"name": v} for v in values]
+
+
+def paper_machine(phys_mem: int) -> dict:
+    """The paper's Table II machine (`gem5-skylake`) with `phys_mem`
+    bytes, statistics of the measured accesses only, khugepaged off (the
+    paper's mappings are set up before the measured region)."""
+    return {
+        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem, **MEASURED_TIMING},
+        "run": {"skip_init": True},
+        "os": {"thp": {"khugepaged": False}},
+    }
 
 
 def base_config(phys_mem: int) -> dict:
@@ -48,11 +67,9 @@ def base_config(phys_mem: int) -> dict:
     mappings are set up before the measured region. The paper's creation
     rule (III-C) is for real fragmentation; Fig. 7 and 8 make every
     fragmented region a perforated page, so the rule is opened up here."""
-    return {
-        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem, **MEASURED_TIMING},
-        "run": {"skip_init": True},
-        "os": {"thp": {"khugepaged": False}, "perforated": {"max_unmovable": 1.0, "max_filter_bits": 8}},
-    }
+    config = paper_machine(phys_mem)
+    config["os"]["perforated"] = {"max_unmovable": 1.0, "max_filter_bits": 8}
+    return config
 
 
 def microbenchmark(footprint: int, accesses: int) -> dict:
@@ -61,12 +78,16 @@ def microbenchmark(footprint: int, accesses: int) -> dict:
 
 
 def shape(config: dict, params: dict) -> None:
-    """A point's system, and the scenario for the systems that see it
-    (the others run the same configuration whatever the scenario)."""
+    """A point's system, and the scenario for the systems that see it.
+    Unallocated holes are pages the program never touches (VII-B), so every
+    system runs that same program: the scenario goes to all four (the
+    kernels without `holes` or `perforated` in their chain only skip the
+    pages); with allocated holes the others run the same configuration
+    whatever the scenario."""
     system = params["system"]
     os_ = config.setdefault("os", {})
     os_.update(SYSTEMS[system])
-    if system in FRAGMENTED:
+    if system in FRAGMENTED or params["hole_kind"] == "unallocated":
         os_["holes"] = {
             "portion": float(params["portion"]),
             "degree": float(params["degree"]),

@@ -83,6 +83,8 @@ fn build(b: &Build, k: &mut Kernel, make: bool) -> Result<()> {
         shadows: BTreeMap::new(),
         live: BTreeSet::new(),
         stats: PerforatedStats::default(),
+        faulty: b.os.faulty_frames > 0.0,
+        next_faulty_region: 0,
     }));
     Ok(())
 }
@@ -144,6 +146,11 @@ pub struct Perforated {
     /// Perforated pages, by process and 2 MiB region.
     live: BTreeSet<(Asid, u64)>,
     stats: PerforatedStats,
+    /// Whether memory has faulty frames (`os.faulty_frames`).
+    faulty: bool,
+    /// The next 2 MiB region of physical memory to try for a perforated
+    /// page over faulty frames (regions are tried in order, each once).
+    next_faulty_region: u64,
 }
 
 impl Perforated {
@@ -167,11 +174,50 @@ impl Perforated {
     /// Makes the region at `base` a perforated page with these holes, or
     /// `None` when no 2 MiB block is free.
     fn create(&mut self, k: &mut Kernel, f: &Fault, base: VirtAddr, holes: HoleBits) -> Result<Option<FaultOutcome>> {
-        let (asid, writable) = (f.asid, f.vma.writable);
-        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, FrameOwner::User { asid, vpn: base.vpn() })
-        else {
+        let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn() };
+        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
             return Ok(None);
         };
+        self.install(k, f, base, frame, holes, self.kind == HoleKind::Allocated)
+    }
+
+    /// Where memory has faulty frames and no free 2 MiB block is left
+    /// (while one is, THP next in the chain takes it): a perforated page
+    /// over the next 2 MiB region of only free and faulty frames that the
+    /// rule allows, its holes at the faulty frames, each remapped to a
+    /// frame of its own (the program uses the whole region). `None` when
+    /// there is no such region (the chain gives 4 KiB pages).
+    fn over_faulty_frames(&mut self, k: &mut Kernel, f: &Fault, base: VirtAddr) -> Result<Option<FaultOutcome>> {
+        if !self.make || !self.faulty || k.mem.free_pages_at_or_above(Order::PMD) > 0 {
+            return Ok(None);
+        }
+        while let Some((frame, holes)) = next_faulty_region(&k.mem, &mut self.next_faulty_region) {
+            if !self.rule_allows(&holes) {
+                self.stats.declined += 1;
+                continue;
+            }
+            for i in (0..512).filter(|&i| !is_hole(&holes, i as usize)) {
+                let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn().add(i) };
+                let taken = k.mem.alloc_specific(frame.add(i), Order::BASE, owner);
+                debug_assert!(taken, "frame {i} of the region was free");
+            }
+            return self.install(k, f, base, frame, holes, true);
+        }
+        Ok(None)
+    }
+
+    /// Maps the region at `base` as a perforated page of the 2 MiB frame
+    /// `frame` (taken, save its faulty frames) with these holes.
+    fn install(
+        &mut self,
+        k: &mut Kernel,
+        f: &Fault,
+        base: VirtAddr,
+        frame: Pfn,
+        holes: HoleBits,
+        back_holes: bool,
+    ) -> Result<Option<FaultOutcome>> {
+        let (asid, writable) = (f.asid, f.vma.writable);
         for i in 0..512 {
             let page = base.add(i * 4096);
             let owner = FrameOwner::User { asid, vpn: page.vpn() };
@@ -181,9 +227,12 @@ impl Perforated {
                 continue;
             }
             // The frame under a hole stands for the unmovable data that
-            // made the region fragmented: it stays the kernel's.
-            k.mem.set_owner(frame.add(i), FrameOwner::Kernel);
-            if self.kind == HoleKind::Allocated {
+            // made the region fragmented: it stays the kernel's (a faulty
+            // one stays faulty).
+            if k.mem.owner(frame.add(i)) != FrameOwner::Faulty {
+                k.mem.set_owner(frame.add(i), FrameOwner::Kernel);
+            }
+            if back_holes {
                 let other = k.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(out_of_memory)?;
                 k.map_user(asid, page, other, PageSize::Size4K, writable)?;
             }
@@ -241,6 +290,38 @@ impl Perforated {
     }
 }
 
+/// The pages process `asid` never touches under the scenario `holes`:
+/// the holes of its fragmented regions when they are unallocated (VII-B:
+/// "unallocated hole pages are not accessed"), whatever the chain, so that
+/// every kernel runs the same program; `None` when it touches them all.
+pub fn untouched_pages(holes: &HolesConfig, seed: u64, asid: Asid) -> Option<impl Fn(u64) -> Option<HoleBits>> {
+    let scenario = HoleScenario::new(holes, seed);
+    (scenario.active() && holes.kind == HoleKind::Unallocated).then_some(move |r| scenario.holes(asid, r))
+}
+
+/// The next 2 MiB region of physical memory, from `cursor` on, whose frames
+/// are all free or faulty (at least one faulty): its first frame and its
+/// faulty frames as holes.
+fn next_faulty_region(mem: &crate::phys::PhysMem, cursor: &mut u64) -> Option<(Pfn, HoleBits)> {
+    while (*cursor + 1) * 512 <= mem.nr_frames() {
+        let frame = Pfn::new(*cursor * 512);
+        *cursor += 1;
+        let mut holes = [0u64; 8];
+        let usable = (0..512).all(|i| match mem.owner(frame.add(i)) {
+            FrameOwner::Free => true,
+            FrameOwner::Faulty => {
+                set_hole(&mut holes, i as usize, true);
+                true
+            }
+            _ => false,
+        });
+        if usable && holes != [0; 8] {
+            return Some((frame, holes));
+        }
+    }
+    None
+}
+
 fn out_of_memory() -> Error {
     Error::Workload("out of memory backing a perforated page's holes".into())
 }
@@ -262,7 +343,7 @@ impl System for Perforated {
             return Ok(None);
         }
         let Some(holes) = self.scenario.holes(f.asid, base.raw() >> 21) else {
-            return Ok(None);
+            return self.over_faulty_frames(k, f, base);
         };
         if self.make {
             if !self.rule_allows(&holes) {

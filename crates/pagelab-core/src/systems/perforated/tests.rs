@@ -270,6 +270,47 @@ fn unallocated_holes_are_backed_when_touched_and_munmap_of_a_whole_page_flushes(
     assert!(stat(&sim, "perforated.hole_walks") >= 51.0);
 }
 
+/// gups over two regions (4 MiB), every region fragmented with 51
+/// unallocated holes (degree 0.1, clustered): the program never touches
+/// the holes (VII-B), whatever the kernel.
+fn gups_over_unallocated_holes(extra: &[&str]) -> Simulation {
+    let mut all = vec![
+        "os.holes.degree=0.1",
+        "os.holes.kind=\"unallocated\"",
+        "workload.footprint=\"4MiB\"",
+        "workload.init=\"pages\"",
+        "workload.accesses=20000",
+        "workload.write_fraction=0.0",
+    ];
+    all.extend_from_slice(extra);
+    let mut sim = Simulation::new(perforated_config(&all)).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
+#[test]
+fn the_microbenchmark_never_touches_unallocated_holes_on_any_kernel() {
+    // Perforated pages: the two creating faults and nothing else; no hole
+    // is walked, every access is a non-hole of a perforated page.
+    let sim = gups_over_unallocated_holes(&[]);
+    assert_eq!(stat(&sim, "perforated.pages"), 2.0);
+    assert_eq!(stat(&sim, "perforated.holes"), 2.0 * 51.0);
+    assert_eq!(stat(&sim, "faults"), 2.0);
+    assert_eq!(stat(&sim, "perforated.hole_walks"), 0.0);
+    // The conventional kernel and plain 4 KiB pages under the same
+    // scenario back exactly the 1024 - 2 x 51 pages touched (the first of
+    // each region by `holes`, the rest by `base`).
+    let sim = gups_over_unallocated_holes(&["os.systems=[\"holes\",\"thp\",\"base\"]"]);
+    assert_eq!(stat(&sim, "os.holes.fragmented"), 2.0);
+    assert_eq!(stat(&sim, "faults"), 1024.0 - 102.0);
+    let sim = gups_over_unallocated_holes(&["os.policy=\"base\""]);
+    assert_eq!(stat(&sim, "faults"), 1024.0 - 102.0);
+    // Allocated holes are touched (and were backed at creation).
+    let sim = gups_over_unallocated_holes(&["os.holes.kind=\"allocated\""]);
+    assert_eq!(stat(&sim, "faults"), 2.0);
+    assert!(stat(&sim, "perforated.hole_walks") > 0.0);
+}
+
 #[test]
 fn partial_munmap_punches_holes_and_translations_stay_right() {
     let cfg = perforated_config(&["os.holes.degree=0.1"]);
