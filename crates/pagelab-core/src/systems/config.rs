@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
+use super::elastic::ElasticConfig;
 use super::hugetlb::HugetlbConfig;
 use super::perforated::{HolesConfig, PerforatedConfig};
 use super::thp::ThpConfig;
@@ -32,6 +33,9 @@ pub enum PolicyKind {
     Chp,
     /// THP with perforated pages where a region cannot be a huge page.
     Perforated,
+    /// Elastic Translations: CoalaPaging and the contiguous bit (64 KiB and
+    /// 32 MiB coalesced translations on Arm-style machines).
+    Elastic,
 }
 
 impl PolicyKind {
@@ -44,6 +48,7 @@ impl PolicyKind {
             PolicyKind::BinHopping => "bin-hopping",
             PolicyKind::Chp => "chp",
             PolicyKind::Perforated => "perforated",
+            PolicyKind::Elastic => "elastic",
         }
     }
 
@@ -58,6 +63,7 @@ impl PolicyKind {
             PolicyKind::BinHopping => &["bin-hopping"],
             PolicyKind::Chp => &["chp", "coloring"],
             PolicyKind::Perforated => &["perforated", "thp", "base"],
+            PolicyKind::Elastic => &["elastic", "base"],
         }
     }
 }
@@ -85,6 +91,7 @@ pub struct OsConfig {
     /// The fragmentation scenario perforated pages are evaluated under
     /// (read by the `perforated` and `holes` systems).
     pub holes: HolesConfig,
+    pub elastic: ElasticConfig,
     pub fault_cost: FaultCosts,
 }
 
@@ -101,6 +108,7 @@ impl Default for OsConfig {
             chp: ChpConfig::default(),
             perforated: PerforatedConfig::default(),
             holes: HolesConfig::default(),
+            elastic: ElasticConfig::default(),
             fault_cost: FaultCosts::default(),
         }
     }
@@ -126,6 +134,7 @@ impl OsConfig {
         self.chp.validate(prefix)?;
         self.perforated.validate(prefix)?;
         self.holes.validate(prefix)?;
+        self.elastic.validate(prefix, self.chain().contains(&"elastic"))?;
         self.fault_cost.validate(prefix)
     }
 

@@ -22,6 +22,7 @@ pub mod bin_hopping;
 pub mod chp;
 pub mod coloring;
 mod config;
+pub mod elastic;
 pub mod extensions;
 pub mod hugetlb;
 pub mod perforated;
@@ -31,8 +32,8 @@ pub mod thp;
 
 pub use config::{OsConfig, PolicyKind};
 pub use extensions::{
-    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, tlb_ext_stats, tlb_extensions, walk_leaf_ext,
-    ExtEntry, ExtKind, TlbExtensions,
+    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, samples_l2_occupancy, tlb_ext_stats,
+    tlb_extensions, walk_leaf_ext, ExtEntry, ExtKind, TlbExtensions,
 };
 
 use crate::error::Result;
@@ -77,6 +78,7 @@ pub const REGISTRY: &[Registration] = &[
     chp::REGISTRATION,
     perforated::REGISTRATION,
     perforated::HOLES_REGISTRATION,
+    elastic::REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names, then places the starting
