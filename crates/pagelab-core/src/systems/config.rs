@@ -36,6 +36,9 @@ pub enum PolicyKind {
     /// Elastic Translations: CoalaPaging and the contiguous bit (64 KiB and
     /// 32 MiB coalesced translations on Arm-style machines).
     Elastic,
+    /// Linux's multi-size THP: 2 MiB, else 64 KiB (contiguous), else 4 KiB
+    /// at fault (the Elastic Translations paper's mTHP baseline).
+    Mthp,
 }
 
 impl PolicyKind {
@@ -49,6 +52,7 @@ impl PolicyKind {
             PolicyKind::Chp => "chp",
             PolicyKind::Perforated => "perforated",
             PolicyKind::Elastic => "elastic",
+            PolicyKind::Mthp => "mthp",
         }
     }
 
@@ -64,6 +68,7 @@ impl PolicyKind {
             PolicyKind::Chp => &["chp", "coloring"],
             PolicyKind::Perforated => &["perforated", "thp", "base"],
             PolicyKind::Elastic => &["elastic", "base"],
+            PolicyKind::Mthp => &["thp", "mthp", "base"],
         }
     }
 }

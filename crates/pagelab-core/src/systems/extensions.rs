@@ -115,7 +115,7 @@ pub fn wrap<P: ExtPayload>(e: TlbEntry<P>, kind: impl Fn(P) -> ExtKind) -> ExtEn
 /// other than 4 KiB and 2 MiB pages (perforated pages, coalesced
 /// translations).
 pub fn samples_l2_occupancy(chain: &[&str]) -> bool {
-    chain.iter().any(|s| matches!(*s, "perforated" | "elastic"))
+    chain.iter().any(|s| matches!(*s, "perforated" | "elastic" | "mthp"))
 }
 
 /// The hardware extensions of a core of a machine with these page colors

@@ -25,6 +25,7 @@ mod config;
 pub mod elastic;
 pub mod extensions;
 pub mod hugetlb;
+pub mod mthp;
 pub mod perforated;
 #[cfg(test)]
 mod tests;
@@ -79,6 +80,7 @@ pub const REGISTRY: &[Registration] = &[
     perforated::REGISTRATION,
     perforated::HOLES_REGISTRATION,
     elastic::REGISTRATION,
+    mthp::REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names, then places the starting

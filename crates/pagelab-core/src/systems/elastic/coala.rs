@@ -64,7 +64,10 @@ pub fn place(k: &mut Kernel, asid: Asid, page: VirtAddr, size: PageSize) -> Resu
     if block_order.get() > k.mem.max_order() {
         return Err(Fallback::NoBlock);
     }
-    let block = k.mem.alloc(block_order, Migratetype::Movable, owner).ok_or(Fallback::NoBlock)?;
+    // Owned from the range's first page, so that the kept page's frames
+    // name their own pages (an owner's vpn grows by one per frame).
+    let range_owner = FrameOwner::User { asid, vpn: page.align_down(range).vpn() };
+    let block = k.mem.alloc(block_order, Migratetype::Movable, range_owner).ok_or(Fallback::NoBlock)?;
     for j in (0..CONTIG_ENTRIES as u64).filter(|&j| j != offset) {
         k.mem.free(Pfn::new(block.raw() + j * pages), order);
     }

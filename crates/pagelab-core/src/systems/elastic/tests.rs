@@ -84,6 +84,7 @@ fn a_mismatched_neighbour_does_not_fix_the_frame() {
     assert_eq!(how, Placement::Carved, "no anchor: a block of 16 is carved");
     assert_eq!(frame.raw() % 16, 5, "the frame at the virtual offset of the carved block");
     assert_ne!(frame.raw(), block + 5, "not where the mismatched neighbour points");
+    assert_eq!(sim.kernel.mem.owner(frame), FrameOwner::User { asid: 1, vpn: page(5).vpn() });
     // The carved block's other 15 frames went back, free for the range.
     assert!((0..16).filter(|&j| j != 5).all(|j| sim.kernel.mem.is_free(Pfn::new(frame.raw() - 5 + j))));
 }
@@ -262,4 +263,24 @@ fn the_arm_presets_coalesce_and_carve_32m_blocks_where_x86_machines_do_not() {
     let overrides: Vec<String> = four.iter().map(|s| s.to_string()).collect();
     let err = crate::config::parse_config(text, "t.toml", &overrides).unwrap_err().to_string();
     assert!(err.contains("machine.tlb.l1_64k_entries"), "{err}");
+}
+
+#[test]
+fn mthp_backs_2m_where_it_fits_else_an_aligned_64k_block_with_the_contiguous_bit_else_4k() {
+    // A 2 MiB VMA: one THP fault. A 64 KiB VMA: one 64 KiB fault, 16 pages
+    // contiguous. A 12 KiB VMA: 4 KiB pages.
+    let small = BASE.add(8 << 20);
+    let tiny = BASE.add(16 << 20);
+    let events = vec![mmap(BASE, 2 << 20), mmap(small, KIB64), mmap(tiny, 3 * 4096)];
+    let mut accesses = stores(BASE, 2);
+    accesses.extend(stores(small, 16));
+    accesses.extend(stores(tiny, 3));
+    let cfg = elastic_config(&["os.policy=\"mthp\"", "os.thp.khugepaged=false"]);
+    let sim = simulate(cfg, vec![batch(events, accesses)]).unwrap();
+    assert_eq!(stat(&sim, "os.faults.thp"), 1.0);
+    assert_eq!(stat(&sim, "os.faults.mthp_64k"), 1.0);
+    assert_eq!(stat(&sim, "os.faults.base"), 3.0);
+    assert!((0..16).all(|i| contiguous(&sim, small.add(i * 4096))));
+    assert_eq!(stat(&sim, "mem.mapped.64k"), KIB64 as f64);
+    assert_eq!(stat(&sim, "os.shootdowns"), 0.0, "written at once: no break-before-make");
 }
