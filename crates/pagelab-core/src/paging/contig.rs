@@ -27,7 +27,7 @@
 //! break) and unmaps entry 20; entries 16..19 and 21..31 stay mapped as
 //! 4 KiB pages.
 
-use super::super::pte::{Pte, CONTIGUOUS, HUGE, PRESENT, WRITABLE};
+use super::super::pte::{Pte, ACCESSED, CONTIGUOUS, DIRTY, HUGE, PRESENT, WRITABLE};
 use super::{table_index, NodeId, PageTable};
 use crate::units::{PageSize, VirtAddr};
 
@@ -82,6 +82,23 @@ impl PageTable {
         }
         *self.contig.ranges_mut(level) += 1;
         true
+    }
+
+    /// Sets `bits` (accessed, dirty) on the 16 entries of the contiguous
+    /// range holding `vaddr`'s leaf of `size`: a fault that writes a whole
+    /// range at once in a writable VMA makes its entries young and dirty,
+    /// as Linux does (`pte_mkdirty` for VM_WRITE), so the walker's copy of
+    /// one entry's bits stands for the range's.
+    pub fn mark_range(&mut self, vaddr: VirtAddr, size: PageSize, bits: u64) {
+        debug_assert_eq!(bits & !(ACCESSED | DIRTY), 0, "only A and D");
+        let level = size.leaf_level();
+        let Some(node) = self.table_for_existing(vaddr, level) else {
+            return;
+        };
+        let first = range_start(table_index(vaddr, level));
+        for i in first..first + CONTIG_ENTRIES {
+            *self.raw_entry_mut(node, i) |= bits;
+        }
     }
 
     /// Whether entries `first..first + 16` of `node` can become one

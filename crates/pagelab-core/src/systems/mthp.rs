@@ -11,6 +11,7 @@
 use super::{Build, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
+use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
@@ -61,8 +62,13 @@ impl System for Mthp {
         for i in 0..CONTIG_ENTRIES as u64 {
             k.map_user(f.asid, base.add(i * 4096), block.add(i), PageSize::Size4K, f.vma.writable)?;
         }
-        let set = k.page_table_mut(f.asid).set_contiguous(base, PageSize::Size4K);
+        let pt = k.page_table_mut(f.asid);
+        let set = pt.set_contiguous(base, PageSize::Size4K);
         debug_assert!(set, "16 fresh entries over an aligned block qualify");
+        if f.vma.writable {
+            // Young and dirty, as Linux's do_anonymous_page for VM_WRITE.
+            pt.mark_range(base, PageSize::Size4K, ACCESSED | DIRTY);
+        }
         Ok(Some(FaultOutcome { kind: "mthp_64k", size: PageSize::Size4K, cycles: k.costs.base }))
     }
 

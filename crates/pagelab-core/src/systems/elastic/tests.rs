@@ -284,3 +284,42 @@ fn mthp_backs_2m_where_it_fits_else_an_aligned_64k_block_with_the_contiguous_bit
     assert_eq!(stat(&sim, "mem.mapped.64k"), KIB64 as f64);
     assert_eq!(stat(&sim, "os.shootdowns"), 0.0, "written at once: no break-before-make");
 }
+
+#[test]
+fn hugetlb_64k_and_32m_pages_are_contiguous_ranges_written_at_once_and_return_whole_to_the_pool() {
+    // 64 KiB: a 128 KiB VMA takes two pages on their first touches.
+    let cfg = elastic_config(&["os.policy=\"hugetlb\"", "os.hugetlb.size=\"64KiB\"", "os.hugetlb.pool=\"1MiB\""]);
+    let munmap = MapEvent::Munmap { start: BASE, len: 2 * KIB64 };
+    let batches = vec![batch(vec![mmap(BASE, 2 * KIB64)], stores(BASE, 32))];
+    let sim = simulate(cfg.clone(), batches.clone()).unwrap();
+    assert_eq!(stat(&sim, "os.faults.hugetlb_64k"), 2.0);
+    assert!((0..32).all(|i| contiguous(&sim, page(i))));
+    assert_eq!(stat(&sim, "mem.mapped.64k"), 2.0 * KIB64 as f64);
+    assert_eq!(stat(&sim, "os.shootdowns"), 0.0, "no live entry: no break-before-make");
+    let pt = &sim.kernel.proc(1).aspace.pt;
+    assert!((0..32).all(|i| pt.lookup(page(i)).unwrap().pte.dirty()), "young and dirty as a writable range");
+    // munmap gives each page back whole: its 16 frames are the pool's again.
+    let frame = sim.kernel.proc(1).aspace.pt.lookup(page(17)).unwrap().frame;
+    let mut all = batches;
+    all.push(batch(vec![(0, munmap)], vec![]));
+    let sim = simulate(cfg, all).unwrap();
+    assert_eq!(sim.kernel.mem.owner(frame), FrameOwner::Reserved { pool: 1 });
+    assert_eq!(stat(&sim, "mem.mapped.64k"), 0.0);
+
+    // 32 MiB: one fault maps 16 PMDs over an order-13 block.
+    let cfg = elastic_config(&["os.policy=\"hugetlb\"", "os.hugetlb.size=\"32MiB\""]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, MIB32)], stores_every(BASE, 2 << 20, 16))]).unwrap();
+    assert_eq!(stat(&sim, "os.faults.hugetlb_32m"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
+    let first = sim.kernel.proc(1).aspace.pt.lookup(BASE).unwrap().frame;
+    assert_eq!(first.raw() % (MIB32 >> 12), 0, "a 32 MiB-aligned block");
+    // On skylake (max_order 10) a 32 MiB pool cannot be reserved.
+    let err = crate::config::parse_config(
+        "[workload]\nkind = \"gups\"\n",
+        "t.toml",
+        &["os.policy=\"hugetlb\"".into(), "os.hugetlb.size=\"32MiB\"".into(), "os.hugetlb.pool=\"32MiB\"".into()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("os.hugetlb.size") && err.contains("max_order >= 13"), "{err}");
+}
