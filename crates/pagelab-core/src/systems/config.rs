@@ -39,6 +39,9 @@ pub enum PolicyKind {
     /// Linux's multi-size THP: 2 MiB, else 64 KiB (contiguous), else 4 KiB
     /// at fault (the Elastic Translations paper's mTHP baseline).
     Mthp,
+    /// Trident at fault time: 1 GiB, else 2 MiB, else 4 KiB (the Elastic
+    /// Translations paper's baseline; needs `machine.max_order = 18`).
+    Trident,
 }
 
 impl PolicyKind {
@@ -53,6 +56,7 @@ impl PolicyKind {
             PolicyKind::Perforated => "perforated",
             PolicyKind::Elastic => "elastic",
             PolicyKind::Mthp => "mthp",
+            PolicyKind::Trident => "trident",
         }
     }
 
@@ -69,6 +73,7 @@ impl PolicyKind {
             PolicyKind::Perforated => &["perforated", "thp", "base"],
             PolicyKind::Elastic => &["elastic", "base"],
             PolicyKind::Mthp => &["thp", "mthp", "base"],
+            PolicyKind::Trident => &["trident", "thp", "base"],
         }
     }
 }

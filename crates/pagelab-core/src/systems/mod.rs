@@ -30,6 +30,7 @@ pub mod perforated;
 #[cfg(test)]
 mod tests;
 pub mod thp;
+pub mod trident;
 
 pub use config::{OsConfig, PolicyKind};
 pub use extensions::{
@@ -81,6 +82,7 @@ pub const REGISTRY: &[Registration] = &[
     perforated::HOLES_REGISTRATION,
     elastic::REGISTRATION,
     mthp::REGISTRATION,
+    trident::REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names, then places the starting
