@@ -7,6 +7,8 @@ const PRESETS: &[(&str, &str)] = &[
     ("i7-10700", include_str!("presets/i7-10700.toml")),
     ("gem5-skylake", include_str!("presets/gem5-skylake.toml")),
     ("xeon-gold-6138", include_str!("presets/xeon-gold-6138.toml")),
+    ("ampere-altra", include_str!("presets/ampere-altra.toml")),
+    ("grace", include_str!("presets/grace.toml")),
 ];
 
 pub fn preset_names() -> Vec<&'static str> {

@@ -20,9 +20,9 @@ use crate::error::Result;
 use crate::hw::core_stats::CoreStats;
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::{RefBuf, RefKind};
-use crate::hw::tlb::{Tlb, TlbEntry, TlbLookup};
+use crate::hw::tlb::{ReachSize, Tlb, TlbEntry, TlbLookup};
 use crate::os::Kernel;
-use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::pte::{Pte, ACCESSED, CONTIGUOUS, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
 use crate::systems::{ExtEntry, TlbExtensions};
 use crate::units::{Asid, PageSize, Pfn, VirtAddr};
@@ -53,7 +53,8 @@ pub struct Request {
 enum Walk {
     Leaf {
         pte_frame: Pfn,
-        size: PageSize,
+        /// A leaf's page size, or the coalesced reach of a contiguous range.
+        size: ReachSize,
         writable: bool,
         dirty: bool,
     },
@@ -214,9 +215,12 @@ impl Mmu {
                 let slot =
                     crate::paging::LeafSlot { node, index: crate::paging::pagetable::table_index(vaddr, level), level };
                 pt.set_bits(slot, bits);
+                if pte.raw() & CONTIGUOUS != 0 {
+                    return self.contiguous_leaf(pte, level_size(level), write);
+                }
                 return Walk::Leaf {
                     pte_frame: pte.pfn(),
-                    size: level_size(level),
+                    size: level_size(level).into(),
                     writable: pte.writable(),
                     dirty: write || pte.dirty(),
                 };
@@ -236,12 +240,31 @@ impl Mmu {
         if !pte.present() {
             return Walk::NotPresent;
         }
+        if pte.raw() & CONTIGUOUS != 0 {
+            return self.contiguous_leaf(pte, PageSize::Size4K, write);
+        }
         Walk::Leaf {
             pte_frame: pte.pfn(),
-            size: PageSize::Size4K,
+            size: ReachSize::Size4K,
             writable: pte.writable(),
             dirty: write || pte.dirty(),
         }
+    }
+
+    /// A leaf whose contiguous bit is set (Arm's contiguous hint: it is one
+    /// of 16 aligned entries mapping 16 contiguous pages of `size`): a TLB
+    /// that holds coalesced translations caches one entry of 16 times the
+    /// reach; another ignores the bit, as hardware without it would. The
+    /// OS keeps the 16 entries' frames and permissions consistent
+    /// (`paging::contig`), so this entry's stand for all of them. (Out of
+    /// line: only Arm-style machines with contiguous ranges come here.)
+    #[cold]
+    #[inline(never)]
+    fn contiguous_leaf(&self, pte: Pte, size: PageSize, write: bool) -> Walk {
+        let coalesced = if size == PageSize::Size4K { ReachSize::Size64K } else { ReachSize::Size32M };
+        let reach = if size != PageSize::Size1G && self.tlb.holds_reach(coalesced) { coalesced } else { size.into() };
+        let pte_frame = Pfn::new(pte.pfn().raw() & !(reach.nr_pages() - 1));
+        Walk::Leaf { pte_frame, size: reach, writable: pte.writable(), dirty: write || pte.dirty() }
     }
 
     /// A store through a clean TLB entry: the hardware sets the PTE's dirty

@@ -148,7 +148,7 @@ impl Simulation {
                 tlb: Tlb::with_extensions(
                     &m.tlb,
                     cfg.run.seed.wrapping_add(id as u64),
-                    systems::tlb_extensions(kernel.color_map(), kernel.chain().contains(&"perforated")),
+                    systems::tlb_extensions(kernel.color_map(), systems::samples_l2_occupancy(&kernel.chain())),
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: mmu_latency(m.tlb.l2_latency),

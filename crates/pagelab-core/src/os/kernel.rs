@@ -315,6 +315,7 @@ impl Kernel {
     pub fn reset_stats(&mut self) {
         self.stats.reset();
         self.color_pool.refills = 0;
+        self.procs.iter_mut().for_each(|p| p.aspace.pt.reset_contig_breaks());
         self.systems.iter_mut().for_each(|s| s.reset_stats());
         self.daemons.iter_mut().for_each(|d| d.reset_stats());
     }

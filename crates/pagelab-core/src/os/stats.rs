@@ -47,10 +47,23 @@ impl Kernel {
     /// system and fault kind, so that every run reports the same names).
     pub fn report(&self, idle: &Stats, out: &mut Stats) {
         out.extend(idle.iter().map(|(k, v)| (k.clone(), *v)));
-        for (size, name) in [(PageSize::Size4K, "4k"), (PageSize::Size2M, "2m"), (PageSize::Size1G, "1g")] {
+        // Contiguous ranges (Arm's contiguous bit) count as 64 KiB and
+        // 32 MiB, not as the 4 KiB and 2 MiB leaves they are made of.
+        let contig = self
+            .procs
+            .iter()
+            .map(|p| p.aspace.pt.contig_counts())
+            .fold([0; 3], |a, c| [a[0] + c.ranges_64k, a[1] + c.ranges_32m, a[2] + c.breaks]);
+        let (bytes_64k, bytes_32m) = (contig[0] << 16, contig[1] << 25);
+        for (size, name, coalesced) in
+            [(PageSize::Size4K, "4k", bytes_64k), (PageSize::Size2M, "2m", bytes_32m), (PageSize::Size1G, "1g", 0)]
+        {
             let bytes: u64 = self.procs.iter().map(|p| p.aspace.mapped_bytes(size)).sum();
-            out.insert(format!("mem.mapped.{name}"), Stat::Int(bytes));
+            out.insert(format!("mem.mapped.{name}"), Stat::Int(bytes - coalesced));
         }
+        out.insert("mem.mapped.64k".into(), Stat::Int(bytes_64k));
+        out.insert("mem.mapped.32m".into(), Stat::Int(bytes_32m));
+        out.insert("elastic.contig_breaks".into(), Stat::Int(contig[2]));
         let tables: u64 = self.procs.iter().map(|p| p.aspace.pt.table_pages()).sum();
         out.insert("mem.pagetables".into(), Stat::Int(tables * 4096));
         let free = self.mem.free_blocks_per_order();

@@ -8,6 +8,6 @@ pub mod pte;
 pub mod vma;
 
 pub use address_space::AddressSpace;
-pub use pagetable::{LeafSlot, Mapping, NodeId, PageTable};
+pub use pagetable::{ContigCounts, LeafSlot, Mapping, NodeId, PageTable, CONTIG_ENTRIES};
 pub use pte::Pte;
 pub use vma::{Vma, VmaTree};

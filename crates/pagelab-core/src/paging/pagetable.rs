@@ -18,10 +18,14 @@
 //! Levels are numbered as Intel does: 1 = PTE (page table), 2 = PMD (page
 //! directory), 3 = PUD (PDPT), 4 = PGD (PML4), 5 = PML5.
 
-use super::pte::{Pte, ACCESSED, DIRTY, LEAF_EXT};
+use super::pte::{Pte, ACCESSED, CONTIGUOUS, DIRTY, LEAF_EXT};
 use crate::error::{Error, Result};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::units::{Asid, Order, PageSize, Pfn, PhysAddr, VirtAddr, PTRS_PER_TABLE};
+
+#[path = "contig.rs"]
+mod contig;
+pub use contig::{ContigCounts, CONTIG_ENTRIES};
 
 const NO_CHILD: u32 = u32::MAX;
 
@@ -137,6 +141,8 @@ pub struct PageTable {
     ext_record: Vec<ExtRecord>,
     root: NodeId,
     table_pages: u64,
+    /// Its contiguous ranges (Arm's contiguous bit: `contig.rs`).
+    contig: ContigCounts,
 }
 
 /// Index of `vaddr`'s entry in a table of `level`.
@@ -159,6 +165,7 @@ impl PageTable {
             ext_record: Vec::new(),
             root: NodeId { index: 0, level: levels },
             table_pages: 0,
+            contig: ContigCounts::default(),
         };
         pt.root = pt.alloc_node(levels, mem)?;
         Ok(pt)
@@ -485,8 +492,12 @@ impl PageTable {
     }
 
     /// Replaces a leaf's entry with `pte` (permission changes, migration).
+    /// A contiguous range it belongs to is broken first, and `pte`'s
+    /// contiguous bit (copied from the old entry by a caller) dropped.
     pub fn replace(&mut self, slot: LeafSlot, pte: Pte) {
         debug_assert!(self.entry(slot).present() && pte.present());
+        self.break_contiguous(slot.node, slot.index);
+        let pte = pte.without(CONTIGUOUS);
         *self.raw_entry_mut(slot.node, slot.index) = pte.raw();
         if let Some(e) = self.ext_line_entry(slot.node, slot.index) {
             // Frame and permission from the PTE; A/D stay the page's shared ones.
@@ -501,6 +512,7 @@ impl PageTable {
     /// moved.
     pub fn split_huge(&mut self, vaddr: VirtAddr, mem: &mut PhysMem) -> Result<()> {
         let slot = self.leaf_slot(vaddr).ok_or_else(|| Error::Workload(format!("split of unmapped {vaddr}")))?;
+        self.break_contiguous(slot.node, slot.index);
         let old = self.entry(slot);
         debug_assert!(old.present() && old.is_huge() && slot.level >= 2);
         let child_level = slot.level - 1;
@@ -536,6 +548,7 @@ impl PageTable {
         if let Some(child) = self.child(parent, idx) {
             let table = self.slab(child.level).table(child.index);
             old.extend(table.iter().map(|&e| Pte::from_raw(e)).filter(|p| p.present()));
+            self.forget_contiguous(child);
             self.release_node(child, mem);
             self.set_child(parent, idx, NO_CHILD);
             self.clear_entry(parent, idx);
@@ -601,6 +614,7 @@ impl PageTable {
 
     fn clear_entry(&mut self, node: NodeId, idx: usize) {
         debug_assert!(Pte::from_raw(self.raw_entry(node, idx)).present());
+        self.break_contiguous(node, idx);
         *self.raw_entry_mut(node, idx) = 0;
         *self.live_mut(node) -= 1;
     }
@@ -673,6 +687,7 @@ impl PageTable {
         }
         self.children.clear();
         self.table_pages = 0;
+        self.contig = ContigCounts::default();
     }
 }
 

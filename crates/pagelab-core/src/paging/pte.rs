@@ -45,7 +45,7 @@ pub const COLORED_HUGE: u64 = 1 << 9;
 pub const PERFORATED: u64 = 1 << 10;
 /// Bit 11: the Arm-style contiguous hint, set in 16 aligned PTEs (64 KiB)
 /// or PMDs (32 MiB) that map contiguous frames, so the walker may cache one
-/// coalesced translation (Elastic Translations; reserved).
+/// coalesced translation (Elastic Translations; managed by `paging::contig`).
 pub const CONTIGUOUS: u64 = 1 << 11;
 /// Bit 54 in a PMD entry pointing at a page table: the 2 MiB region is a
 /// GTSM page (Gap-Tolerant Sequential Mapping, the Perforated Pages

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
+use super::elastic::ElasticConfig;
 use super::hugetlb::HugetlbConfig;
 use super::perforated::{HolesConfig, PerforatedConfig};
 use super::thp::ThpConfig;
@@ -36,6 +37,15 @@ pub enum PolicyKind {
     /// Gap-Tolerant Sequential Mapping: 2 MiB pages of 64 KiB sub-blocks
     /// of 4 MiB chunks, around faulty frames.
     Gtsm,
+    /// Elastic Translations: CoalaPaging and the contiguous bit (64 KiB and
+    /// 32 MiB coalesced translations on Arm-style machines).
+    Elastic,
+    /// Linux's multi-size THP: 2 MiB, else 64 KiB (contiguous), else 4 KiB
+    /// at fault (the Elastic Translations paper's mTHP baseline).
+    Mthp,
+    /// Trident at fault time: 1 GiB, else 2 MiB, else 4 KiB (the Elastic
+    /// Translations paper's baseline; needs `machine.max_order = 18`).
+    Trident,
 }
 
 impl PolicyKind {
@@ -49,6 +59,9 @@ impl PolicyKind {
             PolicyKind::Chp => "chp",
             PolicyKind::Perforated => "perforated",
             PolicyKind::Gtsm => "gtsm",
+            PolicyKind::Elastic => "elastic",
+            PolicyKind::Mthp => "mthp",
+            PolicyKind::Trident => "trident",
         }
     }
 
@@ -64,6 +77,9 @@ impl PolicyKind {
             PolicyKind::Chp => &["chp", "coloring"],
             PolicyKind::Perforated => &["perforated", "thp", "base"],
             PolicyKind::Gtsm => &["gtsm", "base"],
+            PolicyKind::Elastic => &["elastic", "base"],
+            PolicyKind::Mthp => &["thp", "mthp", "base"],
+            PolicyKind::Trident => &["trident", "thp", "base"],
         }
     }
 }
@@ -99,6 +115,7 @@ pub struct OsConfig {
     /// 64 KiB block (`"64k"`).
     #[serde(skip_serializing_if = "is_default_granularity")]
     pub faulty_granularity: FaultyGranularity,
+    pub elastic: ElasticConfig,
     pub fault_cost: FaultCosts,
 }
 
@@ -125,6 +142,7 @@ impl Default for OsConfig {
             holes: HolesConfig::default(),
             faulty_frames: 0.0,
             faulty_granularity: FaultyGranularity::default(),
+            elastic: ElasticConfig::default(),
             fault_cost: FaultCosts::default(),
         }
     }
@@ -154,6 +172,7 @@ impl OsConfig {
             let msg = format!("{} is not a rate in [0, 1)", self.faulty_frames);
             return Err(Error::config(format!("{prefix}.faulty_frames"), msg));
         }
+        self.elastic.validate(prefix, self.chain().contains(&"elastic"))?;
         self.fault_cost.validate(prefix)
     }
 

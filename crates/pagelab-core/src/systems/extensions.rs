@@ -117,14 +117,22 @@ pub fn wrap<P: ExtPayload>(e: TlbEntry<P>, kind: impl Fn(P) -> ExtKind) -> ExtEn
     TlbEntry { asid: e.asid, vbase: e.vbase, size: e.size, writable: e.writable, dirty: e.dirty, kind }
 }
 
+/// Whether the cores sample their L2 TLB's contents by kind
+/// (`dtlb.l2.share.*`): for the chains whose systems make kinds or sizes
+/// other than 4 KiB and 2 MiB pages (perforated pages, coalesced
+/// translations).
+pub fn samples_l2_occupancy(chain: &[&str]) -> bool {
+    chain.iter().any(|s| matches!(*s, "perforated" | "elastic" | "mthp"))
+}
+
 /// The hardware extensions of a core of a machine with these page colors
 /// (colored huge pages' sub-mappings are strided by the number of colors);
-/// `perforated` says whether the perforated system is in the chain (its
-/// L2 contents are then sampled).
-pub fn tlb_extensions(colors: &crate::hw::cache::ColorMap, perforated: bool) -> TlbExtensions {
+/// `sampling` says whether its L2 contents are sampled
+/// ([`samples_l2_occupancy`]).
+pub fn tlb_extensions(colors: &crate::hw::cache::ColorMap, sampling: bool) -> TlbExtensions {
     TlbExtensions {
         chp: ChpTlb::new(chp::stride_shift(colors)),
-        perforated: PerforatedTlb::new(perforated),
+        perforated: PerforatedTlb::new(sampling),
         slots: Vec::new(),
     }
 }

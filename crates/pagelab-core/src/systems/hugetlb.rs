@@ -4,22 +4,29 @@
 //! a chosen VMA is mapped, as much as can be had. Where Linux would refuse
 //! the mmap or deliver SIGBUS when the pool runs dry, pagelab falls back to
 //! 4 KiB pages and counts it (`hugetlb.fallback`), so a run always finishes.
+//!
+//! Sizes: 2 MiB and 1 GiB (one leaf), and on Arm-style machines 64 KiB and
+//! 32 MiB (Linux's contiguous-bit hugetlb sizes: 16 PTEs or 16 PMDs over an
+//! aligned block of order 4 or 13, written at once with the contiguous bit,
+//! `paging::contig`).
 
 use serde::{Deserialize, Serialize};
 
 use super::{Build, Registration};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
+use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::Vma;
+use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::stat::{put_ints, Stats};
-use crate::units::{ByteSize, PageSize, Pfn, VirtAddr};
+use crate::units::{ByteSize, Order, PageSize, Pfn, VirtAddr};
 
 const HUGETLB_POOL: u8 = 1;
 
 pub const REGISTRATION: Registration = Registration {
     name: "hugetlb",
-    fault_kinds: &["hugetlb_2m", "hugetlb_1g"],
+    fault_kinds: &["hugetlb_2m", "hugetlb_1g", "hugetlb_64k", "hugetlb_32m"],
     terminal: false,
     idle_stats: |out| report_counters(0, out),
     build,
@@ -39,7 +46,7 @@ fn report_counters(fallback: u64, out: &mut Stats) {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HugetlbConfig {
-    /// "2MiB" or "1GiB".
+    /// "64KiB", "2MiB", "32MiB" or "1GiB".
     pub size: ByteSize,
     /// Bytes reserved at boot, before fragmentation is injected (like
     /// hugepages= on the kernel command line). "0" reserves at mmap time,
@@ -58,8 +65,17 @@ impl Default for HugetlbConfig {
 
 impl HugetlbConfig {
     pub fn validate(&self, prefix: &str, phys_mem: u64, max_order: u8) -> Result<()> {
-        if self.size.bytes() != 2 << 20 && self.size.bytes() != 1 << 30 {
-            return Err(Error::config(format!("{prefix}.hugetlb.size"), "must be \"2MiB\" or \"1GiB\""));
+        let Some(shape) = Shape::of(self.size.bytes()) else {
+            return Err(Error::config(
+                format!("{prefix}.hugetlb.size"),
+                "must be \"64KiB\", \"2MiB\", \"32MiB\" or \"1GiB\"",
+            ));
+        };
+        if shape.block_order() > max_order && self.pool.bytes() > 0 {
+            return Err(Error::config(
+                format!("{prefix}.hugetlb.size"),
+                format!("{} pages need machine.max_order >= {}", self.size, shape.block_order()),
+            ));
         }
         if self.size.bytes() == 1 << 30 && max_order < 18 && self.pool.bytes() > 0 {
             // A boot-time 1 GiB pool comes from the buddy allocator, which
@@ -76,9 +92,45 @@ impl HugetlbConfig {
     }
 }
 
+/// A hugetlb page: one leaf of `leaf`'s size, or 16 contiguous ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    leaf: PageSize,
+    contiguous: bool,
+}
+
+impl Shape {
+    fn of(bytes: u64) -> Option<Shape> {
+        let (leaf, contiguous) = match bytes {
+            b if b == 64 << 10 => (PageSize::Size4K, true),
+            b if b == 2 << 20 => (PageSize::Size2M, false),
+            b if b == 32 << 20 => (PageSize::Size2M, true),
+            b if b == 1 << 30 => (PageSize::Size1G, false),
+            _ => return None,
+        };
+        Some(Shape { leaf, contiguous })
+    }
+    fn leaves(self) -> u64 {
+        if self.contiguous {
+            CONTIG_ENTRIES as u64
+        } else {
+            1
+        }
+    }
+    fn bytes(self) -> u64 {
+        self.leaf.bytes() * self.leaves()
+    }
+    fn block_order(self) -> u8 {
+        self.leaf.order().get() + self.leaves().trailing_zeros() as u8
+    }
+    fn nr_pages(self) -> u64 {
+        self.bytes() / 4096
+    }
+}
+
 #[derive(Debug)]
 pub struct HugetlbPool {
-    size: PageSize,
+    shape: Shape,
     /// Free pages of the pool (their frames owned `Reserved`).
     free: Vec<Pfn>,
     /// Every frame the pool ever reserved (to recognise its pages on free).
@@ -87,23 +139,28 @@ pub struct HugetlbPool {
     reserve_at_mmap: bool,
     /// Faults of chosen VMAs the pool could not serve (`os.hugetlb.fallback`).
     fallback: u64,
+    /// Leaves of each contiguous page given back so far (by its first
+    /// frame): the page returns to the pool when all 16 are.
+    returned: std::collections::BTreeMap<u64, u64>,
 }
 
 impl HugetlbPool {
     pub fn boot(cfg: &HugetlbConfig, mem: &mut PhysMem) -> Result<HugetlbPool> {
-        let size = if cfg.size.bytes() == 1 << 30 { PageSize::Size1G } else { PageSize::Size2M };
-        if size.order().get() > mem.max_order() {
-            return Err(Error::config("os.hugetlb.size", "1GiB pages need machine.max_order = 18"));
+        let shape = Shape::of(cfg.size.bytes()).ok_or_else(|| Error::config("os.hugetlb.size", "unsupported size"))?;
+        if shape.block_order() > mem.max_order() {
+            let msg = format!("{} pages need machine.max_order >= {}", cfg.size, shape.block_order());
+            return Err(Error::config("os.hugetlb.size", msg));
         }
         let mut pool = HugetlbPool {
-            size,
+            shape,
             free: Vec::new(),
             members: Default::default(),
             vmas: cfg.vmas.clone(),
             reserve_at_mmap: cfg.pool.bytes() == 0,
             fallback: 0,
+            returned: Default::default(),
         };
-        let want = cfg.pool.bytes() / size.bytes();
+        let want = cfg.pool.bytes() / shape.bytes();
         if pool.reserve(want, mem) < want {
             return Err(Error::config(
                 "os.hugetlb.pool",
@@ -117,9 +174,11 @@ impl HugetlbPool {
     fn reserve(&mut self, n: u64, mem: &mut PhysMem) -> u64 {
         let mut got = 0;
         while got < n {
-            let Some(frame) =
-                mem.alloc(self.size.order(), Migratetype::Movable, FrameOwner::Reserved { pool: HUGETLB_POOL })
-            else {
+            let Some(frame) = mem.alloc(
+                Order::new(self.shape.block_order()),
+                Migratetype::Movable,
+                FrameOwner::Reserved { pool: HUGETLB_POOL },
+            ) else {
                 break;
             };
             self.free.push(frame);
@@ -133,7 +192,7 @@ impl HugetlbPool {
 
     fn wants(&self, vma: &Vma) -> bool {
         if self.vmas.is_empty() {
-            vma.len() >= self.size.bytes()
+            vma.len() >= self.shape.bytes()
         } else {
             self.vmas.iter().any(|n| **n == *vma.name)
         }
@@ -143,22 +202,43 @@ impl HugetlbPool {
     pub fn reserve_for(&mut self, start: VirtAddr, end: VirtAddr, name: &str, mem: &mut PhysMem) {
         let vma = Vma { start, end, writable: true, name: name.into() };
         if self.reserve_at_mmap && self.wants(&vma) {
-            let first = start.raw().div_ceil(self.size.bytes());
-            let last = end.raw() / self.size.bytes();
+            let first = start.raw().div_ceil(self.shape.bytes());
+            let last = end.raw() / self.shape.bytes();
             self.reserve(last.saturating_sub(first), mem);
         }
     }
 
-    pub fn owns(&self, frame: Pfn, size: PageSize) -> bool {
-        size == self.size && self.members.contains(&frame.raw())
+    /// The first frame of the pool's page holding leaf `frame` of `size`.
+    fn page_of(&self, frame: Pfn, size: PageSize) -> Option<Pfn> {
+        let head = Pfn::new(frame.raw() & !(self.shape.nr_pages() - 1));
+        (size == self.shape.leaf && self.members.contains(&head.raw())).then_some(head)
     }
 
-    /// A page comes back to the pool (munmap), not to the buddy allocator.
-    pub fn give_back(&mut self, frame: Pfn, mem: &mut PhysMem) {
-        for i in 0..self.size.nr_pages() {
+    pub fn owns(&self, frame: Pfn, size: PageSize) -> bool {
+        self.page_of(frame, size).is_some()
+    }
+
+    /// A leaf of a pool page comes back (munmap), not to the buddy
+    /// allocator; the page returns to the pool with its last leaf.
+    pub fn give_back(&mut self, frame: Pfn, size: PageSize, mem: &mut PhysMem) {
+        let Some(head) = self.page_of(frame, size) else {
+            return;
+        };
+        for i in 0..size.nr_pages() {
             mem.set_owner(frame.add(i), FrameOwner::Reserved { pool: HUGETLB_POOL });
         }
-        self.free.push(frame);
+        let returned = self.returned.entry(head.raw()).or_insert(0);
+        *returned += 1;
+        if *returned == self.shape.leaves() {
+            self.returned.remove(&head.raw());
+            self.free.push(head);
+        }
+    }
+
+    /// Whether nothing is mapped in the page-sized range at `base`.
+    fn range_is_empty(&self, k: &Kernel, asid: crate::units::Asid, base: VirtAddr) -> bool {
+        let leaf = self.shape.leaf;
+        (0..self.shape.leaves()).all(|i| k.range_is_empty(asid, base.add(i * leaf.bytes()), leaf))
     }
 }
 
@@ -168,30 +248,47 @@ impl System for HugetlbPool {
     }
 
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
-        let size = self.size;
-        let base = f.vaddr.align_down(size.bytes());
-        if !self.wants(f.vma) || !f.vma.covers(base, size.bytes()) {
+        let (shape, leaf) = (self.shape, self.shape.leaf);
+        let base = f.vaddr.align_down(shape.bytes());
+        if !self.wants(f.vma) || !f.vma.covers(base, shape.bytes()) {
             return Ok(None);
         }
         let Some(frame) = self.free.pop() else {
             self.fallback += 1;
             return Ok(None);
         };
-        if !k.range_is_empty(f.asid, base, size) {
+        if !self.range_is_empty(k, f.asid, base) {
             // Part of the range is already mapped by 4 KiB fallbacks.
             self.free.push(frame);
             self.fallback += 1;
             return Ok(None);
         }
-        for i in 0..size.nr_pages() {
+        for i in 0..shape.nr_pages() {
             k.mem.set_owner(frame.add(i), FrameOwner::User { asid: f.asid, vpn: base.vpn().add(i) });
         }
-        k.map_user(f.asid, base, frame, size, f.vma.writable)?;
-        let (kind, cycles) = match size {
-            PageSize::Size1G => ("hugetlb_1g", k.costs.hugetlb_1g),
+        for i in 0..shape.leaves() {
+            let (va, pfn) = (base.add(i * leaf.bytes()), frame.add(i * leaf.nr_pages()));
+            k.map_user(f.asid, va, pfn, leaf, f.vma.writable)?;
+        }
+        if shape.contiguous {
+            // Written at once: no live entry, no break-before-make; young
+            // and dirty when writable, as Linux's make_huge_pte.
+            let pt = k.page_table_mut(f.asid);
+            let set = pt.set_contiguous(base, leaf);
+            debug_assert!(set, "16 fresh leaves over an aligned block qualify");
+            if f.vma.writable {
+                pt.mark_range(base, leaf, ACCESSED | DIRTY);
+            }
+        }
+        // 64 KiB: a 4 KiB fault's cost (no measured figure of its own);
+        // 32 MiB: sixteen 2 MiB ones, as 1 GiB is THP's scaled.
+        let (kind, cycles) = match (leaf, shape.contiguous) {
+            (PageSize::Size4K, _) => ("hugetlb_64k", k.costs.base),
+            (PageSize::Size2M, true) => ("hugetlb_32m", 16.0 * k.costs.hugetlb_2m),
+            (PageSize::Size1G, _) => ("hugetlb_1g", k.costs.hugetlb_1g),
             _ => ("hugetlb_2m", k.costs.hugetlb_2m),
         };
-        Ok(Some(FaultOutcome { kind, size, cycles }))
+        Ok(Some(FaultOutcome { kind, size: leaf, cycles }))
     }
 
     fn mmap(&mut self, k: &mut Kernel, _asid: crate::units::Asid, start: VirtAddr, end: VirtAddr, name: &str) {
@@ -203,7 +300,7 @@ impl System for HugetlbPool {
         if !self.owns(frame, size) {
             return false;
         }
-        self.give_back(frame, &mut k.mem);
+        self.give_back(frame, size, &mut k.mem);
         true
     }
 

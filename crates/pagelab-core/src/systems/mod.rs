@@ -22,18 +22,21 @@ pub mod bin_hopping;
 pub mod chp;
 pub mod coloring;
 mod config;
+pub mod elastic;
 pub mod extensions;
 pub mod gtsm;
 pub mod hugetlb;
+pub mod mthp;
 pub mod perforated;
 #[cfg(test)]
 mod tests;
 pub mod thp;
+pub mod trident;
 
 pub use config::{OsConfig, PolicyKind};
 pub use extensions::{
-    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, tlb_ext_stats, tlb_extensions, walk_leaf_ext,
-    ExtEntry, ExtKind, TlbExtensions,
+    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, samples_l2_occupancy, tlb_ext_stats,
+    tlb_extensions, walk_leaf_ext, ExtEntry, ExtKind, TlbExtensions,
 };
 
 use crate::error::Result;
@@ -79,6 +82,9 @@ pub const REGISTRY: &[Registration] = &[
     perforated::REGISTRATION,
     perforated::HOLES_REGISTRATION,
     gtsm::REGISTRATION,
+    elastic::REGISTRATION,
+    mthp::REGISTRATION,
+    trident::REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names (after the faulty frames),

@@ -16,6 +16,14 @@ pub struct TlbConfig {
     pub l1_2m_ways: u32,
     pub l1_1g_entries: u32,
     pub l1_1g_ways: u32,
+    /// L1 data arrays of coalesced 64 KiB and 32 MiB translations (Arm's
+    /// contiguous bit): 0 (the default, as on x86) fractures such a
+    /// translation into the largest smaller array's pages. The L1 has three
+    /// data arrays: at most three of the five sizes may be enabled.
+    pub l1_64k_entries: u32,
+    pub l1_64k_ways: u32,
+    pub l1_32m_entries: u32,
+    pub l1_32m_ways: u32,
     /// The shared 4 KiB + 2 MiB L2 TLB (STLB).
     pub l2_entries: u32,
     pub l2_ways: u32,
@@ -37,10 +45,12 @@ pub struct TlbConfig {
     pub l1i_4k_ways: u32,
     pub l1i_2m_entries: u32,
     pub l1i_2m_ways: u32,
-    /// The reach sizes the shared L2 array (`l2_entries`) holds; 1 GiB
-    /// translations have their own array. Today's x86 cores: 4 KiB and
-    /// 2 MiB. Not a configuration key yet (no system needs another set):
-    /// a system that coalesces translations sets it when it is built.
+    /// Whether the shared L2 array also holds coalesced 64 KiB and 32 MiB
+    /// translations and 1 GiB ones (an Arm core's unified L2 TLB; then
+    /// `l2_1g_*` must be 0). Off on x86: 4 KiB and 2 MiB only.
+    pub l2_coalesced: bool,
+    /// The reach sizes the shared L2 array (`l2_entries`) holds, derived
+    /// from `l2_coalesced` ([`TlbConfig::shared_reach`]); tests set it.
     #[serde(skip)]
     pub l2_reach: ReachSet,
 }
@@ -55,6 +65,10 @@ impl Default for TlbConfig {
             l1_2m_ways: 4,
             l1_1g_entries: 4,
             l1_1g_ways: 4,
+            l1_64k_entries: 0,
+            l1_64k_ways: 0,
+            l1_32m_entries: 0,
+            l1_32m_ways: 0,
             l2_entries: 1536,
             l2_ways: 12,
             l2_1g_entries: 16,
@@ -67,6 +81,7 @@ impl Default for TlbConfig {
             l1i_4k_ways: 8,
             l1i_2m_entries: 8,
             l1i_2m_ways: 8,
+            l2_coalesced: false,
             l2_reach: ReachSet::of(&[ReachSize::Size4K, ReachSize::Size2M]),
         }
     }
@@ -81,6 +96,8 @@ impl TlbConfig {
             ("l1_4k", self.l1_4k_entries, self.l1_4k_ways),
             ("l1_2m", self.l1_2m_entries, self.l1_2m_ways),
             ("l1_1g", self.l1_1g_entries, self.l1_1g_ways),
+            ("l1_64k", self.l1_64k_entries, self.l1_64k_ways),
+            ("l1_32m", self.l1_32m_entries, self.l1_32m_ways),
             ("l2", self.l2_entries, self.l2_ways),
             ("l2_1g", self.l2_1g_entries, self.l2_1g_ways),
             ("l1i_4k", self.l1i_4k_entries, self.l1i_4k_ways),
@@ -89,13 +106,51 @@ impl TlbConfig {
         for (name, entries, ways) in arrays {
             validate_shape(prefix, name, entries, ways)?;
         }
-        if self.l2_reach.contains(ReachSize::Size1G) {
+        if self.l1_data_sizes().len() > 3 {
             return Err(Error::config(
-                format!("{prefix}.l2_reach"),
-                "1 GiB translations have their own array (l2_1g)".to_string(),
+                format!("{prefix}.l1_64k_entries"),
+                "the L1 has three data arrays: enable at most three of l1_4k, l1_64k, l1_2m, l1_32m, l1_1g",
+            ));
+        }
+        if self.l2_coalesced && self.l2_1g_entries > 0 {
+            return Err(Error::config(
+                format!("{prefix}.l2_1g_entries"),
+                "with l2_coalesced the shared L2 array holds 1 GiB translations: l2_1g_entries must be 0",
             ));
         }
         Ok(())
+    }
+
+    /// The reaches of the L1 data arrays, smallest first: 4 KiB, 2 MiB and
+    /// 1 GiB (x86, whatever their sizes, so that a disabled array keeps its
+    /// place), or the enabled ones when a coalesced array is configured.
+    pub fn l1_data_sizes(&self) -> Vec<(ReachSize, u32, u32)> {
+        let all = [
+            (ReachSize::Size4K, self.l1_4k_entries, self.l1_4k_ways),
+            (ReachSize::Size64K, self.l1_64k_entries, self.l1_64k_ways),
+            (ReachSize::Size2M, self.l1_2m_entries, self.l1_2m_ways),
+            (ReachSize::Size32M, self.l1_32m_entries, self.l1_32m_ways),
+            (ReachSize::Size1G, self.l1_1g_entries, self.l1_1g_ways),
+        ];
+        if self.l1_64k_entries == 0 && self.l1_32m_entries == 0 {
+            return vec![all[0], all[2], all[4]];
+        }
+        all.into_iter().filter(|&(_, entries, _)| entries > 0).collect()
+    }
+
+    /// The reaches the shared L2 array holds.
+    pub fn shared_reach(&self) -> ReachSet {
+        if self.l2_coalesced {
+            ReachSet::of(&[
+                ReachSize::Size4K,
+                ReachSize::Size64K,
+                ReachSize::Size2M,
+                ReachSize::Size32M,
+                ReachSize::Size1G,
+            ])
+        } else {
+            self.l2_reach
+        }
     }
 }
 

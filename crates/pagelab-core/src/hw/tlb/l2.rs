@@ -185,9 +185,11 @@ impl<X: TlbExtension> L2Tlb<X> {
     pub fn new(shared: SetAssoc<L2Entry>, giant: SetAssoc<L2Entry>, shared_reach: ReachSet, ext: X) -> Self {
         let mut probe = [Probe { array: NO_ARRAY, shift: 0, class_bits: 0 }; ROWS];
         for r in ReachSize::ALL {
+            // 1 GiB has its own array unless the shared one holds it (an
+            // Arm core's unified L2 TLB).
             let array = match r {
-                ReachSize::Size1G => GIANT as u8,
                 _ if shared_reach.contains(r) => SHARED as u8,
+                ReachSize::Size1G => GIANT as u8,
                 _ => NO_ARRAY,
             };
             probe[r as usize] = Probe { array, shift: r.pages_shift(), class_bits: r.key_class() << VPN_BITS };
@@ -204,6 +206,11 @@ impl<X: TlbExtension> L2Tlb<X> {
             absent: [Absent::NONE; ROWS],
             ext,
         }
+    }
+
+    /// Whether an array holds entries of `reach`.
+    pub fn has_array(&self, reach: ReachSize) -> bool {
+        self.probe[reach as usize].array != NO_ARRAY
     }
 
     /// Whether entries of `reach` are live (so a probe could hit).

@@ -84,11 +84,15 @@ impl<X: TlbExtension> Tlb<X> {
     pub fn with_extensions(cfg: &TlbConfig, seed: u64, ext: X) -> Self {
         let p = cfg.policy;
         let seed_of = |i: u64| seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let l1d = L1Tlb::new([
-            L1Array::new(ReachSize::Size4K, cfg.l1_4k_entries, cfg.l1_4k_ways, p, seed_of(1)),
-            L1Array::new(ReachSize::Size2M, cfg.l1_2m_entries, cfg.l1_2m_ways, p, seed_of(2)),
-            L1Array::new(ReachSize::Size1G, cfg.l1_1g_entries, cfg.l1_1g_ways, p, seed_of(3)),
-        ]);
+        // Three data arrays, smallest first (an Arm core's may be 4 KiB,
+        // 64 KiB and 2 MiB: `TlbConfig::l1_data_sizes`); a missing one is
+        // disabled, of the largest reach so that the order holds.
+        let sizes = cfg.l1_data_sizes();
+        let data_array = |i: usize| match sizes.get(i) {
+            Some(&(reach, entries, ways)) => L1Array::new(reach, entries, ways, p, seed_of(1 + i as u64)),
+            None => L1Array::new(ReachSize::Size1G, 0, 0, p, seed_of(1 + i as u64)),
+        };
+        let l1d = L1Tlb::new([data_array(0), data_array(1), data_array(2)]);
         let l1i = L1Tlb::new([
             L1Array::new(ReachSize::Size4K, cfg.l1i_4k_entries, cfg.l1i_4k_ways, p, seed_of(4)),
             L1Array::new(ReachSize::Size2M, cfg.l1i_2m_entries, cfg.l1i_2m_ways, p, seed_of(5)),
@@ -101,11 +105,17 @@ impl<X: TlbExtension> Tlb<X> {
         Tlb {
             l1d,
             l1i,
-            l2: L2Tlb::new(shared, giant, cfg.l2_reach, ext),
+            l2: L2Tlb::new(shared, giant, cfg.shared_reach(), ext),
             l1i_enabled: cfg.l1i_enabled,
             data: SideStats::default(),
             instr: SideStats::default(),
         }
+    }
+
+    /// Whether an L2 array holds translations of `reach` (coalesced 64 KiB
+    /// and 32 MiB ones only on cores that coalesce: `TlbConfig::l2_coalesced`).
+    pub fn holds_reach(&self, reach: ReachSize) -> bool {
+        self.l2.has_array(reach)
     }
 
     /// The owner of the extension kinds.
@@ -374,7 +384,6 @@ impl<X: TlbExtension> Tlb<X> {
     }
 
     pub fn stats(&self) -> TlbStats {
-        let [d4, d2, d1] = &self.l1d.arrays;
         let [i4, i2, _] = &self.l1i.arrays;
         // Every access probes all L1 arrays of its side (in parallel, in
         // hardware); every L1 miss probes both L2 arrays.
@@ -384,12 +393,20 @@ impl<X: TlbExtension> Tlb<X> {
             (self.data.accesses + self.instr.accesses, 0)
         };
         let l2_lookups = self.data.l1_misses + self.instr.l1_misses;
+        // The data arrays by reach (one the L1 does not have reports zeros;
+        // a disabled one its lookups as misses, as before).
+        let l1d = |reach: ReachSize| {
+            let array = self.l1d.arrays.iter().find(|a| a.size == reach);
+            array.map_or_else(ArrayStats::default, |a| a.counters.report(l1d_lookups))
+        };
         TlbStats {
             data: self.data,
             instr: self.instr,
-            l1d_4k: d4.counters.report(l1d_lookups),
-            l1d_2m: d2.counters.report(l1d_lookups),
-            l1d_1g: d1.counters.report(l1d_lookups),
+            l1d_4k: l1d(ReachSize::Size4K),
+            l1d_64k: l1d(ReachSize::Size64K),
+            l1d_2m: l1d(ReachSize::Size2M),
+            l1d_32m: l1d(ReachSize::Size32M),
+            l1d_1g: l1d(ReachSize::Size1G),
             l1i_4k: i4.counters.report(l1i_lookups),
             l1i_2m: i2.counters.report(l1i_lookups),
             l2: self.l2.arrays[SHARED].counters.report(l2_lookups),

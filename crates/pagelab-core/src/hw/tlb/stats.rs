@@ -29,7 +29,10 @@ pub struct TlbStats {
     pub data: SideStats,
     pub instr: SideStats,
     pub l1d_4k: ArrayStats,
+    /// Coalesced 64 KiB and 32 MiB arrays (zeros where the L1 has none).
+    pub l1d_64k: ArrayStats,
     pub l1d_2m: ArrayStats,
+    pub l1d_32m: ArrayStats,
     pub l1d_1g: ArrayStats,
     pub l1i_4k: ArrayStats,
     pub l1i_2m: ArrayStats,
@@ -63,10 +66,12 @@ impl TlbStats {
         out
     }
 
-    pub fn arrays(&self) -> [(&'static str, &ArrayStats); 7] {
+    pub fn arrays(&self) -> [(&'static str, &ArrayStats); 9] {
         [
             ("l1d_4k", &self.l1d_4k),
+            ("l1d_64k", &self.l1d_64k),
             ("l1d_2m", &self.l1d_2m),
+            ("l1d_32m", &self.l1d_32m),
             ("l1d_1g", &self.l1d_1g),
             ("l1i_4k", &self.l1i_4k),
             ("l1i_2m", &self.l1i_2m),

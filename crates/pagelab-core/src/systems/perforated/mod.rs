@@ -519,7 +519,7 @@ pub fn report_flow<'a>(cores: impl Iterator<Item = &'a PerforatedTlb>) -> Stats 
             ("hole_walks", c.hole_walks),
         ],
     );
-    for (name, sum) in ["4k", "2m", "perforated", "bitmap", "hole"].iter().zip(occ.share_sums) {
+    for (name, sum) in tlb::OCCUPANCY_NAMES.iter().zip(occ.share_sums) {
         let share = if occ.samples > 0 { sum / occ.samples as f64 } else { 0.0 };
         out.insert(format!("dtlb.l2.share.{name}"), Stat::Float(share));
     }

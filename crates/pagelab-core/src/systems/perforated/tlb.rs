@@ -93,13 +93,19 @@ pub struct FlowCounters {
     pub hole_walks: u64,
 }
 
+/// How many kinds [`Occupancy`] tells apart.
+pub const OCCUPANCY_KINDS: usize = 8;
+/// Their names in `dtlb.l2.share.*`.
+pub const OCCUPANCY_NAMES: [&str; OCCUPANCY_KINDS] = ["4k", "2m", "perforated", "bitmap", "hole", "64k", "32m", "1g"];
+
 /// Samples of the L2 TLB's contents by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Occupancy {
     pub samples: u64,
     /// Sums over the samples of each kind's share of the valid entries:
-    /// 4 KiB pages, 2 MiB pages, perforated pages, bitmaps, holes.
-    pub share_sums: [f64; 5],
+    /// 4 KiB pages, 2 MiB pages, perforated pages, bitmaps, holes, and
+    /// 64 KiB, 32 MiB (coalesced) and 1 GiB pages ([`OCCUPANCY_NAMES`]).
+    pub share_sums: [f64; OCCUPANCY_KINDS],
 }
 
 /// What perforated pages' hardware counts on one core (their entries'
@@ -133,14 +139,19 @@ impl PerforatedTlb {
     /// Adds one sample of the L2's contents: `kinds` gives each valid
     /// entry's kind tag and reach.
     pub fn sample(&mut self, kinds: impl Iterator<Item = (u8, ReachSize)>) {
-        let mut n = [0u64; 5];
+        let mut n = [0u64; OCCUPANCY_KINDS];
         for (kind, reach) in kinds {
             let k = match kind {
                 KIND_PERFORATED => 2,
                 crate::hw::tlb::KIND_HOLE_BITMAP => 3,
                 KIND_HOLE => 4,
-                _ if reach == ReachSize::Size4K => 0,
-                _ => 1,
+                _ => match reach {
+                    ReachSize::Size4K => 0,
+                    ReachSize::Size2M => 1,
+                    ReachSize::Size64K => 5,
+                    ReachSize::Size32M => 6,
+                    ReachSize::Size1G => 7,
+                },
             };
             n[k] += 1;
         }
