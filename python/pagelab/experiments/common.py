@@ -90,3 +90,14 @@ def beside_paper(package: str, exp_id: str, measured: dict[str, object], out: Pa
     t = pd.DataFrame({"quantity": paper.quantity, "paper": paper.paper,
                       "pagelab": [fmt(measured[q]) for q in wanted], "source": paper.source})
     return t, write_csv(t, out / f"{exp_id}.paper.csv")
+
+
+def write_outputs(package: str, exp_id: str, table: pd.DataFrame, plot, measured: dict[str, object],
+                  out: Path) -> tuple[list[Path], pd.DataFrame]:
+    """An experiment's table (`ID.csv`), its figure (`ID.png`, drawn by
+    `plot(table, path)`) and the paper beside it (`ID.paper.csv`, see
+    `beside_paper`): the files written, and the paper table for the
+    write-up."""
+    files = [write_csv(table, out / f"{exp_id}.csv"), plot(table, out / f"{exp_id}.png")]
+    paper, path = beside_paper(package, exp_id, measured, out)
+    return files + [path], paper

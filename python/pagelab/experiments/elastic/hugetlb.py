@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import MEASURED_TIMING, markdown_table, pyplot, write_figure, write_outputs, write_text
 from pagelab.experiments.elastic import PAPER
 from pagelab.sweep import Sweep
 
@@ -102,9 +102,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
-    files = [write_csv(t, out / f"{ID}.csv"), plot(t, out / f"{ID}.png")]
-    paper, path = beside_paper(__file__, ID, measured(t), out)
-    files.append(path)
+    files, paper = write_outputs(__file__, ID, t, plot, measured(t), out)
     phys, fp, n = SCALES[variant]
     text = f"""# {ID}: HugeTLB page sizes (the paper's Figure 2), native
 

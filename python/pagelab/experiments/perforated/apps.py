@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_figure, write_outputs, write_text
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape
 from pagelab.sweep import Sweep
@@ -157,9 +157,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
-    files = [write_csv(t, out / f"{ID}.csv"), plot(t, out / f"{ID}.png")]
-    paper, path = beside_paper(__file__, ID, measured(t, df), out)
-    files.append(path)
+    files, paper = write_outputs(__file__, ID, t, plot, measured(t, df), out)
     phys, scale, n, _, _ = SCALES[variant]
     text = f"""# {ID}: the paper's programs (analogues) under fragmentation
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import markdown_table, pyplot, write_figure, write_outputs, write_text
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep
 
@@ -132,9 +132,7 @@ def fig8_plot(t: pd.DataFrame, path: Path) -> Path:
 
 def fig7_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig7_table(df)
-    files = [write_csv(t, out / f"{FIG7}.csv"), fig7_plot(t, out / f"{FIG7}.png")]
-    paper, path = beside_paper(__file__, FIG7, fig7_measured(t), out)
-    files.append(path)
+    files, paper = write_outputs(__file__, FIG7, t, fig7_plot, fig7_measured(t), out)
     phys, fp, n = SCALES[variant][:3]
     text = f"""# {FIG7}: sensitivity to the portion and degree of fragmentation
 
@@ -195,9 +193,7 @@ def fig8_measured(t: pd.DataFrame) -> dict[str, object]:
 
 def fig8_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig8_table(df)
-    files = [write_csv(t, out / f"{FIG8}.csv"), fig8_plot(t, out / f"{FIG8}.png")]
-    paper, path = beside_paper(__file__, FIG8, fig8_measured(t), out)
-    files.append(path)
+    files, paper = write_outputs(__file__, FIG8, t, fig8_plot, fig8_measured(t), out)
     text = f"""# {FIG8}: the L2 TLB's contents under perforated pages
 
 Variant `{variant}`, the runs of `{FIG7}`'s `perforated` system. Shares are
