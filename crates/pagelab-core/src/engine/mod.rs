@@ -434,11 +434,11 @@ impl Simulation {
             let (write, instr, kind) = request_of(a.kind);
             by_kind[a.kind as usize] += 1;
             let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
-            let before = RECORD.then(|| translation_marks(&core.stats));
+            let before = RECORD.then(|| translation_marks::<false>(&core.stats));
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
-                record_translation(core.window.as_mut(), before, &core.stats);
+                record_translation::<false>(core.window.as_mut(), before, &core.stats);
             }
         }
         count_kinds(&mut core.stats, by_kind);
@@ -594,10 +594,12 @@ fn count_kinds(stats: &mut CoreStats, by_kind: [u64; 3]) {
 
 /// What stage 1 tells the window of one access, read from the counters
 /// around its translation: L1 TLB misses, walks, the events that serialise
-/// (faults; under virtualization also VM exits) and their cycles.
+/// (faults; with `VIRT`, a virtualized run's stage, also VM exits) and
+/// their cycles. (A native stage never counts VM exits: it reads fewer.)
 #[inline]
-pub(super) fn translation_marks(s: &CoreStats) -> (u64, u64, u64, f64) {
-    (s.dtlb_l1_misses + s.itlb_l1_misses, s.walks, s.faults + s.vm_exits, s.cycles_faults + s.cycles_virt)
+pub(super) fn translation_marks<const VIRT: bool>(s: &CoreStats) -> (u64, u64, u64, f64) {
+    let (exits, virt_cycles) = if VIRT { (s.vm_exits, s.cycles_virt) } else { (0, 0.0) };
+    (s.dtlb_l1_misses + s.itlb_l1_misses, s.walks, s.faults + exits, s.cycles_faults + virt_cycles)
 }
 
 /// The window's flags of one translation, from the marks before and after.
@@ -620,9 +622,13 @@ fn translation_flags(before: (u64, u64, u64, f64), after: (u64, u64, u64, f64)) 
 /// Under the interval model, stage 1's record for the window of the
 /// access just translated, from the marks taken before it.
 #[inline(always)]
-pub(super) fn record_translation(window: Option<&mut Window>, before: Option<(u64, u64, u64, f64)>, stats: &CoreStats) {
+pub(super) fn record_translation<const VIRT: bool>(
+    window: Option<&mut Window>,
+    before: Option<(u64, u64, u64, f64)>,
+    stats: &CoreStats,
+) {
     if let (Some(before), Some(w)) = (before, window) {
-        let after = translation_marks(stats);
+        let after = translation_marks::<VIRT>(stats);
         w.record(translation_flags(before, after), after.3 - before.3);
     }
 }

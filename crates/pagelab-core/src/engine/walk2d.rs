@@ -511,7 +511,7 @@ impl Simulation {
             core.retired += a.instrs as u64;
             let (write, instr, kind) = super::request_of(a.kind);
             by_kind[a.kind as usize] += 1;
-            let before = RECORD.then(|| super::translation_marks(&core.stats));
+            let before = RECORD.then(|| super::translation_marks::<true>(&core.stats));
             let mut w = Walker2d {
                 mmu: &mut core.mmu,
                 nested: &mut virt.cores[i],
@@ -524,7 +524,7 @@ impl Simulation {
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
-                super::record_translation(core.window.as_mut(), before, &core.stats);
+                super::record_translation::<true>(core.window.as_mut(), before, &core.stats);
             }
         }
         super::count_kinds(&mut core.stats, by_kind);

@@ -459,11 +459,11 @@ fn under_the_interval_model_a_virtualized_run_keeps_the_cycle_identity() {
 fn vm_exits_and_their_cycles_are_serialising_events_for_the_window() {
     use crate::engine::timing::window::FAULT;
     use crate::engine::{translation_flags, translation_marks};
-    let before = translation_marks(&CoreStats::default());
+    let before = translation_marks::<true>(&CoreStats::default());
     let mut exit = CoreStats { vm_exits: 1, cycles_virt: 1500.0, ..CoreStats::default() };
-    assert_ne!(translation_flags(before, translation_marks(&exit)) & FAULT, 0);
+    assert_ne!(translation_flags(before, translation_marks::<true>(&exit)) & FAULT, 0);
     exit.vm_exits = 0;
-    assert_ne!(translation_flags(before, translation_marks(&exit)) & FAULT, 0, "cycles without an exit");
+    assert_ne!(translation_flags(before, translation_marks::<true>(&exit)) & FAULT, 0, "cycles without an exit");
     let hit = CoreStats { dtlb_l1_misses: 1, ..CoreStats::default() };
-    assert_eq!(translation_flags(before, translation_marks(&hit)) & FAULT, 0);
+    assert_eq!(translation_flags(before, translation_marks::<true>(&hit)) & FAULT, 0);
 }
