@@ -441,7 +441,7 @@ impl Ept<'_> {
             node = child;
         };
         let host_frame = frame.add(gfn.raw() & (size.nr_pages() - 1));
-        self.nested.ntlb.fill(self.nested.vpid, gfn, host_frame, size);
+        self.nested.ntlb.fill_after_miss(self.nested.vpid, gfn, host_frame, size);
         Ok((host_frame, size))
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod core_stats;
+pub mod lru_array;
 pub mod lru_map;
 pub mod nested_tlb;
 pub mod prefetch;

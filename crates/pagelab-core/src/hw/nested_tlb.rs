@@ -9,7 +9,7 @@
 //! ([`NestedTlb::invalidate_range`]), the INVEPT the hypervisor issues.
 
 use crate::error::{Error, Result};
-use crate::hw::set_assoc::{Replacement, SetAssoc};
+use crate::hw::lru_array::LruArray;
 use crate::units::{Gfn, PageSize, Pfn};
 
 /// `machine.nested_tlb`.
@@ -35,8 +35,9 @@ impl Default for NestedTlbConfig {
 
 impl NestedTlbConfig {
     pub fn validate(&self, prefix: &str) -> Result<()> {
-        if self.entries > 1 << 16 {
-            return Err(Error::config(format!("{prefix}.entries"), "at most 65536 entries"));
+        // A fully associative one is an `LruMap`, whose slots are 16-bit.
+        if self.entries > 1 << 15 {
+            return Err(Error::config(format!("{prefix}.entries"), "at most 32768 entries"));
         }
         let full = self.ways == 0 || self.entries <= self.ways;
         if !full && (!self.entries.is_multiple_of(self.ways) || !(self.entries / self.ways).is_power_of_two()) {
@@ -64,20 +65,21 @@ pub struct NestedTlbStats {
 /// One core's nested TLB.
 #[derive(Debug, Clone)]
 pub struct NestedTlb {
-    array: SetAssoc<Pfn>,
+    /// Exact LRU: an O(1) map when fully associative (the default), sets
+    /// when `ways` says so.
+    array: LruArray<Pfn>,
+    /// Live entries per leaf size (indexed as `PageSize::ALL`): a lookup
+    /// probes only the sizes that hold some (a VM on 4 KiB host pages
+    /// would otherwise probe three times on every miss).
+    live: [u32; 3],
     stats: NestedTlbStats,
 }
 
 impl NestedTlb {
     /// `cfg` must have passed [`NestedTlbConfig::validate`].
     pub fn new(cfg: &NestedTlbConfig, seed: u64) -> Self {
-        let (entries, ways) = (cfg.entries as usize, cfg.ways as usize);
-        let array = if ways == 0 || entries <= ways {
-            SetAssoc::fully_associative(entries, Replacement::Lru, seed)
-        } else {
-            SetAssoc::new(entries / ways, ways, Replacement::Lru, seed)
-        };
-        NestedTlb { array, stats: NestedTlbStats::default() }
+        let array = LruArray::new(cfg.entries, cfg.ways, seed);
+        NestedTlb { array, live: [0; 3], stats: NestedTlbStats::default() }
     }
 
     fn key(vpid: u16, gfn: Gfn, size: PageSize) -> (u64, u64) {
@@ -86,16 +88,20 @@ impl NestedTlb {
         (((vpid as u64) << VPID_SHIFT) | (class << CLASS_SHIFT) | index, index)
     }
 
+    /// The row of `live` counting a key's size: its leaf level less one.
+    fn live_row(key: u64) -> usize {
+        (((key >> CLASS_SHIFT) & 7) - 1) as usize
+    }
+
     /// The host frame of `gfn` and the size of the EPT leaf it came from.
     #[inline]
     pub fn lookup(&mut self, vpid: u16, gfn: Gfn) -> Option<(Pfn, PageSize)> {
         if self.array.is_disabled() {
             return None;
         }
-        for size in PageSize::ALL {
+        for (size, _) in PageSize::ALL.into_iter().zip(self.live).filter(|&(_, n)| n != 0) {
             let (key, index) = Self::key(vpid, gfn, size);
-            let set = self.array.set_of(index);
-            if let Some(&mut base) = self.array.lookup(set, key) {
+            if let Some(base) = self.array.lookup(key, index) {
                 self.stats.hits += 1;
                 return Some((base.add(gfn.raw() & (size.nr_pages() - 1)), size));
             }
@@ -107,30 +113,53 @@ impl NestedTlb {
     /// After an EPT walk found `gfn` in a leaf of `size` mapping to host
     /// frame `frame` (of `gfn` itself).
     pub fn fill(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize) {
+        let (key, index) = Self::key(vpid, gfn, size);
+        let fresh = self.array.peek(key, index).is_none();
+        self.fill_with(vpid, gfn, frame, size, fresh);
+    }
+
+    /// [`fill`](Self::fill) right after [`lookup`](Self::lookup) missed
+    /// `gfn` (the walker's case): the entry cannot be present, so only the
+    /// victim is searched for.
+    #[inline]
+    pub fn fill_after_miss(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize) {
+        self.fill_with(vpid, gfn, frame, size, true);
+    }
+
+    #[inline(always)]
+    fn fill_with(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, fresh: bool) {
         if self.array.is_disabled() {
             return;
         }
         let (key, index) = Self::key(vpid, gfn, size);
         let base = Pfn::new(frame.raw() - (gfn.raw() & (size.nr_pages() - 1)));
-        let set = self.array.set_of(index);
-        self.array.insert(set, key, base);
+        let evicted =
+            if fresh { self.array.insert_absent(key, index, base) } else { self.array.insert(key, index, base) };
+        self.live[Self::live_row(key)] += fresh as u32;
+        if let Some(old) = evicted {
+            self.live[Self::live_row(old)] -= 1;
+        }
     }
 
     /// Drops every entry of `vpid` overlapping guest frames [start, end).
     pub fn invalidate_range(&mut self, vpid: u16, start: Gfn, end: Gfn) -> usize {
+        let live = &mut self.live;
         let n = self.array.invalidate_if(|key, _| {
-            let class = ((key >> CLASS_SHIFT) & 7) as u32;
-            let pages_shift = 9 * (class - 1);
+            let row = Self::live_row(key);
+            let pages_shift = 9 * row as u32;
             let first = (key & ((1 << CLASS_SHIFT) - 1)) << pages_shift;
             let last = first + (1 << pages_shift);
-            (key >> VPID_SHIFT) as u16 == vpid && first < end.raw() && start.raw() < last
+            let hit = (key >> VPID_SHIFT) as u16 == vpid && first < end.raw() && start.raw() < last;
+            live[row] -= hit as u32;
+            hit
         });
         self.stats.invalidations += n as u64;
         n
     }
 
     pub fn flush_all(&mut self) -> usize {
-        self.array.flush()
+        self.live = [0; 3];
+        self.array.invalidate_if(|_, _| true)
     }
 
     pub fn stats(&self) -> NestedTlbStats {
@@ -171,6 +200,38 @@ mod tests {
         assert_eq!(t.invalidate_range(1, Gfn::new(3), Gfn::new(4)), 1);
         assert_eq!(t.lookup(1, Gfn::new(3)), None);
         assert_eq!(t.lookup(1, Gfn::new(2)), Some((Pfn::new(102), PageSize::Size4K)));
+    }
+
+    /// The live counts a lookup trusts, recounted from the array.
+    fn recount(t: &NestedTlb) -> [u32; 3] {
+        let mut n = [0; 3];
+        for key in t.array.keys() {
+            n[NestedTlb::live_row(key)] += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn live_counts_follow_fills_evictions_invalidations_and_flushes() {
+        let mut t = ntlb(2, 0);
+        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K);
+        assert_eq!(t.live, [1, 1, 0]);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K);
+        assert_eq!(t.live, [1, 1, 0], "a refill of a present key adds nothing");
+        t.fill(1, Gfn::new(1 << 18), Pfn::new(1 << 18), PageSize::Size1G);
+        assert_eq!(t.live, [1, 0, 1], "the LRU 2 MiB entry was evicted");
+        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K)));
+        assert_eq!(t.invalidate_range(1, Gfn::new(0), Gfn::new(1 << 19)), 2);
+        assert_eq!(t.live, [0, 0, 0]);
+        assert_eq!(t.lookup(1, Gfn::new(3)), None);
+        for g in [7, 8, 9] {
+            t.fill(2, Gfn::new(g), Pfn::new(g), PageSize::Size4K);
+            assert_eq!(t.live, recount(&t));
+        }
+        t.flush_all();
+        assert_eq!(t.live, [0, 0, 0]);
+        assert_eq!(t.stats().misses, 1, "a lookup with no live size still counts its miss");
     }
 
     #[test]

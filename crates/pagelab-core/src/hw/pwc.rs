@@ -29,8 +29,7 @@
 //! eviction.
 
 use crate::error::{Error, Result};
-use crate::hw::lru_map::LruMap;
-use crate::hw::set_assoc::{Replacement, SetAssoc};
+use crate::hw::lru_array::LruArray;
 use crate::units::{Asid, Pfn, VirtAddr, Vpn, PAGE_SHIFT};
 
 /// `machine.pwc`.
@@ -164,67 +163,6 @@ struct Entry {
     handle: u32,
 }
 
-/// One paging-structure cache: fully associative (Intel's, and the
-/// default) as an O(1) exact-LRU map, or set-associative when `ways` is set.
-#[derive(Debug, Clone)]
-enum Array {
-    Full(LruMap<Entry>),
-    Sets(SetAssoc<Entry>),
-}
-
-impl Array {
-    // Always inlined, like `Pwc::lookup` around it: out of line, its probe's
-    // empty-bucket test is one branch for every level's hits and misses.
-    #[inline(always)]
-    fn lookup(&mut self, key: u64, index: u64) -> Option<Entry> {
-        match self {
-            Array::Full(m) => m.lookup(key),
-            Array::Sets(sa) => sa.lookup(sa.set_of(index), key).copied(),
-        }
-    }
-    #[inline]
-    fn insert(&mut self, key: u64, index: u64, table: Entry) {
-        match self {
-            Array::Full(m) => {
-                m.insert(key, table);
-            }
-            Array::Sets(sa) => {
-                sa.insert(sa.set_of(index), key, table);
-            }
-        }
-    }
-    /// [`insert`](Self::insert) of a key a lookup just missed.
-    #[inline]
-    fn insert_absent(&mut self, key: u64, index: u64, table: Entry) {
-        match self {
-            Array::Full(m) => {
-                m.insert_absent(key, table);
-            }
-            Array::Sets(sa) => {
-                sa.insert_absent(sa.set_of(index), key, table);
-            }
-        }
-    }
-    fn invalidate_if(&mut self, mut pred: impl FnMut(u64, Pfn) -> bool) -> usize {
-        match self {
-            Array::Full(m) => m.invalidate_if(|k, e| pred(k, e.table)),
-            Array::Sets(sa) => sa.invalidate_if(|k, e| pred(k, e.table)),
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            Array::Full(m) => m.len(),
-            Array::Sets(sa) => sa.len(),
-        }
-    }
-    fn is_disabled(&self) -> bool {
-        match self {
-            Array::Full(m) => m.capacity() == 0,
-            Array::Sets(sa) => sa.is_disabled(),
-        }
-    }
-}
-
 /// The paging-structure caches of one core.
 #[derive(Debug, Clone)]
 pub struct Pwc {
@@ -235,7 +173,7 @@ pub struct Pwc {
     /// The mask of those bits.
     va_mask: u64,
     /// `caches[i]` caches entries of level `i + 2` (PDE, PDPTE, PML4E, PML5E).
-    caches: [Array; 4],
+    caches: [LruArray<Entry>; 4],
     /// `missed[i]`: the key `caches[i]` last missed in a lookup, until it
     /// is filled. The walk that follows a lookup fills exactly the levels
     /// the lookup missed, so each fill finds its key here and skips the
@@ -259,23 +197,11 @@ impl Pwc {
         assert!((3..=5).contains(&levels), "paging has 3, 4 or 5 levels, not {levels}");
         let pml5 = if levels == 5 { cfg.pml5_entries } else { 0 };
         let pml4 = if levels >= 4 { cfg.pml4_entries } else { 0 };
-        let build = |entries: u32, salt: u64| -> Array {
-            let seed = seed ^ salt;
-            match (entries, cfg.ways) {
-                // `ways` sets the associativity of the larger caches; one
-                // of at most `ways` entries (Intel's 2-entry PML4E cache
-                // beside a 4-way PDE cache; the unused PML5E cache of
-                // 4-level paging, 0 entries) is a single fully associative
-                // set, where `entries / ways` would be 0 sets. Fully
-                // associative caches are LRU maps, even the smallest: as
-                // scanned `SetAssoc` sets, the 2-entry PML4E and 4-entry
-                // PDPTE caches took fewer instructions but ran slower (the
-                // walk's branch on each level's kind of cache alternated;
-                // docs/speed.md, fifth round).
-                (n, w) if w == 0 || n <= w => Array::Full(LruMap::new(n as usize)),
-                (n, w) => Array::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
-            }
-        };
+        // `ways` sets the associativity of the larger caches; one of at
+        // most `ways` entries (Intel's 2-entry PML4E cache beside a 4-way
+        // PDE cache; the unused PML5E cache of 4-level paging, 0 entries)
+        // is a single fully associative set (`LruArray::new`).
+        let build = |entries: u32, salt: u64| LruArray::new(entries, cfg.ways, seed ^ salt);
         Pwc {
             enabled: cfg.enabled,
             levels,
@@ -357,7 +283,7 @@ impl Pwc {
         let mut n = 0;
         for (i, cache) in self.caches.iter_mut().enumerate() {
             let level = i as u8 + 2;
-            n += cache.invalidate_if(|key, table| pred(level, key, table));
+            n += cache.invalidate_if(|key, e| pred(level, key, e.table));
         }
         self.stats.invalidations += n as u64;
         n
@@ -517,43 +443,6 @@ mod tests {
         // Another PML5 slot: nothing.
         assert_eq!(pwc.lookup(A, va(x ^ (1 << 56))).skip_to_level, 5);
         assert_eq!(pwc.stats().pml5e_hits, 1);
-    }
-
-    #[test]
-    fn the_lru_map_agrees_with_a_scanned_set() {
-        // The LRU map and a fully associative SetAssoc (exact LRU by
-        // stamps) give the same hits, values and occupancy under random
-        // lookups, fills (of keys just missed, and of any key) and
-        // invalidations, with few enough keys that evictions are frequent.
-        use rand_xoshiro::rand_core::{Rng, SeedableRng};
-        for n in 1..=8 {
-            let mut map = Array::Full(LruMap::new(n));
-            let mut scan = Array::Sets(SetAssoc::fully_associative(n, Replacement::Lru, 0));
-            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(n as u64);
-            for step in 0..20_000u32 {
-                let key = rng.next_u64() % (n as u64 + 3);
-                let entry = Entry { table: Pfn::new(step as u64), handle: step };
-                match rng.next_u64() % 8 {
-                    0..=3 => {
-                        let (a, b) = (map.lookup(key, key), scan.lookup(key, key));
-                        assert_eq!(a, b, "lookup of {key} at step {step}, {n} entries");
-                        if a.is_none() && rng.next_u64() % 2 == 0 {
-                            map.insert_absent(key, key, entry);
-                            scan.insert_absent(key, key, entry);
-                        }
-                    }
-                    4..=6 => {
-                        map.insert(key, key, entry);
-                        scan.insert(key, key, entry);
-                    }
-                    _ => {
-                        let gone = |k: u64, _| k == key || k == key + 1;
-                        assert_eq!(map.invalidate_if(gone), scan.invalidate_if(gone), "step {step}");
-                    }
-                }
-                assert_eq!(map.len(), scan.len(), "occupancy at step {step}, {n} entries");
-            }
-        }
     }
 
     #[test]
