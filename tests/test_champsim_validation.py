@@ -39,7 +39,7 @@ _LEAF_PTE = (
 )
 DISAGREE: dict[tuple[str, str], str] = {
     ("chase", "4k"): _LEAF_PTE + ": pagelab is faster (0.65 of ChampSim's CPI)",
-    ("random", "4k"): _LEAF_PTE + ", and ChampSim's walks hold L1D MSHRs: pagelab is faster (0.41)",
+    ("random", "4k"): _LEAF_PTE + ": pagelab is faster (0.41)",
     ("stream", "2m"): (
         "ChampSim's DRAM serves a stream from open rows (96% row-buffer hits, 89-cycle LLC misses); "
         "pagelab has one memory latency, a row miss's (225): pagelab is slower (1.78)"
