@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import pagelab
+from conftest import run_cli
 from pagelab import champsim_traces as ct
 
 ROOT = Path(__file__).parent.parent
@@ -116,6 +117,15 @@ def test_pagelab_reads_the_chase_as_dependent(tmp_path):
         s = pagelab.run(CONFIG, **{"workload.path": str(path), "workload.instructions": 40_000, "run.warmup": 10_000}).stats
         cpi[kind] = s["cycles"] / s["instructions"]
     assert cpi["chase"] > 4 * cpi["random"]
+
+
+def test_the_command_writes_what_the_function_does(tmp_path):
+    out = tmp_path / "c.xz"
+    proc = run_cli("trace", "champsim-gen", "chase", "--out", out, "--instructions", 1000, "--footprint", "1MiB", "--seed", 4)
+    assert proc.returncode == 0, proc.stderr
+    assert lzma.decompress(out.read_bytes()) == ct.records("chase", 1000, 1 << 20, seed=4)
+    bad = run_cli("trace", "champsim-gen", "chase", "--out", out, "--instructions", 10, "--footprint", "100")
+    assert bad.returncode == 2 and "--footprint" in bad.stderr and "multiple of 64" in bad.stderr
 
 
 # --- pagelab against ChampSim's stored numbers ------------------------------
