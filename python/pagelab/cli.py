@@ -156,6 +156,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _footprint(text: str) -> int:
+    """An argparse type: a size in bytes, a positive multiple of a cache line."""
+    from pagelab.champsim_traces import LINE, parse_size
+
+    try:
+        n = parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n < LINE or n % LINE:
+        raise argparse.ArgumentTypeError(f"must be a positive multiple of {LINE} bytes, got {n}")
+    return n
+
+
 def _positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1 (a bad one is a usage
     error, exit status 2)."""
@@ -207,7 +220,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=_positive_int, default=3, help="runs per case; the best is reported")
     b.set_defaults(func=cmd_bench)
 
-    tr = sub.add_parser("trace", help="traces: convert, info, events, capture")
+    tr = sub.add_parser("trace", help="traces: convert, info, events, champsim-gen, capture")
     trs = tr.add_subparsers(dest="trace_command", required=True)
     tc = trs.add_parser("convert", help="any readable trace (ChampSim, lackey, native) to pagelab's native format")
     tc.add_argument("src")
@@ -218,6 +231,16 @@ def parser() -> argparse.ArgumentParser:
     te = trs.add_parser("events", help="the mapping events (mmap, munmap, mprotect) of a trace, in order")
     te.add_argument("file")
     te.add_argument("--json", action="store_true")
+    tg = trs.add_parser(
+        "champsim-gen", help="a synthetic ChampSim trace (chase, random, stream) for the timing validation against ChampSim"
+    )
+    tg.add_argument("kind", choices=["chase", "random", "stream"])
+    tg.add_argument("--out", required=True, metavar="FILE", help="the trace (xz-compressed)")
+    tg.add_argument("--instructions", type=_positive_int, required=True, metavar="N", help="records (one instruction each)")
+    tg.add_argument(
+        "--footprint", type=_footprint, default="16MiB", metavar="SIZE", help="bytes the loads range over (default 16MiB)"
+    )
+    tg.add_argument("--seed", type=int, default=1)
     tp = trs.add_parser("capture", help="run a program under Valgrind lackey (and its mmap/munmap/brk calls) into a native trace")
     tp.add_argument("--out", required=True, metavar="FILE")
     tp.add_argument(

@@ -122,6 +122,11 @@ def main(args: argparse.Namespace) -> int:
             print(json.dumps(info, indent=1))
         else:
             print_info(info, console)
+    elif args.trace_command == "champsim-gen":
+        from pagelab import champsim_traces
+
+        s = champsim_traces.write(args.out, args.kind, args.instructions, args.footprint, args.seed)
+        console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
     elif args.trace_command == "events":
         events = _pagelab.trace_events(args.file)
         if args.json:
