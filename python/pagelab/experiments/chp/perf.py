@@ -191,8 +191,7 @@ def project(d: pd.DataFrame) -> pd.DataFrame:
 
 def analyze_fig4(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     d = _runs(df, "4k")
-    t = _mean_table(pd.concat([d, project(d)], ignore_index=True), FIG4)
-    table = t
+    t = table = _mean_table(pd.concat([d, project(d)], ignore_index=True), FIG4)
     files = [write_csv(table, out / "chp-fig4.csv"), _bars(t, FIG4, out / "chp-fig4.png", "chp-fig4: runtime = translation + cache", True)]
     mean = table.groupby("scenario").runtime.mean()
     diffs = []
@@ -226,8 +225,8 @@ into translation (`cycles.translation`) and the rest ("cache").
 ## Simulated CHP against the projection
 
 The paper could not run CHP's hardware, so it projected: THP's translation
-plus THP's cache time scaled by coloring's cache speedup. pagelab simulates
-it. Per workload:
+plus THP's cache time scaled by coloring's cache speedup (here from the runs
+of each seed, then averaged over seeds). pagelab simulates it. Per workload:
 
 {chr(10).join(diffs)}
 
