@@ -32,6 +32,16 @@ COLUMNS = {
         "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
     },
 }
+def assert_columns(df, columns):
+    """The issue's columns, in its order, then `seeds` and a `<col>_std`
+    and `<col>_ci95` for every quantity (empty with one seed)."""
+    spread = [f"{c}_{s}" for c in columns for s in ("std", "ci95") if df[c].dtype.kind in "fi" and c not in KEYS_NUMERIC]
+    assert list(df.columns) == columns + ["seeds"] + spread
+    assert (df.seeds == 1).all() and df[spread].isna().all().all()
+
+
+#: Numeric grid labels: keys, not quantities (no spread).
+KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -65,6 +75,8 @@ def test_reproduce_tiny(tmp_path, exp_id):
     df = pd.read_csv(tmp_path / f"{exp_id}.csv")
     assert COLUMNS[exp_id] <= set(df.columns)
     assert len(df) > 0
+    # One seed per point in the tiny variant (common.SEEDS): no spread yet.
+    assert (df.seeds == 1).all() and df.filter(regex="_(std|ci95)$").isna().all().all()
     if exp_id not in NO_FIGURE:
         assert list(tmp_path.glob(f"{exp_id}*.png"))
     md = (tmp_path / f"{exp_id}.md").read_text()
@@ -84,13 +96,13 @@ def test_reproduce_tiny(tmp_path, exp_id):
         SENTENCES.get(exp_id, lambda df, md: None)(df, md)
     elif exp_id == "virt-walks":
         # Exactly the issue's columns, and the uncached walks' counts.
-        assert list(df.columns) == ["guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"]
+        assert_columns(df, ["guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"])
         off = df[df.caches == "off"].set_index(["guest_page", "host_page"]).refs_per_walk
         assert off.to_dict() == {("4k", "4k"): 24, ("4k", "2m"): 19, ("2m", "4k"): 19, ("2m", "2m"): 15}
         on = df[df.caches == "on"].set_index(["guest_page", "host_page"]).refs_per_walk
         assert (on < off).all()
     elif exp_id == "virt-splinter":
-        assert list(df.columns) == ["workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"]
+        assert_columns(df, ["workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"])
         assert set(df.workload) == {"gups", "bfs", "kv"}
         g = df[df.workload == "gups"].set_index(["guest_policy", "host_policy"])
         # Guest THP on host base pages keeps 4 KiB reach; THP on THP does not.
@@ -103,7 +115,7 @@ def test_reproduce_tiny(tmp_path, exp_id):
         # its workload's 4 KiB run; from 2 MiB up the 1 GiB footprint fits
         # the L2 TLB. (64 KiB is not ordered: on the tiny grid its cold
         # page-table lines dominate; docs/systems/elastic.md.)
-        assert list(df.columns) == ["workload", "virtualized", "page_size", "cycles_norm"]
+        assert_columns(df, ["workload", "virtualized", "page_size", "cycles_norm"])
         assert set(df.page_size) == {"4k", "64k", "2m", "32m", "1g"}
         assert (df[df.page_size == "4k"].cycles_norm == 1.0).all()
         g = df[df.workload == "gups"].set_index("page_size").cycles_norm
@@ -230,7 +242,7 @@ CHP_CHECKS = {
 
 
 def _pp_fig7(df):
-    assert list(df.columns) == ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"]
+    assert_columns(df, ["distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"])
     assert set(df.hole_kind) == {"allocated", "unallocated"}
     for _, g in df.groupby("hole_kind"):
         s = g.set_index("system")
@@ -246,10 +258,10 @@ def _pp_fig7(df):
 
 
 def _pp_fig8(df):
-    assert list(df.columns) == [
+    assert_columns(df, [
         "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
         "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
-    ]
+    ])
     shares = df[["share_4k", "share_2m", "share_perforated", "share_bitmap", "share_hole"]].sum(axis=1)
     assert ((shares - 1.0).abs() < 1e-9).all()
     assert (df.share_perforated > 0).all() and (df.bitmap_lookups + df.filter_hits > 0).all()
@@ -257,7 +269,7 @@ def _pp_fig8(df):
 
 
 def _pp_gtsm(df):
-    assert list(df.columns) == ["workload", "system", "speedup", "huge_share"]
+    assert_columns(df, ["workload", "system", "speedup", "huge_share"])
     assert set(df.system) == {"base-4k", "gtsm", "perforated", "ideal-2m"}
     for _, g in df.groupby("workload"):
         s = g.set_index("system")
@@ -270,7 +282,7 @@ def _pp_gtsm(df):
 
 
 def _pp_redis(df):
-    assert list(df.columns) == ["system", "dtlb_l2_mpki", "mem_bytes"]
+    assert_columns(df, ["system", "dtlb_l2_mpki", "mem_bytes"])
     s = df.set_index("system")
     assert list(s.index) == ["4k", "2m", "perforated"]
     # 2 MiB pages miss less; they never hold less memory than 4 KiB pages.
@@ -279,7 +291,7 @@ def _pp_redis(df):
 
 
 def _pp_fig9(df):
-    assert list(df.columns) == ["workload", "distribution", "degree", "portion", "system", "speedup"]
+    assert_columns(df, ["workload", "distribution", "degree", "portion", "system", "speedup"])
     assert list(dict.fromkeys(df.workload)) == [
         "mcf", "omnetpp", "libquantum", "zeusmp", "mummer", "tigr", "omnetpp17", "xz"]
     assert (df[df.system == "base-4k"].speedup == 1.0).all()

@@ -135,7 +135,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     variant = args.variant or ("tiny" if args.tiny else "quick" if args.quick else "full")
     out = Path(args.out or Path("out") / exp.id)
     try:
-        files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
+        files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address,
+                                       seeds=args.seeds, log=_log)
     except RuntimeError as e:
         # Runs of the experiment failed (their errors are in the message).
         print(f"pagelab: error: {e}", file=sys.stderr)
@@ -283,6 +284,8 @@ def parser() -> argparse.ArgumentParser:
         help="full (default: the paper's scale), quick (= --quick) or tiny (seconds: checks that the experiment runs; the tests use it)",
     )
     rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
+    rp.add_argument("--seeds", type=_positive_int, metavar="N",
+                    help="run every point with seeds 1..N (default: full 3, quick 2, tiny 1)")
     _executor_args(rp)
     rp.set_defaults(func=cmd_reproduce)
 

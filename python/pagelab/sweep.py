@@ -45,7 +45,8 @@ class Sweep:
     #: Workload tables, one per point (each replaces `base["workload"]`),
     #: labelled by `name` (default: kind). Empty: the base's workload.
     workloads: list[dict] = dataclasses.field(default_factory=list)
-    #: Each sets `workload.seed` and `run.seed`. Empty: the base's seeds.
+    #: Each sets `workload.seed` and `run.seed`; a graph workload keeps the
+    #: graph of the first seed (`workload.graph_seed`). Empty: the base's seeds.
     seeds: list[int] = dataclasses.field(default_factory=list)
     #: Called as `shape(config, params)` on every point's configuration
     #: before it is resolved, for points that differ by more than keys:
@@ -121,6 +122,7 @@ def expand(spec: Sweep) -> list[Point]:
                 if spec.shape is not None:
                     spec.shape(config, params)
                     _seed_workloads(config, seed)
+                _fix_graph_seeds(config, seeds[0], shaped=spec.shape is not None)
                 points.append(Point(params, config, overrides))
     return points
 
@@ -130,9 +132,29 @@ def _seed_workloads(config: dict, seed: int | None) -> None:
     would not reach the `[[workloads]]` of several cores)."""
     if seed is None:
         return
-    tables = config["workloads"] if "workloads" in config else [config.setdefault("workload", {})]
-    for i, w in enumerate(tables):
-        w["seed"] = seed * 1000 + i
+    for i, w in enumerate(_workload_tables(config)):
+        w["seed"] = _core_seed(seed, i)
+
+
+def _core_seed(seed: int, core: int) -> int:
+    return seed * 1000 + core
+
+
+def _workload_tables(config: dict) -> list[dict]:
+    return config["workloads"] if "workloads" in config else [config.setdefault("workload", {})]
+
+
+def _fix_graph_seeds(config: dict, first_seed: int | None, shaped: bool) -> None:
+    """Gives every graph workload without a `graph_seed` the seed that the
+    sweep's first seed gives its workload, so that all the seeds of a point
+    run on one graph (built once, one cache entry) and differ in their
+    access streams (bfs's sources) and `run.seed`; the first seed's runs
+    are those of a sweep before `graph_seed` existed."""
+    if first_seed is None:
+        return
+    for i, w in enumerate(_workload_tables(config)):
+        if w.get("kind") == "graph" and "graph_seed" not in w:
+            w["graph_seed"] = _core_seed(first_seed, i) if shaped else first_seed
 
 
 def resolve(points: list[Point], source: str = "<sweep>") -> None:

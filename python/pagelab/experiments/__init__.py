@@ -2,7 +2,7 @@
 into a table (ID.csv), figures (ID*.png) and a text (ID.md).
 
     pagelab reproduce --list
-    pagelab reproduce ID [--quick] [--out DIR] [--jobs N] [--executor local|ray]
+    pagelab reproduce ID [--quick] [--seeds N] [--out DIR] [--jobs N] [--executor local|ray]
 
 An `Experiment` has a sweep per variant: `full` (a scale worth publishing),
 `quick` (under two minutes on two cores) and `tiny` (seconds; the tests use
@@ -120,16 +120,22 @@ def reproduce(
     jobs: int | None = None,
     executor: str = "local",
     address: str | None = None,
+    seeds: int | None = None,
     log=None,
 ) -> list[Path]:
     """Runs (what is not yet stored of) an experiment and analyzes it. The
-    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md} and ID*.png."""
+    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md} and ID*.png.
+    `seeds` = N runs every point with seeds 1..N instead of the variant's
+    (`common.SEEDS`)."""
     exp = get(exp_id)
     if variant not in exp.sweeps:
         raise KeyError(f"experiment {exp_id} has no {variant!r} variant ({', '.join(exp.sweeps)})")
+    sweep = exp.sweeps[variant]
+    if seeds is not None:
+        sweep = dataclasses.replace(sweep, seeds=list(range(1, seeds + 1)))
     out = Path(out)
     started = time.perf_counter()
-    outcome = run_sweep(exp.sweeps[variant], out, jobs=jobs, executor=executor, address=address, experiment=exp.id, log=log)
+    outcome = run_sweep(sweep, out, jobs=jobs, executor=executor, address=address, experiment=exp.id, log=log)
     if outcome.errors:
         raise RuntimeError(f"{len(outcome.errors)} run(s) of {exp_id} failed: {next(iter(outcome.errors.values()))}")
     df = outcome.frame()

@@ -4,8 +4,11 @@ only lives in its package (e.g. `chp/common.py`)."""
 
 from __future__ import annotations
 
+import functools
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pagelab.output import pyplot, save_figure, write_atomic
@@ -33,21 +36,108 @@ def fmt(v) -> str:
     return str(v)
 
 
-def mean_over_seeds(d: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per value of `keys` (in order of appearance): the mean of
-    every numeric column, with `seeds`, the number of runs averaged, after
-    the keys."""
-    g = d.groupby(keys, sort=False)
-    t = g.mean(numeric_only=True).reset_index()
-    t.insert(len(keys), "seeds", g.size().values)
+#: Seeds per point, by variant (every experiment's policy, in one place):
+#: the CHP paper averages three runs (IV-A); `quick` keeps two, so that its
+#: tables have a spread at twice the cost; `tiny` only checks that the code
+#: runs. `pagelab reproduce --seeds N` overrides it (seeds 1..N).
+SEEDS = {"full": 3, "quick": 2, "tiny": 1}
+#: The spread columns `mean_over_seeds` adds beside each quantity `<col>`.
+SPREAD = ("std", "ci95")
+
+
+def seeds(variant: str) -> list[int]:
+    """The seeds every point of `variant` runs with: 1..SEEDS[variant]."""
+    return list(range(1, SEEDS[variant] + 1))
+
+
+@functools.lru_cache(maxsize=None)
+def t95(n: int) -> float:
+    """Student's t quantile for a two-sided 95% interval from `n` runs
+    (n - 1 degrees of freedom; NaN below 2): the x with P(|T| <= x) = 0.95,
+    found by bisection on the density integrated numerically (Simpson), so
+    that no statistics package is needed."""
+    if n < 2:
+        return float("nan")
+    nu = n - 1
+    scale = math.exp(math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2)) / math.sqrt(nu * math.pi)
+
+    def mass(x: float) -> float:  # P(0 <= T <= x)
+        u = np.linspace(0.0, x, 4097)
+        f = scale * (1 + u * u / nu) ** (-(nu + 1) / 2)
+        return float((u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+    lo, hi = 0.0, 64.0  # t(0.975, 1) = 12.7 is the largest
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mass(mid) < 0.475 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def mean_over_seeds(d: pd.DataFrame, keys: list[str], seed: str = "seed") -> pd.DataFrame:
+    """One row per value of `keys` (in order of appearance): `seeds`, the
+    number of runs averaged, after the keys; the mean of every other
+    numeric column under its own name (an integer column stays integer
+    where every mean is whole); then, per such column `<col>`, `<col>_std`,
+    the sample standard deviation over the runs (ddof = 1), and
+    `<col>_ci95`, the half-width of the mean's 95% confidence interval
+    (t95(seeds) x std / sqrt(seeds)); both NaN (empty in a CSV) for one
+    seed. The `seed` column itself is not averaged. A ratio to a reference
+    point is best computed per seed before (`paired`), so that its spread
+    is the ratio's own."""
+    g = d.drop(columns=[seed], errors="ignore").groupby(keys, sort=False)
+    mean, std, n = g.mean(numeric_only=True), g.std(numeric_only=True, ddof=1), g.size()
+    half = std.mul((n.map(t95) / np.sqrt(n)).to_numpy(), axis=0)
+    t = mean.reset_index()
+    t.insert(len(keys), "seeds", n.to_numpy())
+    for c in mean.columns:
+        if pd.api.types.is_integer_dtype(d[c]) and (mean[c] % 1 == 0).all():
+            t[c] = mean[c].to_numpy().astype(d[c].dtype)
+    for c in mean.columns:
+        t[f"{c}_std"], t[f"{c}_ci95"] = std[c].to_numpy(), half[c].to_numpy()
     return t
 
 
+def paired(d: pd.DataFrame, col: str, by: list[str], reference) -> pd.Series:
+    """For each row of `d`, `col` of the row that `reference` (a boolean
+    mask) selects with the same values of `by`; `by` includes `seed`, so
+    that a ratio pairs the runs of one seed (the same access stream, the
+    same fragmentation), whose noise it then cancels."""
+    ref = d[reference].set_index(by)[col]
+    at = pd.MultiIndex.from_frame(d[by]) if len(by) > 1 else pd.Index(d[by[0]])
+    return pd.Series(ref.reindex(at).to_numpy(), index=d.index)
+
+
+def with_spread(t: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`columns` (an experiment's own, in its order), then `seeds` unless
+    among them, then the spread columns of those of them that have one."""
+    extra = [] if "seeds" in columns else ["seeds"]
+    spread = [f"{c}_{s}" for c in columns for s in SPREAD if f"{c}_{s}" in t]
+    return t[columns + extra + spread]
+
+
+def error_bars(t: pd.DataFrame, col: str):
+    """`col`'s 95% confidence half-widths, for matplotlib's `yerr`: None
+    (no bars) when no point of `t` has more than one seed."""
+    ci = t.get(f"{col}_ci95")
+    if ci is None or not ci.notna().any():
+        return None
+    return ci.fillna(0).to_numpy()
+
+
 def markdown_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
+    """A Markdown table of `df`. A quantity with a spread (`<col>_ci95`,
+    from `mean_over_seeds`) shows as `mean ± 95% half-width` where it has
+    more than one seed; the spread columns themselves are left to the CSV."""
+    cols = [c for c in df.columns if not c.endswith(tuple(f"_{s}" for s in SPREAD))]
+
+    def cell(row: dict, c: str) -> str:
+        ci = row.get(f"{c}_ci95", float("nan"))
+        return fmt(row[c]) + (f" ± {fmt(ci)}" if isinstance(ci, float) and ci == ci else "")
+
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+    for values in df.itertuples(index=False):
+        row = dict(zip(df.columns, values))
+        lines.append("| " + " | ".join(cell(row, c) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -91,6 +91,11 @@ pub struct WorkloadConfig {
     /// measured accesses start at the kernel proper. Generators only.
     pub skip_kernel_init: bool,
     pub seed: u64,
+    /// graph: the Kronecker generator's seed, apart from `seed` (which then
+    /// drives only the kernel's choices: bfs's sources, cc's samples), so
+    /// that runs varying `seed` share one graph (one cache entry) and differ
+    /// in their access streams only. Unset = `seed`, as before the key.
+    pub graph_seed: Option<u64>,
     /// Share of data accesses that store: gups (default 1.0: every update
     /// is a load then a store of the same word, as HPCC), stride and sparse
     /// (default 0.0). Refused for stream, pointer-chase, kv (see
@@ -160,6 +165,7 @@ impl Default for WorkloadConfig {
             fast_forward: 0,
             skip_kernel_init: false,
             seed: 1,
+            graph_seed: None,
             write_fraction: None,
             colors: Vec::new(),
             chp: true,
@@ -203,6 +209,11 @@ impl WorkloadConfig {
         }
     }
 
+    /// The seed the graph generator is given: `graph_seed`, else `seed`.
+    pub fn graph_generator_seed(&self) -> u64 {
+        self.graph_seed.unwrap_or(self.seed)
+    }
+
     /// `write_fraction` with the kind's default.
     pub fn effective_write_fraction(&self) -> f64 {
         let default = if self.kind == WorkloadKind::Gups { 1.0 } else { 0.0 };
@@ -220,6 +231,13 @@ impl WorkloadConfig {
         }
         self.validate_write_fraction(&key("write_fraction"))?;
         self.validate_trace_keys(prefix)?;
+        if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
+            // Silently ignoring it would let a sweep believe it fixed a graph.
+            return Err(Error::config(
+                key("graph_seed"),
+                format!("only for kind = \"graph\" (this workload is {})", self.kind.as_str()),
+            ));
+        }
         match self.kind {
             WorkloadKind::Stride => self.validate_stride(prefix),
             WorkloadKind::PointerChase => self.validate_node_size(prefix),
@@ -437,6 +455,7 @@ mod tests {
             ("kind = \"gups\"\ninstructions = 5", "workload.instructions"),
             ("kind = \"stream\"\nformat = \"lackey\"", "workload.format"),
             ("kind = \"stream\"\nifetch = true", "workload.ifetch"),
+            ("kind = \"gups\"\ngraph_seed = 3", "workload.graph_seed"),
         ];
         for (text, key) in cases {
             assert_eq!(rejected_key(text), key, "{text}");

@@ -4,7 +4,9 @@ Before each run the machine is fragmented to F_i = `os.fragmentation.target`
 (unmovable pages pinned in free pageblocks; `dispersed` spreads the holes of
 a pageblock, `clustered` puts them in one run), then gups runs under THP.
 
-ID.csv has one row per (pattern, frag_index), averaged over seeds:
+ID.csv has one row per (pattern, frag_index), the mean over seeds, then a
+`<col>_std` and a `<col>_ci95` for each quantity below (`common.mean_over_seeds`;
+`cycles_norm` is taken per seed, then averaged):
 
 | column | meaning |
 |---|---|
@@ -25,23 +27,24 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "frag-sweep"
 PATTERNS = ["dispersed", "clustered"]
 HOLES = 16
 
-#: variant -> (phys_mem MiB, footprint MiB, accesses, targets, seeds)
+#: variant -> (phys_mem MiB, footprint MiB, accesses, targets)
 SCALES = {
-    "full": (16384, 4096, 10_000_000, [round(0.05 * i, 2) for i in range(20)] + [0.95], [1, 2, 3]),
-    "quick": (4096, 1024, 1_000_000, [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95], [1]),
-    "tiny": (1024, 256, 20_000, [0.0, 0.5, 0.95], [1]),
+    "full": (16384, 4096, 10_000_000, [round(0.05 * i, 2) for i in range(20)] + [0.95]),
+    "quick": (4096, 1024, 1_000_000, [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]),
+    "tiny": (1024, 256, 20_000, [0.0, 0.5, 0.95]),
 }
 
 
 def sweep(variant: str) -> Sweep:
-    phys, fp, n, targets, seeds = SCALES[variant]
+    phys, fp, n, targets = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
         base={
@@ -53,7 +56,7 @@ def sweep(variant: str) -> Sweep:
         },
         grid={"os.fragmentation.pattern": PATTERNS, "os.fragmentation.target": targets},
         workloads=[{"name": "gups", "kind": "gups", "footprint": f"{fp}MiB", "accesses": n}],
-        seeds=seeds,
+        seeds=seeds(variant),
     )
 
 
@@ -68,14 +71,16 @@ def table(df: pd.DataFrame, critical: float) -> pd.DataFrame:
             "dtlb_misses": df["dtlb.l2.misses"],
             "walk_refs": df["walk.mem_refs"],
             "cycles": df["cycles"],
+            "seed": df.seed,
         }
     )
+    d["cycles_norm"] = d.cycles / paired(d, "cycles", ["pattern", "seed"], d.frag_index == 0.0)
     t = mean_over_seeds(d, ["pattern", "frag_index"])
-    ref = t[t.frag_index == 0.0].set_index("pattern").cycles
-    t["cycles_norm"] = t.cycles / t.pattern.map(ref)
     t["critical_fi"] = critical
     t = t.assign(_p=t.pattern.map({p: i for i, p in enumerate(PATTERNS)})).sort_values(["_p", "frag_index"])
-    return t.drop(columns="_p").reset_index(drop=True)
+    cols = ["pattern", "frag_index", "seeds", "fi_measured", "huge_coverage", "dtlb_misses", "walk_refs", "cycles",
+            "cycles_norm", "critical_fi"]
+    return with_spread(t, cols).reset_index(drop=True)
 
 
 def plot(t: pd.DataFrame, critical: float, path: Path) -> Path:
@@ -84,8 +89,8 @@ def plot(t: pd.DataFrame, critical: float, path: Path) -> Path:
     styles = {"dispersed": ("#4c72b0", "o-"), "clustered": ("#dd8452", "s--")}
     for pat, sub in t.groupby("pattern", sort=False):
         c, st = styles.get(pat, ("black", "x-"))
-        axes[0].plot(sub.frag_index, sub.huge_coverage, st, color=c, label=pat)
-        axes[1].plot(sub.frag_index, sub.cycles_norm, st, color=c, label=pat)
+        for ax, col in zip(axes, ("huge_coverage", "cycles_norm")):
+            ax.errorbar(sub.frag_index, sub[col], yerr=error_bars(sub, col), fmt=st, color=c, capsize=2, label=pat)
     for ax in axes:
         ax.axvline(critical, color="#c44e52", ls=":", lw=1.2)
         ax.set_xlabel("F_i before the run (os.fragmentation.target)")
@@ -129,7 +134,7 @@ def findings(t: pd.DataFrame, critical: float) -> list[str]:
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    phys, fp, n, targets, seeds = SCALES[variant]
+    phys, fp, n, targets = SCALES[variant]
     critical = 1 - fp / phys
     t = table(df, critical)
     files = [write_csv(t, out / f"{ID}.csv"), plot(t, critical, out / f"{ID}.png")]
@@ -141,9 +146,9 @@ THP (2 MiB at fault, khugepaged on). Before each run the machine is
 fragmented to F_i = `os.fragmentation.target` in {targets} with the
 `dispersed` and `clustered` patterns ({HOLES} unmovable 4 KiB pages per
 fragmented pageblock, `os.fragmentation.holes`); {n:,} measured accesses (`run.skip_init = true`);
-seeds {seeds}. No paper: this experiment exercises the framework.
+seeds {sorted(set(df.seed))}. No paper: this experiment exercises the framework.
 
-## Results (means over seeds)
+## Results (means over seeds ± 95% confidence half-widths where there are several)
 
 {markdown_table(show)}
 Figure: `{ID}.png` (the dotted line is 1 - footprint/phys_mem = {critical:.2f}).

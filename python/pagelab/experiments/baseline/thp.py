@@ -1,7 +1,9 @@
 """baseline-thp: base pages, THP, hugetlbfs 2 MiB and hugetlbfs 1 GiB on
 gups, graph bfs, kv and stream, on a fresh machine.
 
-ID.csv has one row per (workload, policy), averaged over seeds:
+ID.csv has one row per (workload, policy), the mean over seeds, then a
+`<col>_std` and a `<col>_ci95` for each quantity below (`common.mean_over_seeds`;
+the `_norm` ratios are taken per seed, then averaged):
 
 | column | meaning |
 |---|---|
@@ -22,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "baseline-thp"
@@ -37,16 +40,16 @@ POLICIES = [
 ]
 ORDER = [p["name"] for p in POLICIES]
 
-#: variant -> (phys_mem, footprint, accesses, bfs scale, seeds)
+#: variant -> (phys_mem, footprint, accesses, bfs scale)
 SCALES = {
-    "full": ("32GiB", "16GiB", 20_000_000, 23, [1, 2, 3]),
-    "quick": ("8GiB", "4GiB", 2_000_000, 20, [1]),
-    "tiny": ("1GiB", "64MiB", 20_000, 12, [1]),
+    "full": ("32GiB", "16GiB", 20_000_000, 23),
+    "quick": ("8GiB", "4GiB", 2_000_000, 20),
+    "tiny": ("1GiB", "64MiB", 20_000, 12),
 }
 
 
 def sweep(variant: str) -> Sweep:
-    phys, fp, n, scale, seeds = SCALES[variant]
+    phys, fp, n, scale = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
         base={
@@ -61,7 +64,7 @@ def sweep(variant: str) -> Sweep:
             {"name": "kv", "kind": "kv", "footprint": fp, "accesses": n},
             {"name": "stream", "kind": "stream", "footprint": fp, "accesses": n},
         ],
-        seeds=seeds,
+        seeds=seeds(variant),
     )
 
 
@@ -80,17 +83,17 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "seconds": df["seconds"],
         }
     )
-    t = mean_over_seeds(d, ["workload", "policy"])
-    base = t[t.policy == "base"].set_index("workload")
+    d.insert(2, "seed", df.seed)
     for col in ("dtlb_misses", "walk_refs", "cycles"):
-        ref = t.workload.map(base[col]).astype(float)
-        t[f"{col}_norm"] = t[col] / ref.where(ref > 0)
+        ref = paired(d, col, ["workload", "seed"], d.policy == "base").astype(float)
+        d[f"{col}_norm"] = d[col] / ref.where(ref > 0)
+    t = mean_over_seeds(d, ["workload", "policy"])
     wl = {w: i for i, w in enumerate(d.workload.unique())}
     t = t.assign(_w=t.workload.map(wl), _p=t.policy.map({p: i for i, p in enumerate(ORDER)}))
     t = t.sort_values(["_w", "_p"])
     cols = ["workload", "policy", "seeds", "dtlb_misses", "walk_refs", "cycles", "cycles_translation",
             "dtlb_misses_norm", "walk_refs_norm", "cycles_norm", "share_2m", "share_1g", "seconds"]
-    return t[cols].reset_index(drop=True)
+    return with_spread(t, cols).reset_index(drop=True)
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
@@ -104,7 +107,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
         for i, pol in enumerate(ORDER):
             sub = t[t.policy == pol].set_index("workload").reindex(workloads)
             xs = [j + (i - (len(ORDER) - 1) / 2) * width for j in range(len(workloads))]
-            ax.bar(xs, sub[col].fillna(0), width, label=pol, color=colors[pol])
+            ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), capsize=2, label=pol, color=colors[pol])
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
         ax.set_xticks(range(len(workloads)), workloads)
         ax.set_title(f"{label} (normalized to base)")
@@ -143,7 +146,7 @@ def verdicts(t: pd.DataFrame) -> list[str]:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files = [write_csv(t, out / f"{ID}.csv"), plot(t, out / f"{ID}.png")]
-    phys, fp, n, scale, seeds = SCALES[variant]
+    phys, fp, n, scale = SCALES[variant]
     one_g = t[t.policy == "hugetlb-1g"]
     partial = [(w, sh) for w, sh in zip(one_g.workload, one_g.share_1g) if sh < 0.99]
     show = t.drop(columns=["cycles_translation", "seconds"])
@@ -154,12 +157,12 @@ entries shared by 4 KiB and 2 MiB pages, 16 entries for 1 GiB) with
 {phys} of memory; gups, kv and stream map {fp}, graph bfs a Kronecker graph
 of scale {scale} (degree 16); {n:,} measured accesses each
 (`run.skip_init = true`, so the first-touch pass and its faults are not
-counted); seeds {seeds}. Policies: `base` (4 KiB), `thp` (2 MiB at fault,
+counted); seeds {sorted(set(df.seed))}. Policies: `base` (4 KiB), `thp` (2 MiB at fault,
 khugepaged on), `hugetlb-2m` and `hugetlb-1g` (hugetlbfs, pool reserved at
 mmap time; 1 GiB needs `machine.max_order = 18`). No paper: this experiment
 exercises the framework.
 
-## Results (means over seeds; `_norm` = divided by base)
+## Results (means over seeds ± 95% confidence half-widths where there are several; `_norm` = divided by base, seed by seed)
 
 {markdown_table(show)}
 Figure: `{ID}.png`. Columns are described in `pagelab/experiments/baseline/thp.py`.

@@ -13,6 +13,10 @@ footprint / memory, is marked.
   runs; `all`: every color), `thp_success` and `critical_fi`.
 - `chp-fig6`: `submappings, frag_index, success_ratio` for bfs with 1, 2,
   4 and 8 sub-mappings (8 system colors: blocks of 2, 4, 8 and 16 MiB).
+
+Success ratios are means over seeds (each seed fragments the machine
+anew: `run.seed` chooses the pageblocks), followed by `seeds` and each
+ratio's `<col>_std` and `<col>_ci95` (`common.mean_over_seeds`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
 from pagelab.experiments.chp.common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
-from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 #: variant -> (phys_mem, targets)
@@ -57,7 +62,7 @@ def sweep_fig5(variant: str) -> Sweep:
         base=base_config(phys, skip_init=False),  # the faults are what is measured
         grid={"case": labels(list(CASES)), "os.fragmentation.target": targets},
         workloads=[app_workload(a, phys, ACCESSES) for a in ("mcf", "bfs")],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape_fig5,
     )
 
@@ -69,7 +74,7 @@ def sweep_fig6(variant: str) -> Sweep:
         base=base_config(phys, policy="chp", skip_init=False),
         grid={"os.chp.submappings": [1, 2, 4, 8], "os.fragmentation.target": targets},
         workloads=[app_workload("bfs", phys, ACCESSES, colors=app_colors("bfs"))],
-        seeds=[1],
+        seeds=seeds(variant),
     )
 
 
@@ -122,14 +127,16 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
             "colors": df.colors,
             "frag_index": df["os.fragmentation.target"].astype(float),
             "success": df["os.chp.success_ratio"].where(df.policy == "chp", thp_success(df)),
+            "seed": df.seed,
         }
     )
+    # THP's run on the same machine: same workload, F_i and seed.
+    d["thp_success"] = paired(d, "success", ["workload", "frag_index", "seed"], d.policy == "thp")
     chp = d[d.policy == "chp"].rename(columns={"success": "success_ratio"}).drop(columns="policy")
-    thp = d[d.policy == "thp"].set_index(["workload", "frag_index"]).success
-    chp["thp_success"] = [thp.get(k, float("nan")) for k in zip(chp.workload, chp.frag_index)]
+    chp = mean_over_seeds(chp, ["workload", "colors", "frag_index"])
     chp["critical_fi"] = chp.workload.map(critical)
     chp = chp.sort_values(["workload", "colors", "frag_index"], ascending=[False, False, True]).reset_index(drop=True)
-    t = chp[["workload", "frag_index", "success_ratio", "colors", "thp_success", "critical_fi"]]
+    t = with_spread(chp, ["workload", "frag_index", "success_ratio", "colors", "thp_success", "critical_fi"])
     files = [write_csv(t, out / "chp-fig5.csv"), _plot(t, "colors", out / "chp-fig5.png", "chp-fig5: success ratio vs F_i")]
     share = {app: APPS[app][1] / PAPER_MEM for app in ("mcf", "bfs")}
     blocks = {app: USED_COLORS / len(app_colors(app)) for app in share}
@@ -168,14 +175,17 @@ In these rows: {_held_reading(t)}
 
 
 def analyze_fig6(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    t = pd.DataFrame(
+    d = pd.DataFrame(
         {
             "submappings": df["os.chp.submappings"].astype(int),
             "frag_index": df["os.fragmentation.target"].astype(float),
+            "seed": df.seed,
             "success_ratio": df["os.chp.success_ratio"],
         }
-    ).sort_values(["submappings", "frag_index"]).reset_index(drop=True)
+    )
+    t = mean_over_seeds(d, ["submappings", "frag_index"]).sort_values(["submappings", "frag_index"])
     t["critical_fi"] = critical("bfs")
+    t = with_spread(t, ["submappings", "frag_index", "success_ratio", "critical_fi"]).reset_index(drop=True)
     files = [write_csv(t, out / "chp-fig6.csv"), _plot(t.assign(workload="bfs"), "submappings", out / "chp-fig6.png", "chp-fig6: bfs, sub-mappings")]
     paper, path = beside_paper(__file__, "chp-fig6", {
         "8 sub-mappings: success at F_i = 0.58": _success_at(t, 8, 0.58),
@@ -204,10 +214,12 @@ def _plot(t: pd.DataFrame, series: str, path: Path, title: str) -> Path:
     for ax, w in zip(axes[0], workloads):
         sub = t[t.workload == w]
         for key, g in sub.groupby(series, sort=False):
-            ax.plot(g.frag_index, g.success_ratio, marker="o", label=f"{series}={key}")
+            ax.errorbar(g.frag_index, g.success_ratio, yerr=error_bars(g, "success_ratio"), marker="o", capsize=2,
+                        label=f"{series}={key}")
         if "thp_success" in sub:
             g = sub.drop_duplicates("frag_index")
-            ax.plot(g.frag_index, g.thp_success, ls="--", color="gray", label="THP")
+            ax.errorbar(g.frag_index, g.thp_success, yerr=error_bars(g, "thp_success"), ls="--", color="gray", capsize=2,
+                        label="THP")
         ax.axvline(critical(w), color="black", lw=0.7, ls=":", label="THP critical F_i")
         ax.set_xlabel("F_i")
         ax.set_ylabel("success ratio")

@@ -13,6 +13,12 @@ Columns (every runtime is core 0's `cycles`, the workload's own):
   alone with its first `colors` colors; `llc_misses` = core 0's LLC misses).
 - `chp-table4`: `scenario, faults, fault_cycles_avg, fault_cycles_p99,
   fault_cycles_total` (plus the same in microseconds at 2.9 GHz) for bfs.
+
+Every quantity is the mean over seeds, followed by `seeds` and each
+quantity's `<col>_std` and `<col>_ci95` (`common.mean_over_seeds`).
+Normalized runtimes, SWAP / CHP ratios and the Eq. 1 projection are
+computed seed by seed (each against the reference run of the same seed),
+then averaged.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
 from pagelab.experiments.chp.common import APPS, app_colors, app_workload, base_config, labels, shape_contention
-from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 #: variant -> (phys_mem, accesses per core, workloads)
@@ -43,16 +50,22 @@ def _sweep(exp_id: str, variant: str, scenarios: list[str], apps: list[str] | No
         base=base_config(phys),
         grid={"scenario": labels(scenarios)},
         workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in (apps or workloads)],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape_contention,
     )
 
 
-def _runtime_table(df: pd.DataFrame, reference: str, order: list[str]) -> pd.DataFrame:
-    t = pd.DataFrame(
+RUNTIME_COLUMNS = ["runtime", "translation", "cache", "l1_tlb_mpka", "walks_pka", "llc_mpka"]
+
+
+def _runs(df: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """One row per run: core 0's runtime and translation normalized to the
+    `reference` scenario's run of the same workload and seed."""
+    d = pd.DataFrame(
         {
             "workload": df.workload,
             "scenario": df.scenario,
+            "seed": df.seed,
             "cycles": df["core0.cycles"],
             "translation": df["core0.cycles.translation"],
             # Per thousand accesses of the workload: what explains translation.
@@ -61,15 +74,20 @@ def _runtime_table(df: pd.DataFrame, reference: str, order: list[str]) -> pd.Dat
             "llc_mpka": 1000 * df["core0.cache.llc.misses"] / df["core0.accesses"],
         }
     )
-    t = t.groupby(["workload", "scenario"], sort=False).mean().reset_index()
-    ref = t[t.scenario == reference].set_index("workload").cycles
-    denom = t.workload.map(ref)
-    t["runtime"] = t.cycles / denom
-    t["translation"] = t.translation / denom
-    t["cache"] = t.runtime - t.translation
+    denom = paired(d, "cycles", ["workload", "seed"], d.scenario == reference)
+    d["runtime"] = d.cycles / denom
+    d["translation"] = d.translation / denom
+    d["cache"] = d.runtime - d.translation
+    return d.drop(columns="cycles")
+
+
+def _mean_table(d: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """The runs averaged per (workload, scenario), in the paper's order."""
+    t = mean_over_seeds(d, ["workload", "scenario"])
     t["_s"] = t.scenario.map({s: i for i, s in enumerate(order)})
     wl = {w: i for i, w in enumerate(APPS)}
-    return t.assign(_w=t.workload.map(wl)).sort_values(["_w", "_s"]).drop(columns=["_w", "_s"]).reset_index(drop=True)
+    t = t.assign(_w=t.workload.map(wl)).sort_values(["_w", "_s"])
+    return with_spread(t, ["workload", "scenario"] + RUNTIME_COLUMNS).reset_index(drop=True)
 
 
 def _bars(t: pd.DataFrame, order: list[str], path: Path, title: str, stacked: bool) -> Path:
@@ -80,11 +98,14 @@ def _bars(t: pd.DataFrame, order: list[str], path: Path, title: str, stacked: bo
     for i, s in enumerate(order):
         sub = t[t.scenario == s].set_index("workload").reindex(workloads)
         xs = [j + (i - (len(order) - 1) / 2) * width for j in range(len(workloads))]
+        # One error bar per bar, on the runtime (the stack's top).
+        err = dict(yerr=error_bars(sub, "runtime"), capsize=2)
         if stacked:
             ax.bar(xs, sub.translation.fillna(0), width, color="#c44e52", label="translation" if i == 0 else None)
-            ax.bar(xs, sub.cache.fillna(0), width, bottom=sub.translation.fillna(0), label=s, alpha=0.35 + 0.65 * i / len(order))
+            ax.bar(xs, sub.cache.fillna(0), width, bottom=sub.translation.fillna(0), label=s, alpha=0.35 + 0.65 * i / len(order),
+                   **err)
         else:
-            ax.bar(xs, sub.runtime.fillna(0), width, label=s)
+            ax.bar(xs, sub.runtime.fillna(0), width, label=s, **err)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("normalized runtime")
@@ -112,8 +133,8 @@ FIG1 = ["alone", "4k", "thp", "coloring"]
 
 
 def analyze_fig1(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    t = _runtime_table(df, "alone", FIG1)
-    table = t[["workload", "scenario", "runtime"]]
+    t = _mean_table(_runs(df, "alone"), FIG1)
+    table = with_spread(t, ["workload", "scenario", "runtime"])
     files = [write_csv(table, out / "chp-fig1.csv"), _bars(t, FIG1, out / "chp-fig1.png", "chp-fig1: contention, THP, coloring", False)]
     mean = table.groupby("scenario").runtime.mean()
     worst = t[t.scenario == "4k"].sort_values("runtime").iloc[-1]
@@ -151,28 +172,26 @@ def _get(t: pd.DataFrame, workload: str, scenario: str, col: str = "runtime") ->
 FIG4 = ["4k", "thp", "coloring", "chp", "chp-projected"]
 
 
-def project(t: pd.DataFrame) -> pd.DataFrame:
-    """The paper's Eq. 1: CHP's translation is THP's; its cache component is
-    THP's scaled by coloring's cache speedup over 4 KiB."""
+def project(d: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Eq. 1, per workload and seed: CHP's translation is THP's;
+    its cache component is THP's scaled by coloring's cache speedup over
+    4 KiB."""
     rows = []
-    for w, sub in t.groupby("workload", sort=False):
+    for (w, seed), sub in d.groupby(["workload", "seed"], sort=False):
         s = sub.set_index("scenario")
         if not {"4k", "thp", "coloring"} <= set(s.index):
             continue
         trans = s.loc["thp", "translation"]
         cache = s.loc["thp", "cache"] * s.loc["coloring", "cache"] / s.loc["4k", "cache"]
-        rows.append({"workload": w, "scenario": "chp-projected", "runtime": trans + cache, "translation": trans, "cache": cache,
+        rows.append({"workload": w, "scenario": "chp-projected", "seed": seed, "runtime": trans + cache,
+                     "translation": trans, "cache": cache,
                      "l1_tlb_mpka": float("nan"), "walks_pka": float("nan"), "llc_mpka": float("nan")})
     return pd.DataFrame(rows)
 
 
 def analyze_fig4(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    t = _runtime_table(df, "4k", FIG4)
-    t = pd.concat([t, project(t)], ignore_index=True)
-    t["_s"] = t.scenario.map({s: i for i, s in enumerate(FIG4)})
-    t["_w"] = t.workload.map({w: i for i, w in enumerate(APPS)})
-    t = t.sort_values(["_w", "_s"]).reset_index(drop=True)
-    table = t[["workload", "scenario", "runtime", "translation", "cache", "l1_tlb_mpka", "walks_pka", "llc_mpka"]]
+    d = _runs(df, "4k")
+    t = table = _mean_table(pd.concat([d, project(d)], ignore_index=True), FIG4)
     files = [write_csv(table, out / "chp-fig4.csv"), _bars(t, FIG4, out / "chp-fig4.png", "chp-fig4: runtime = translation + cache", True)]
     mean = table.groupby("scenario").runtime.mean()
     diffs = []
@@ -206,8 +225,8 @@ into translation (`cycles.translation`) and the rest ("cache").
 ## Simulated CHP against the projection
 
 The paper could not run CHP's hardware, so it projected: THP's translation
-plus THP's cache time scaled by coloring's cache speedup. pagelab simulates
-it. Per workload:
+plus THP's cache time scaled by coloring's cache speedup (here from the runs
+of each seed, then averaged over seeds). pagelab simulates it. Per workload:
 
 {chr(10).join(diffs)}
 
@@ -247,26 +266,26 @@ def sweep_swap(variant: str) -> Sweep:
         base=base_config(phys, policy="chp"),
         grid={"colors": labels([5, 8]), "os.chp.scheme": ["chp", "swap"]},
         workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in SWAP_APPS[variant]],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape_swap,
     )
 
 
 def analyze_swap(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    t = pd.DataFrame(
+    d = pd.DataFrame(
         {
             "workload": df.workload,
             "colors": df["colors"].astype(int),
             "scheme": df["os.chp.scheme"],
+            "seed": df.seed,
             "llc_misses": df["core0.cache.llc.misses"],
             "runtime": df["core0.cycles"],
         }
     )
-    t = t.groupby(["workload", "colors", "scheme"], sort=False).mean().reset_index()
-    chp = t[t.scheme == "chp"].set_index(["workload", "colors"])
-    key = list(zip(t.workload, t.colors))
-    t["llc_misses_vs_chp"] = [m / chp.llc_misses.get(k, float("nan")) for m, k in zip(t.llc_misses, key)]
-    t["runtime_vs_chp"] = [r / chp.runtime.get(k, float("nan")) for r, k in zip(t.runtime, key)]
+    for col in ("llc_misses", "runtime"):
+        d[f"{col}_vs_chp"] = d[col] / paired(d, col, ["workload", "colors", "seed"], d.scheme == "chp")
+    t = mean_over_seeds(d, ["workload", "colors", "scheme"])
+    t = with_spread(t, ["workload", "colors", "scheme", "llc_misses", "runtime", "llc_misses_vs_chp", "runtime_vs_chp"])
     files = [write_csv(t, out / "chp-swap.csv")]
     swap = t[t.scheme == "swap"]
     mcf = swap[swap.workload == "mcf"].set_index("colors")
@@ -366,25 +385,28 @@ def sweep_table4(variant: str) -> Sweep:
         base=base_config(phys, skip_init=False),  # the faults are the point
         grid={"scenario": labels(TABLE4)},
         workloads=[app_workload("bfs", phys, min(n, TABLE4_ACCESSES))],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape_table4,
     )
 
 
 def analyze_table4(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
-    t = pd.DataFrame(
+    d = pd.DataFrame(
         {
             "scenario": df.scenario,
+            "seed": df.seed,
             "faults": df["faults"].astype(int),
             "fault_cycles_avg": df["faults.cycles_avg"],
             "fault_cycles_p99": df["faults.cycles_p99"],
             "fault_cycles_total": df["cycles.faults"],
         }
     )
+    for col in ("avg", "p99", "total"):
+        d[f"fault_us_{col}"] = d[f"fault_cycles_{col}"] / (FREQ_GHZ * 1000)
+    t = mean_over_seeds(d, ["scenario"])
     t["_s"] = t.scenario.map({s: i for i, s in enumerate(TABLE4)})
     t = t.sort_values("_s").drop(columns="_s").reset_index(drop=True)
-    for col in ("avg", "p99", "total"):
-        t[f"fault_us_{col}"] = t[f"fault_cycles_{col}"] / (FREQ_GHZ * 1000)
+    t = with_spread(t, [c for c in d.columns if c != "seed"])
     files = [write_csv(t, out / "chp-table4.csv")]
     rows = t.set_index("scenario")
     measured = {}

@@ -3,8 +3,10 @@ workload on HugeTLB pages of one size, 4 KiB (no hugetlb), 64 KiB (16
 contiguous PTEs), 2 MiB, 32 MiB (16 contiguous PMDs) and 1 GiB, on the
 paper's machine (preset `ampere-altra`, Neoverse N1).
 
-Columns exactly the issue's: `workload, virtualized, page_size,
-cycles_norm` (cycles over the workload's 4 KiB run). Native runs only:
+Columns the issue's: `workload, virtualized, page_size, cycles_norm`
+(cycles over the workload's 4 KiB run of the same seed, averaged over
+seeds), then `seeds`, `cycles_norm_std` and `cycles_norm_ci95`
+(`common.mean_over_seeds`). Native runs only:
 the virtualized (2D) walk does not build coalesced entries yet, so the
 `virtualized = true` rows are not produced (docs/systems/elastic.md).
 
@@ -25,7 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, markdown_table, pyplot, write_figure, write_outputs, write_text
+from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.sweep import Sweep
 
@@ -64,16 +67,16 @@ def sweep(variant: str) -> Sweep:
             {"name": "gups", "kind": "gups", "footprint": fp, "accesses": n},
             {"name": "chase", "kind": "pointer-chase", "footprint": fp, "accesses": n},
         ],
-        seeds=[1],
+        seeds=seeds(variant),
     )
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    t = pd.DataFrame({"workload": df.workload, "virtualized": False, "page_size": df.page_size, "cycles": df.cycles})
-    base = t[t.page_size == "4k"].set_index("workload").cycles
-    t["cycles_norm"] = t.cycles / t.workload.map(base)
+    d = pd.DataFrame({"workload": df.workload, "virtualized": False, "page_size": df.page_size, "seed": df.seed})
+    d["cycles_norm"] = df.cycles / paired(df, "cycles", ["workload", "seed"], df.page_size == "4k")
+    t = mean_over_seeds(d, ["workload", "virtualized", "page_size"])
     t = t.assign(_p=t.page_size.map({p: i for i, p in enumerate(ORDER)})).sort_values(["workload", "_p"])
-    return t[["workload", "virtualized", "page_size", "cycles_norm"]].reset_index(drop=True)
+    return with_spread(t, ["workload", "virtualized", "page_size", "cycles_norm"]).reset_index(drop=True)
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:
@@ -91,7 +94,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     for i, size in enumerate(ORDER):
         sub = t[t.page_size == size].set_index("workload").reindex(workloads)
         xs = [j + (i - (len(ORDER) - 1) / 2) * width for j in range(len(workloads))]
-        ax.bar(xs, sub.cycles_norm.fillna(0), width, label=size)
+        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), capsize=2, label=size)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("cycles / 4 KiB pages' cycles")

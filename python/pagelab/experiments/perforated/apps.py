@@ -4,7 +4,8 @@ fragmentation scenario, as analogues built from pagelab's generators.
 Columns of `pp-fig9`: `workload, distribution, degree, portion, system,
 speedup` (`speedup` = cycles of `base-4k` / cycles of the system, same
 work; allocated holes only, as the paper: "these workloads do not free
-unused pages").
+unused pages"), the mean over seeds of the speedup taken seed by seed, then
+`seeds`, `speedup_std` and `speedup_ci95` (`common.mean_over_seeds`).
 
 The analogues (reference/workloads.md; none runs the real program, so
 expect trends, not the paper's band), with what each keeps:
@@ -34,7 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_figure, write_outputs, write_text
+from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape
 from pagelab.sweep import Sweep
@@ -94,21 +96,19 @@ def sweep(variant: str) -> Sweep:
             "system": labels(list(SYSTEMS)),
         },
         workloads=analogues(scale, n),
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape,
     )
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    t = pd.DataFrame({k: df[k] for k in KEYS})
-    t["system"] = df.system
-    t["cycles"] = df.cycles
-    base = t[t.system == "base-4k"].set_index(KEYS).cycles
-    t["speedup"] = [base.loc[tuple(r[k] for k in KEYS)] / r.cycles for _, r in t.iterrows()]
+    d = pd.DataFrame({k: df[k] for k in KEYS + ["system", "seed"]})
+    d["speedup"] = paired(df, "cycles", KEYS + ["seed"], df.system == "base-4k") / df.cycles
+    t = mean_over_seeds(d, KEYS + ["system"])
     wl = {w: i for i, w in enumerate(dict.fromkeys(df.workload))}
     order = {s: i for i, s in enumerate(SYSTEMS)}
     t = t.assign(_w=t.workload.map(wl), _s=t.system.map(order)).sort_values(["_w"] + KEYS[1:] + ["_s"])
-    return t[KEYS + ["system", "speedup"]].reset_index(drop=True)
+    return with_spread(t, KEYS + ["system", "speedup"]).reset_index(drop=True)
 
 
 def _at(t: pd.DataFrame, dist: str, degree: float, portion: float) -> pd.DataFrame:
@@ -127,12 +127,13 @@ def measured(t: pd.DataFrame, df: pd.DataFrame) -> dict[str, object]:
         "portion 50%, degree 25%, clustered: perforated / base-2m-4k, highest of the programs": over_conv.max(),
     }
     m = df[(df.workload == "mcf") & (df.system == "perforated") & (df.degree == 0.5) & (df.portion == 0.5)]
-    c, d = m[m.distribution == "clustered"], m[m.distribution == "dispersed"]
-    lookups = lambda x: float((x["perforated.bitmap_lookups"]).iloc[0])  # noqa: E731
+    # Means over the seeds of each distribution.
+    c, d = (m[m.distribution == dist][["perforated.bitmap_lookups", "dtlb.l2.share.bitmap"]].mean()
+            for dist in ("clustered", "dispersed"))
     got["mcf, portion 50%, degree 50%: fewer bitmap accesses, clustered against dispersed holes"] = (
-        1 - lookups(c) / lookups(d))
+        1 - c["perforated.bitmap_lookups"] / d["perforated.bitmap_lookups"])
     got["mcf, portion 50%, degree 50%: fewer bitmap entries in the L2 TLB, clustered against dispersed"] = (
-        1 - float(c["dtlb.l2.share.bitmap"].iloc[0]) / float(d["dtlb.l2.share.bitmap"].iloc[0]))
+        1 - c["dtlb.l2.share.bitmap"] / d["dtlb.l2.share.bitmap"])
     return got
 
 
@@ -147,7 +148,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
                 continue
             label = system if system in ("base-4k", "ideal-2m") else f"{system} {dist} {degree:.0%}"
             ls = "-" if dist == "clustered" else "--"
-            ax.plot(s.portion, s.speedup, marker="o", ls=ls, label=label)
+            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o", capsize=2, ls=ls, label=label)
         ax.set_title(w)
         ax.set_xlabel("portion")
     axes[0][0].set_ylabel("speedup over base-4k")

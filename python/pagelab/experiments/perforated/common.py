@@ -5,7 +5,7 @@ systems and the fragmentation scenario (`os.holes`)."""
 
 from __future__ import annotations
 
-from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB
+from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB, seeds
 from pagelab.sweep import Sweep
 
 #: System -> its `os` keys. `base-2m-4k` is a conventional kernel under the
@@ -109,6 +109,6 @@ def sweep(exp_id: str, variant: str, systems: list[str]) -> Sweep:
             "system": labels(systems),
         },
         workloads=[microbenchmark(fp, n)],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape,
     )

@@ -12,6 +12,10 @@ Columns:
   for `perforated`: the mean share of the L2 TLB's valid entries of each
   kind (`dtlb.l2.share.*`, sampled after every quantum), and the L2 hits on
   perforated entries that consulted a bitmap or that the filter answered.
+
+Every quantity is the mean over seeds (`speedup` taken seed by seed: a
+system's run over `base-4k`'s of the same seed), followed by `seeds` and
+each quantity's `<col>_std` and `<col>_ci95` (`common.mean_over_seeds`).
 """
 
 from __future__ import annotations
@@ -21,34 +25,36 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import markdown_table, pyplot, write_figure, write_outputs, write_text
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, with_spread, write_figure,
+                                        write_outputs, write_text)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep
 
 KEYS = ["distribution", "hole_kind", "degree", "portion"]
+#: The L2 TLB's entry kinds of Fig. 8.
+SHARES = ["4k", "2m", "perforated", "bitmap", "hole"]
 FIG7 = "pp-fig7"
 FIG8 = "pp-fig8"
 
 
 def fig7_table(df: pd.DataFrame) -> pd.DataFrame:
-    t = pd.DataFrame({k: df[k] for k in KEYS})
-    t["system"] = df.system
-    t["cycles"] = df["cycles"]
-    t["dtlb_l2_mpki"] = df["dtlb.l2.mpki"]
-    base = t[t.system == "base-4k"].set_index(KEYS).cycles
-    t["speedup"] = [base.loc[tuple(r[k] for k in KEYS)] / r.cycles for _, r in t.iterrows()]
+    d = pd.DataFrame({k: df[k] for k in KEYS + ["system", "seed"]})
+    d["speedup"] = paired(df, "cycles", KEYS + ["seed"], df.system == "base-4k") / df.cycles
+    d["dtlb_l2_mpki"] = df["dtlb.l2.mpki"]
+    t = mean_over_seeds(d, KEYS + ["system"])
     order = {s: i for i, s in enumerate(SYSTEMS)}
     t = t.assign(_s=t.system.map(order)).sort_values(KEYS + ["_s"])
-    return t[KEYS + ["system", "speedup", "dtlb_l2_mpki"]].reset_index(drop=True)
+    return with_spread(t, KEYS + ["system", "speedup", "dtlb_l2_mpki"]).reset_index(drop=True)
 
 
 def fig8_table(df: pd.DataFrame) -> pd.DataFrame:
-    t = pd.DataFrame({k: df[k] for k in KEYS})
-    for kind in ["4k", "2m", "perforated", "bitmap", "hole"]:
-        t[f"share_{kind}"] = df[f"dtlb.l2.share.{kind}"]
-    t["bitmap_lookups"] = df["perforated.bitmap_lookups"]
-    t["filter_hits"] = df["perforated.filter_hits"]
-    return t.sort_values(KEYS).reset_index(drop=True)
+    d = pd.DataFrame({k: df[k] for k in KEYS + ["seed"]})
+    for kind in SHARES:
+        d[f"share_{kind}"] = df[f"dtlb.l2.share.{kind}"]
+    d["bitmap_lookups"] = df["perforated.bitmap_lookups"]
+    d["filter_hits"] = df["perforated.filter_hits"]
+    t = mean_over_seeds(d, KEYS).sort_values(KEYS)
+    return with_spread(t, KEYS + [f"share_{k}" for k in SHARES] + ["bitmap_lookups", "filter_hits"]).reset_index(drop=True)
 
 
 def _point(t: pd.DataFrame, **kv) -> pd.DataFrame:
@@ -104,7 +110,8 @@ def fig7_plot(t: pd.DataFrame, path: Path) -> Path:
             if system in ("base-4k", "ideal-2m") and degree != sub.degree.min():
                 continue  # the scenario does not touch them
             label = system if system in ("base-4k", "ideal-2m") else f"{system} {degree:.0%}"
-            ax.plot(s.portion, s.speedup, marker="o", ls="--" if system == "base-2m-4k" else "-", label=label)
+            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o", capsize=2,
+                        ls="--" if system == "base-2m-4k" else "-", label=label)
         ax.set_title(f"{dist}, {kind} holes")
         ax.set_xlabel("portion of 2 MiB regions fragmented")
         ax.set_ylabel("speedup over base-4k")
@@ -116,12 +123,12 @@ def fig8_plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     groups = list(t.groupby(["distribution", "hole_kind", "degree"], sort=True))
     fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
-    kinds = ["4k", "2m", "perforated", "bitmap", "hole"]
     for ax, ((dist, kind, degree), sub) in zip(axes[0], groups):
         bottom = pd.Series(0.0, index=sub.index)
         xs = [f"{p:.0%}" for p in sub.portion]
-        for k in kinds:
-            ax.bar(xs, sub[f"share_{k}"], bottom=bottom, label=k)
+        for k in SHARES:
+            # Each kind's bar at the top of its own segment.
+            ax.bar(xs, sub[f"share_{k}"], bottom=bottom, yerr=error_bars(sub, f"share_{k}"), capsize=2, label=k)
             bottom = bottom + sub[f"share_{k}"]
         ax.set_title(f"{dist}, {kind}, degree {degree:.0%}", fontsize=9)
         ax.set_xlabel("portion")

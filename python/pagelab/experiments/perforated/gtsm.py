@@ -6,7 +6,9 @@ same for faults of 64 KiB blocks, the other reading of the paper's 5.5%):
 `workload, system, speedup, huge_share`. `speedup` = cycles of `base-4k`
 (on the same faulty memory) / cycles of the system; `huge_share` = the
 share of the workload's mapped memory under 2 MiB translations of any
-kind (huge, perforated or GTSM pages).
+kind (huge, perforated or GTSM pages). Means over seeds (`speedup` taken
+seed by seed), then `seeds` and each quantity's `<col>_std` and
+`<col>_ci95` (`common.mean_over_seeds`).
 
 Systems: `base-4k`; `gtsm` (32-entry L2 and L3 walk caches, as the paper
 gives GTSM); `perforated` (THP, and perforated pages over regions with
@@ -22,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, beside_paper, markdown_table, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine
 from pagelab.sweep import Sweep
@@ -71,7 +74,7 @@ def sweep(variant: str) -> Sweep:
         base=paper_machine(phys),
         grid={"granularity": labels(grans), "system": labels(SYSTEMS)},
         workloads=workloads(fp, n),
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape,
     )
 
@@ -79,13 +82,13 @@ def sweep(variant: str) -> Sweep:
 def table(df: pd.DataFrame) -> pd.DataFrame:
     mapped = df["mem.mapped.4k"] + df["mem.mapped.2m"] + df["mem.mapped.1g"]
     wide = df["mem.mapped.2m"] + df["mem.mapped.1g"] + df["mem.mapped.perforated"] + df["mem.mapped.gtsm"]
-    t = pd.DataFrame({"granularity": df.granularity, "workload": df.workload, "system": df.system,
-                      "cycles": df.cycles, "huge_share": wide / mapped.clip(lower=1)})
-    base = t[t.system == "base-4k"].set_index(["granularity", "workload"]).cycles
-    t["speedup"] = [base.loc[(r.granularity, r.workload)] / r.cycles for r in t.itertuples()]
+    d = pd.DataFrame({"granularity": df.granularity, "workload": df.workload, "system": df.system, "seed": df.seed})
+    d["speedup"] = paired(df, "cycles", ["granularity", "workload", "seed"], df.system == "base-4k") / df.cycles
+    d["huge_share"] = wide / mapped.clip(lower=1)
+    t = mean_over_seeds(d, ["granularity", "workload", "system"])
     order = {s: i for i, s in enumerate(SYSTEMS)}
     t = t.assign(_s=t.system.map(order)).sort_values(["granularity", "workload", "_s"])
-    return t[["granularity", "workload", "system", "speedup", "huge_share"]].reset_index(drop=True)
+    return with_spread(t, ["granularity", "workload", "system", "speedup", "huge_share"]).reset_index(drop=True)
 
 
 def perforated_over_gtsm(t: pd.DataFrame) -> float:
@@ -115,8 +118,9 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
         ws = list(dict.fromkeys(sub.workload))
         width = 0.8 / len(SYSTEMS)
         for i, system in enumerate(SYSTEMS):
-            s = sub[sub.system == system].set_index("workload").speedup.reindex(ws)
-            ax.bar([j + (i - 1.5) * width for j in range(len(ws))], s, width, label=system)
+            s = sub[sub.system == system].set_index("workload").reindex(ws)
+            ax.bar([j + (i - 1.5) * width for j in range(len(ws))], s.speedup, width, yerr=error_bars(s, "speedup"),
+                   capsize=2, label=system)
         ax.set_xticks(range(len(ws)), ws)
         ax.set_title(f"{FAULTY:.1%} faulty, {gran} faults")
         ax.set_ylabel("speedup over base-4k")
@@ -126,7 +130,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
-    cols = ["workload", "system", "speedup", "huge_share"]
+    cols = [c for c in t.columns if c != "granularity"]
     files = [write_csv(t[t.granularity == "4k"][cols].reset_index(drop=True), out / f"{ID}.csv"),
              write_csv(t[t.granularity == "64k"][cols].reset_index(drop=True), out / f"{ID}-64k.csv"),
              plot(t, out / f"{ID}.png")]

@@ -6,6 +6,8 @@ Columns of `pp-redis`: `system, dtlb_l2_mpki, mem_bytes`. `dtlb_l2_mpki`
 = L2 TLB misses per thousand instructions over the measured GETs;
 `mem_bytes` = the physical memory the store's mappings hold at the end
 (`mem.mapped.4k + .2m + .1g`: with 2 MiB pages, whole huge pages).
+Means over seeds, then `seeds` and each quantity's `<col>_std` and
+`<col>_ci95` (`common.mean_over_seeds`).
 
 Scaling: the paper's 4 million keys (64 GiB of values) and 1 million GETs
 become `SCALES`' objects and GETs; the values alone stay several times the
@@ -20,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, markdown_table, pyplot, write_figure, write_outputs, write_text
+from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, pyplot, seeds, with_spread,
+                                        write_figure, write_outputs, write_text)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import labels, paper_machine
 from pagelab.sweep import Sweep
@@ -60,17 +63,18 @@ def sweep(variant: str) -> Sweep:
         base=paper_machine(phys),
         grid={"system": labels(list(SYSTEMS))},
         workloads=[store(objects, gets)],
-        seeds=[1],
+        seeds=seeds(variant),
         shape=shape,
     )
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    t = pd.DataFrame({"system": df.system, "dtlb_l2_mpki": df["dtlb.l2.mpki"],
+    d = pd.DataFrame({"system": df.system, "seed": df.seed, "dtlb_l2_mpki": df["dtlb.l2.mpki"],
                       "mem_bytes": df["mem.mapped.4k"] + df["mem.mapped.2m"] + df["mem.mapped.1g"]})
+    t = mean_over_seeds(d, ["system"])
     order = {s: i for i, s in enumerate(SYSTEMS)}
-    return t.assign(_s=t.system.map(order)).sort_values("_s")[["system", "dtlb_l2_mpki", "mem_bytes"]].reset_index(
-        drop=True)
+    t = t.assign(_s=t.system.map(order)).sort_values("_s")
+    return with_spread(t, ["system", "dtlb_l2_mpki", "mem_bytes"]).reset_index(drop=True)
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:
@@ -86,9 +90,10 @@ def measured(t: pd.DataFrame) -> dict[str, object]:
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    axes[0].bar(t.system, t.dtlb_l2_mpki)
+    axes[0].bar(t.system, t.dtlb_l2_mpki, yerr=error_bars(t, "dtlb_l2_mpki"), capsize=2)
     axes[0].set_ylabel("L2 TLB MPKI")
-    axes[1].bar(t.system, t.mem_bytes / 2**30)
+    mem_err = error_bars(t, "mem_bytes")
+    axes[1].bar(t.system, t.mem_bytes / 2**30, yerr=None if mem_err is None else mem_err / 2**30, capsize=2)
     axes[1].set_ylabel("memory mapped (GiB)")
     return write_figure(fig, path)
 

@@ -4,8 +4,9 @@ and the host's page sizes, so THP in the guest over 4 KiB host pages
 splinters into 4 KiB entries; huge pages pay off only when both layers
 have them.
 
-ID.csv has one row per (workload, guest_policy, host_policy), exactly
-these columns:
+ID.csv has one row per (workload, guest_policy, host_policy): these
+columns (means over seeds; `runtime` normalized seed by seed), then `seeds`
+and each quantity's `<col>_std` and `<col>_ci95` (`common.mean_over_seeds`):
 
 | column | meaning |
 |---|---|
@@ -24,7 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "virt-splinter"
@@ -41,16 +43,16 @@ HOST = [
 ]
 ORDER = {"base": 0, "thp": 1, "hugetlb-1g": 2}
 
-#: variant -> (host memory, guest memory, footprint, accesses, bfs scale, seeds)
+#: variant -> (host memory, guest memory, footprint, accesses, bfs scale)
 SCALES = {
-    "full": ("24GiB", "12GiB", "8GiB", 10_000_000, 22, [1]),
-    "quick": ("6GiB", "3GiB", "1GiB", 1_000_000, 18, [1]),
-    "tiny": ("3GiB", "1GiB", "128MiB", 20_000, 12, [1]),
+    "full": ("24GiB", "12GiB", "8GiB", 10_000_000, 22),
+    "quick": ("6GiB", "3GiB", "1GiB", 1_000_000, 18),
+    "tiny": ("3GiB", "1GiB", "128MiB", 20_000, 12),
 }
 
 
 def sweep(variant: str) -> Sweep:
-    host, guest, fp, n, scale, seeds = SCALES[variant]
+    host, guest, fp, n, scale = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
         base={
@@ -65,7 +67,7 @@ def sweep(variant: str) -> Sweep:
             {"name": "bfs", "kind": "graph", "kernel": "bfs", "scale": scale, "accesses": n},
             {"name": "kv", "kind": "kv", "footprint": fp, "accesses": n},
         ],
-        seeds=seeds,
+        seeds=seeds(variant),
     )
 
 
@@ -78,14 +80,14 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "dtlb_l2_misses": df["dtlb.l2.misses"],
             "walk_refs": df["walk.mem_refs"],
             "runtime": df["runtime.cycles"],
+            "seed": df.seed,
         }
     )
+    d["runtime"] = d.runtime / paired(d, "runtime", ["workload", "seed"], (d.guest_policy == "base") & (d.host_policy == "base"))
     t = mean_over_seeds(d, ["workload", "guest_policy", "host_policy"])
-    base = t[(t.guest_policy == "base") & (t.host_policy == "base")].set_index("workload").runtime
-    t["runtime"] = t.runtime / t.workload.map(base)
     wl = {w: i for i, w in enumerate(d.workload.unique())}
     t = t.assign(_w=t.workload.map(wl), _g=t.guest_policy.map(ORDER), _h=t.host_policy.map(ORDER))
-    return t.sort_values(["_w", "_g", "_h"])[COLUMNS].reset_index(drop=True)
+    return with_spread(t.sort_values(["_w", "_g", "_h"]), COLUMNS).reset_index(drop=True)
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
@@ -95,7 +97,7 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     for ax, w in zip(axes[0], workloads):
         sub = t[t.workload == w]
         labels = [f"{g}/{h}" for g, h in zip(sub.guest_policy, sub.host_policy)]
-        ax.bar(range(len(sub)), sub.runtime, color=["#8c8c8c" if g == "base" else "#4c72b0" for g in sub.guest_policy])
+        ax.bar(range(len(sub)), sub.runtime, yerr=error_bars(sub, "runtime"), capsize=2, color=["#8c8c8c" if g == "base" else "#4c72b0" for g in sub.guest_policy])
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
         ax.set_xticks(range(len(sub)), labels, rotation=45, ha="right")
         ax.set_title(f"{w}: runtime / base on base")
@@ -123,7 +125,7 @@ def verdicts(t: pd.DataFrame) -> list[str]:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files = [write_csv(t, out / f"{ID}.csv"), plot(t, out / f"{ID}.png")]
-    host, guest, fp, n, scale, seeds = SCALES[variant]
+    host, guest, fp, n, scale = SCALES[variant]
     text = f"""# virt-splinter: huge pages in one layer only
 
 Variant `{variant}`. One VM of {guest} on a host of {host} (preset

@@ -2,7 +2,8 @@
 2 MiB pages in the guest and in the host, with and without the walk caches
 (the paging-structure caches of both dimensions and the nested TLB).
 
-ID.csv has one row per point, exactly these columns:
+ID.csv has one row per point: these columns (means over seeds), then
+`seeds` and each quantity's `<col>_std` and `<col>_ci95` (`common.mean_over_seeds`):
 
 | column | meaning |
 |---|---|
@@ -25,7 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import MEASURED_TIMING, markdown_table, mean_over_seeds, pyplot, write_csv, write_figure, write_text
+from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, pyplot, seeds,
+                                        with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "virt-walks"
@@ -46,11 +48,11 @@ CACHES = [
     {"name": "off", "machine.pwc.enabled": False, "machine.nested_tlb.entries": 0},
 ]
 
-#: variant -> (host memory, guest memory, footprint, accesses, seeds)
+#: variant -> (host memory, guest memory, footprint, accesses)
 SCALES = {
-    "full": ("16GiB", "12GiB", "8GiB", 10_000_000, [1]),
-    "quick": ("4GiB", "2GiB", "1GiB", 1_000_000, [1]),
-    "tiny": ("1GiB", "512MiB", "256MiB", 20_000, [1]),
+    "full": ("16GiB", "12GiB", "8GiB", 10_000_000),
+    "quick": ("4GiB", "2GiB", "1GiB", 1_000_000),
+    "tiny": ("1GiB", "512MiB", "256MiB", 20_000),
 }
 #: The Skylake L2 TLB reaches 3 GiB of 2 MiB pages: the full footprint
 #: (8 GiB) walks with it, the smaller ones would not walk at all on 2 MiB
@@ -64,7 +66,7 @@ SMALL_TLB = {
 
 
 def sweep(variant: str) -> Sweep:
-    host, guest, fp, n, seeds = SCALES[variant]
+    host, guest, fp, n = SCALES[variant]
     machine = {"preset": "skylake", "phys_mem": host, **MEASURED_TIMING}
     if variant != "full":
         machine["tlb"] = dict(SMALL_TLB)
@@ -77,7 +79,7 @@ def sweep(variant: str) -> Sweep:
         },
         grid={"guest_page": GUEST, "host_page": HOST, "caches": CACHES},
         workloads=[{"name": "gups", "kind": "gups", "footprint": fp, "accesses": n}],
-        seeds=seeds,
+        seeds=seeds(variant),
     )
 
 
@@ -90,12 +92,13 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "caches": df.caches,
             "refs_per_walk": df["walk.mem_refs"] / walks,
             "cycles_per_walk": df["cycles.translation"] / walks,
+            "seed": df.seed,
         }
     )
     t = mean_over_seeds(d, ["guest_page", "host_page", "caches"])
     order = {"4k": 0, "2m": 1, "off": 0, "on": 1}
     t = t.assign(_g=t.guest_page.map(order), _h=t.host_page.map(order), _c=t.caches.map(order))
-    return t.sort_values(["_c", "_g", "_h"])[COLUMNS].reset_index(drop=True)
+    return with_spread(t.sort_values(["_c", "_g", "_h"]), COLUMNS).reset_index(drop=True)
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
@@ -106,7 +109,8 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
         for i, (caches, color) in enumerate([("off", "#8c8c8c"), ("on", "#4c72b0")]):
             sub = t[t.caches == caches].set_index(["guest_page", "host_page"]).reindex(list(NO_CACHE))
             xs = [j + (i - 0.5) * 0.4 for j in range(len(labels))]
-            ax.bar(xs, sub[col].fillna(0), 0.4, label=f"walk caches {caches}", color=color)
+            ax.bar(xs, sub[col].fillna(0), 0.4, yerr=error_bars(sub, col), capsize=2, label=f"walk caches {caches}",
+                   color=color)
         ax.set_xticks(range(len(labels)), labels)
         ax.set_xlabel("guest page / host page")
         ax.set_title(title)
@@ -131,7 +135,7 @@ def verdicts(t: pd.DataFrame) -> list[str]:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files = [write_csv(t, out / f"{ID}.csv"), plot(t, out / f"{ID}.png")]
-    host, guest, fp, n, seeds = SCALES[variant]
+    host, guest, fp, n = SCALES[variant]
     tlb = "L2 TLB 1536 entries" if variant == "full" else "a TLB of 16 L2 entries (4-way) so that 2 MiB pages walk at this footprint"
     text = f"""# virt-walks: the two-dimensional page walk
 

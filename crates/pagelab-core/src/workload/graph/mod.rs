@@ -368,10 +368,16 @@ pub(crate) fn host_bytes(cfg: &WorkloadConfig) -> (u32, u64) {
     (scale, (1u64 << scale).saturating_mul(per_vertex))
 }
 
+/// What the graph of `cfg` is built from (and cached by): its scale, degree
+/// and `graph_seed` (or `seed`); never the kernel's own seed.
+pub(crate) fn graph_key(cfg: &WorkloadConfig) -> cache::GraphKey {
+    let scale = cfg.scale.unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
+    cache::GraphKey { scale, degree: cfg.degree, seed: cfg.graph_generator_seed() }
+}
+
 impl GraphWorkload {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
-        let scale = cfg.scale.unwrap_or_else(|| derive_scale(cfg.footprint.bytes(), cfg.degree, cfg.kernel));
-        let key = cache::GraphKey { scale, degree: cfg.degree, seed: cfg.seed };
+        let key = graph_key(cfg);
         let graph = cache::kronecker_cached(key, cache::cache_dir().as_deref());
         let mut layout = Layout::new();
         let va = CsrVa::place(&mut layout, &graph);
@@ -533,5 +539,40 @@ mod tests {
         assert_eq!(w.graph.vertices(), 1 << derive_scale(64 << 20, 16, GraphKernel::Bfs));
         let mapped: u64 = w.arrays.iter().map(|a| a.len).sum();
         assert!(mapped <= 64 << 20, "{mapped}");
+    }
+
+    /// `workload.graph_seed` keeps the graph apart from the access stream:
+    /// two configurations differing only in `seed` build one graph (one
+    /// cache key) and run different bfs sources; unset, the graph follows
+    /// `seed` as it did before the key existed.
+    #[test]
+    fn graph_seed_fixes_the_graph_while_seed_varies_the_stream() {
+        let cfg = |seed, graph_seed| WorkloadConfig {
+            kind: super::super::WorkloadKind::Graph,
+            scale: Some(10),
+            seed,
+            graph_seed,
+            accesses: 20_000,
+            ..WorkloadConfig::default()
+        };
+        let (a, b) = (cfg(1, Some(7)), cfg(2, Some(7)));
+        assert_eq!(graph_key(&a), graph_key(&b));
+        assert_eq!(graph_key(&a).seed, 7);
+        let (wa, wb) = (GraphWorkload::new(&a), GraphWorkload::new(&b));
+        assert_eq!((&wa.graph.offsets, &wa.graph.neigh), (&wb.graph.offsets, &wb.graph.neigh));
+        let stream = |w: GraphWorkload| {
+            let mut w = w;
+            let mut out = Vec::new();
+            // Past bfs's InitParent (the same for any source) into the search.
+            let n = w.init_loop_accesses() as usize + 5_000;
+            while out.len() < n && w.fill(&mut out, n) {}
+            out.into_iter().skip(n - 5_000).map(|x| x.vaddr).collect::<Vec<_>>()
+        };
+        assert_ne!(stream(wa), stream(wb), "the seed must still choose bfs's sources");
+
+        // Unset: the graph's seed is `seed`, so different seeds, different graphs.
+        assert_eq!(graph_key(&cfg(2, None)), graph_key(&cfg(7, Some(2))));
+        let (g1, g2) = (GraphWorkload::new(&cfg(1, None)).graph, GraphWorkload::new(&cfg(2, None)).graph);
+        assert_ne!(g1.neigh, g2.neigh);
     }
 }
