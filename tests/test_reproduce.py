@@ -49,7 +49,9 @@ NO_FIGURE = {"chp-swap", "chp-table4"}
 def test_list():
     r = run_cli("reproduce", "--list")
     assert r.returncode == 0, r.stderr
-    ids = [line.split()[0] for line in r.stdout.splitlines()]
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "the list fits an 80-column terminal"
+    ids = [line.split()[0] for line in lines if not line.startswith(" ")]
     assert ids == sorted(COLUMNS)
     for exp in experiments.all_experiments():
         assert set(exp.sweeps) == {"full", "quick", "tiny"}

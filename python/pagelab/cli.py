@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from pagelab import _pagelab
@@ -124,8 +125,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from pagelab import experiments
 
     if args.list or not args.id:
+        # One experiment per line, its title wrapped under itself so that
+        # the list stays inside 80 columns.
         for exp in experiments.all_experiments():
-            print(f"{exp.id:16} {exp.title}" + (f" [{exp.paper}]" if exp.paper else ""))
+            text = exp.title + (f" [{exp.paper}]" if exp.paper else "")
+            print(textwrap.fill(text, 80, initial_indent=f"{exp.id:16} ", subsequent_indent=" " * 17, break_on_hyphens=False))
         return 0
     try:
         exp = experiments.get(args.id)
