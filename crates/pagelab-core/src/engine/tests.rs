@@ -607,3 +607,22 @@ fn prefetchers_hide_a_streams_misses() {
     assert!(stat(&on, "cache.l2.misses") < stat(&off, "cache.l2.misses") / 2.0);
     assert!(stat(&on, "cycles") < stat(&off, "cycles"));
 }
+
+#[test]
+fn switched_off_page_walk_caches_cost_nothing_in_either_model() {
+    // A structure that is not there is not looked up: with the caches off,
+    // their latency moves no cycle (it did: every walk paid it).
+    for model in ["fixed", "interval"] {
+        let run = |latency: &str| {
+            let timing = format!("machine.timing.model=\"{model}\"");
+            let latency = format!("machine.pwc.latency={latency}");
+            let cfg = config(&["workload.accesses=5000", "machine.pwc.enabled=false", &timing, &latency]);
+            let mut sim = Simulation::new(cfg).unwrap();
+            sim.run().unwrap();
+            (stat(&sim, "walks"), stat(&sim, "cycles.translation"), stat(&sim, "cycles"))
+        };
+        let (walks, translation, cycles) = run("1");
+        assert!(walks > 100.0, "{model}: the run walks ({walks})");
+        assert_eq!(run("40"), (walks, translation, cycles), "{model}");
+    }
+}

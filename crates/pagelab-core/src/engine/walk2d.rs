@@ -82,7 +82,7 @@ impl NestedHw {
             ept_pwc: Pwc::new(&cfg, ept_levels, seed ^ 0xe97),
             ntlb: NestedTlb::new(ntlb, seed ^ 0x7e57),
             // A switched-off structure is not looked up: it costs nothing.
-            ept_pwc_latency: if cfg.enabled { cfg.latency as f64 } else { 0.0 },
+            ept_pwc_latency: cfg.lookup_latency() as f64,
             ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
             vpid,
         }

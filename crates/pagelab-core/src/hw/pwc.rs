@@ -45,7 +45,8 @@ pub struct PwcConfig {
     /// Ways of every cache of more than `ways` entries (a smaller one is a
     /// single fully associative set); 0 = all fully associative.
     pub ways: u32,
-    /// Cycles of one PWC lookup, paid by every walk.
+    /// Cycles of one PWC lookup, paid by every walk while the caches are on
+    /// (`lookup_latency`).
     pub latency: u32,
 }
 
@@ -70,6 +71,17 @@ impl Default for PwcConfig {
 const MAX_ENTRIES: u32 = 1 << 15;
 
 impl PwcConfig {
+    /// What one walk pays for looking the caches up: `latency`, or nothing
+    /// when they are switched off (a structure that is not there is not
+    /// looked up).
+    pub fn lookup_latency(&self) -> u32 {
+        if self.enabled {
+            self.latency
+        } else {
+            0
+        }
+    }
+
     pub fn validate(&self, prefix: &str) -> Result<()> {
         for (name, entries) in [
             ("pml5_entries", self.pml5_entries),

@@ -80,7 +80,7 @@ impl Timing {
             },
             caches: c.enabled,
             model: m.timing.model,
-            pwc_latency: m.pwc.latency as f64,
+            pwc_latency: m.pwc.lookup_latency() as f64,
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
         };

@@ -122,7 +122,7 @@ impl Window {
             cpi: m.timing.base_cpi,
             rob: o.rob as u64,
             l2_tlb_latency: m.tlb.l2_latency as f64,
-            pwc_latency: m.pwc.latency as f64,
+            pwc_latency: m.pwc.lookup_latency() as f64,
             now: 0.0,
             dispatched: 0,
             in_flight: VecDeque::with_capacity(o.rob as usize),
