@@ -72,13 +72,14 @@ def footprint(app: str, phys_mem: int) -> int:
 
 
 def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool = False,
-                 whole_graph: bool | None = None, **extra) -> dict:
+                 sampled_sources: int | None = None, **extra) -> dict:
     """The analogue's workload table. `skip_kernel_init` fast-forwards a
     graph kernel past its initialization loop (`workload.skip_kernel_init`),
-    so that the measured accesses are its traversal. `whole_graph` makes a
-    graph kernel's run sampled (`shape_contention` sets `run.sampling`):
-    True, whole searches (`GRAPH_SOURCES` of bfs, one cc), its init loop
-    included; False, a cheap span of 10 x `accesses` (the tiny grid)."""
+    so that the measured accesses are its traversal. `sampled_sources`
+    makes a bfs or cc run sampled (`shape_contention` sets `run.sampling`):
+    n > 0, a whole run (n bfs searches, or one cc), the init loop
+    included; 0, a cheap span of 10 x `accesses` (the tiny grid). tc is
+    measured as before."""
     table, _, _ = APPS[app]
     w = {"name": app, **table, "footprint": footprint(app, phys_mem), "accesses": accesses, "init": "pages"}
     hot = w.pop("hot_bytes", 0)
@@ -86,28 +87,30 @@ def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool 
         w["hot_set"] = min(hot, w["footprint"] // 2)
     if w["kind"] == "graph":
         w["scale"] = graph_scale(w["footprint"])
-        if whole_graph is not None:
-            w["accesses"] = graph_run_accesses(w["kernel"], w["scale"]) if whole_graph else 10 * accesses
-            w["sources"] = GRAPH_SOURCES
+        if sampled_sources is not None and w["kernel"] in GRAPH_ACCESSES_PER_VERTEX:
+            w["sources"] = max(1, sampled_sources)
+            whole = graph_run_accesses(w["kernel"], w["scale"], w["sources"])
+            w["accesses"] = whole if sampled_sources > 0 else 10 * accesses
         elif skip_kernel_init:
             w["skip_kernel_init"] = True
     w.update(extra)
     return w
 
 
-#: bfs searches per sampled run (GAPBS runs 64; each is a whole traversal
-#: from a random source, so a few cover their variety at 1/16 the cost).
-GRAPH_SOURCES = 4
+#: bfs searches per sampled run, by variant (GAPBS runs 64; each is a
+#: whole traversal from a random source, so a few cover their variety at
+#: a fraction of the cost; the quick grid's one keeps it cheap).
+GRAPH_SOURCES = {"full": 4, "quick": 1, "tiny": 0}
 #: Accesses per vertex of one run (a bfs search, its init loop included; a
 #: cc), measured with the functional fast-forward: scale 18, 2 sources:
 #: bfs 18.9, cc 22.0; scale 21, 1 source: bfs 17.5, cc 22.0.
 GRAPH_ACCESSES_PER_VERTEX = {"bfs": 18.9, "cc": 22.0}
 
 
-def graph_run_accesses(kernel: str, scale: int) -> int:
+def graph_run_accesses(kernel: str, scale: int, sources: int) -> int:
     """About the accesses of the kernel's whole run at `scale`: bfs's
-    `GRAPH_SOURCES` searches, or one cc."""
-    runs = GRAPH_SOURCES if kernel == "bfs" else 1
+    `sources` searches, or one cc."""
+    runs = sources if kernel == "bfs" else 1
     return int(GRAPH_ACCESSES_PER_VERTEX[kernel] * runs * 2**scale)
 
 
@@ -177,7 +180,7 @@ def shape_contention(config: dict, params: dict) -> None:
 
 
 def sample_graph(config: dict, workload: dict) -> None:
-    """A graph kernel made whole-run by `app_workload(whole_graph=...)`
+    """A graph kernel made sampled by `app_workload(sampled_sources=...)`
     (no `skip_kernel_init`) is measured by sampling over its run; other
     workloads are left as they are."""
     if workload.get("kind") == "graph" and "sources" in workload and not workload.get("skip_kernel_init"):

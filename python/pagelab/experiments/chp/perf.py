@@ -42,7 +42,7 @@ def _sweep(exp_id: str, variant: str, scenarios: list[str], apps: list[str] | No
         id=f"{exp_id}:{variant}",
         base=base_config(phys),
         grid={"scenario": labels(scenarios)},
-        workloads=[app_workload(a, phys, n, skip_kernel_init=True, whole_graph=variant != "tiny") for a in (apps or workloads)],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True, sampled_sources=GRAPH_SOURCES[variant]) for a in (apps or workloads)],
         seeds=[1],
         shape=shape_contention,
     )
@@ -107,7 +107,8 @@ def _setup(variant: str, whole_run: bool = False) -> str:
 
 
 def _graph_sampling_note(variant: str) -> str:
-    span = f"whole runs: {GRAPH_SOURCES} bfs searches, one cc" if variant != "tiny" else "10x the accesses, from the start"
+    n = GRAPH_SOURCES[variant]
+    span = f"whole runs: {n} bfs search{'es' if n > 1 else ''}, one cc" if n else "10x the accesses, from the start"
     return f"; bfs and cc instead measured by sampling over {span}: 1% of the run in 2-20 windows, `run.sampling`"
 
 
@@ -252,7 +253,7 @@ def sweep_swap(variant: str) -> Sweep:
         id=f"chp-swap:{variant}",
         base=base_config(phys, policy="chp"),
         grid={"colors": labels([5, 8]), "os.chp.scheme": ["chp", "swap"]},
-        workloads=[app_workload(a, phys, n, skip_kernel_init=True, whole_graph=variant != "tiny") for a in SWAP_APPS[variant]],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True, sampled_sources=GRAPH_SOURCES[variant]) for a in SWAP_APPS[variant]],
         seeds=[1],
         shape=shape_swap,
     )
