@@ -10,11 +10,13 @@
 mod load;
 pub mod os;
 mod presets;
+mod sampling;
 mod timing;
 
 pub use load::{apply_override, parse_config};
 pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
 pub use presets::{preset_names, preset_table};
+pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
 
 use serde::{Deserialize, Serialize};
@@ -195,11 +197,28 @@ pub struct RunConfig {
     /// stores) to end before resetting statistics, so that they describe
     /// the measured accesses only.
     pub skip_init: bool,
+    /// Sampled measurement: windows of warm-up and measurement between
+    /// functional fast-forwards (`engine::sampling`).
+    pub sampling: SamplingConfig,
+    /// Cycles per instruction of a functional fast-forward's clock (beside
+    /// its faults' costs); 0 = measured: the CPI of the core's last
+    /// measure window without its fault and daemon cycles, else
+    /// `machine.timing.base_cpi`.
+    pub fast_forward_cpi: f64,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { warmup: 0, epoch: 0, quantum: 512, seed: 1, check_translations: false, skip_init: false }
+        RunConfig {
+            warmup: 0,
+            epoch: 0,
+            quantum: 512,
+            seed: 1,
+            check_translations: false,
+            skip_init: false,
+            sampling: SamplingConfig::default(),
+            fast_forward_cpi: 0.0,
+        }
     }
 }
 
@@ -258,6 +277,8 @@ impl SimConfig {
         if self.run.quantum == 0 {
             return Err(Error::config("run.quantum", "must be at least 1"));
         }
+        self.run.sampling.validate("run", self.run.warmup, self.run.epoch, self.virt.enabled)?;
+        sampling::validate_fast_forward_cpi("run.fast_forward_cpi", self.run.fast_forward_cpi)?;
         m.tlb.validate("machine.tlb")?;
         m.pwc.validate("machine.pwc")?;
         m.ept_pwc.validate("machine.ept_pwc")?;
@@ -277,6 +298,12 @@ impl SimConfig {
         for (i, w) in self.workload_list().iter().enumerate() {
             let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };
             w.validate(&prefix)?;
+            if self.virt.enabled && w.fast_forward_mode == crate::workload::FastForwardMode::Functional {
+                return Err(Error::config(
+                    format!("{prefix}.fast_forward_mode"),
+                    "a functional fast-forward is not built for virtualized runs (virt.enabled) yet",
+                ));
+            }
         }
         Ok(())
     }

@@ -25,8 +25,9 @@ pub struct Core {
     pub retired: u64,
     /// Accesses run over the whole run (not reset by warm-up).
     pub ran: u64,
-    /// Stall cycles before the last statistics reset, so that the clock
-    /// keeps running through warm-up.
+    /// Cycles of the clock outside the current statistics: the stalls
+    /// before the last reset (so that the clock keeps running through
+    /// warm-up) and the functional fast-forwards' cycles.
     pub stall_offset: f64,
     pub refs: RefBuf,
     /// Whether the workload has handed out its first measured batch (past
@@ -37,6 +38,13 @@ pub struct Core {
     pub prefetch_caches: bool,
     /// The interval model's window (None under the fixed model).
     pub window: Option<super::timing::window::Window>,
+    /// Whether the current batch is a workload's functional fast-forward.
+    pub functional_batch: bool,
+    /// Whether this core's accesses now run functionally (through the OS
+    /// only): its batch is a fast-forward, or sampling fast-forwards.
+    pub functional: bool,
+    /// What the functional fast-forwards ran, and their clock's pace.
+    pub ff: super::functional::FastForward,
 }
 
 impl std::fmt::Debug for Core {

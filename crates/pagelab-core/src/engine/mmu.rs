@@ -307,7 +307,7 @@ impl Mmu {
     /// (Out of line: it follows a fault, and inlined into the engine's
     /// loop it only disturbs the register allocation of the hot path.)
     #[inline(never)]
-    fn apply_own_shootdowns(&mut self, kernel: &mut Kernel, asid: Asid) {
+    pub(super) fn apply_own_shootdowns(&mut self, kernel: &mut Kernel, asid: Asid) {
         for s in kernel.drain_shootdowns_for(asid) {
             self.shoot_down(&s);
         }

@@ -18,8 +18,12 @@
 pub mod bench;
 pub mod core;
 mod export;
+pub mod functional;
 pub mod host_budget;
 pub mod mmu;
+mod sampling;
+#[cfg(test)]
+mod sampling_tests;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -92,6 +96,8 @@ pub struct Simulation {
     /// The hypervisor and the second dimension's hardware, in a
     /// virtualized run (`virt.enabled`): `kernel` is then the guest's.
     virt: Option<Box<walk2d::VirtRun>>,
+    /// Sampled measurement's schedule and sums (`run.sampling`).
+    sampling: Option<Box<sampling::Sampling>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -173,13 +179,20 @@ impl Simulation {
                 prefetch_translation: true,
                 prefetch_caches: true,
                 window: interval.then(|| Window::new(m)),
+                functional_batch: false,
+                // Sampling fast-forwards its lead-in (the init passes).
+                functional: cfg.run.sampling.enabled(),
+                ff: functional::FastForward { cpi: sampling::initial_fast_forward_cpi(&cfg), ..Default::default() },
             });
         }
         let virt = walk2d::boot_virt(&cfg, &mut kernel, &cores)?;
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
+        let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
         Ok(Simulation {
-            warm: cfg.run.warmup == 0 && !cfg.run.skip_init,
+            // Sampling resets the statistics itself, window by window.
+            warm: (cfg.run.warmup == 0 && !cfg.run.skip_init) || sampling.is_some(),
+            sampling,
             cfg,
             kernel,
             caches,
@@ -220,7 +233,7 @@ impl Simulation {
     }
 
     pub fn done(&self) -> bool {
-        self.cores.iter().all(Core::done)
+        self.cores.iter().all(Core::done) || self.sampling.as_ref().is_some_and(|s| s.finished())
     }
 
     /// Runs rounds of quanta until at least `budget` more accesses ran or
@@ -252,6 +265,9 @@ impl Simulation {
         self.virt_round_end(now);
         self.check_warmup();
         self.check_epoch();
+        if self.sampling.is_some() {
+            self.check_sampling();
+        }
         Ok(())
     }
 
@@ -264,7 +280,12 @@ impl Simulation {
             for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
                 core.mmu.shoot_down(&hw);
                 let cycles = if from_daemon { cost } else { 0.0 };
-                core.stats.cycles_daemon += cycles;
+                if core.functional {
+                    // A fast-forwarding core's interrupt moves its clock only.
+                    core.ff.add_cycles(&mut core.stall_offset, cycles);
+                } else {
+                    core.stats.cycles_daemon += cycles;
+                }
                 if let Some(w) = core.window.as_mut() {
                     // The interrupt (or the system call that changed the
                     // mapping) serialises the core.
@@ -296,11 +317,14 @@ impl Simulation {
                     // silently shorter trace.
                     return Err(e);
                 }
-                if !core.workload.batch_is_init() && !core.measuring {
+                core.functional_batch = core.workload.batch_is_fast_forward();
+                core.functional = core.functional_batch || self.sampling.as_ref().is_some_and(|s| s.fast_forwarding());
+                if !core.workload.batch_is_init() && !core.functional_batch && !core.measuring {
                     core.measuring = true;
-                    if self.cfg.run.skip_init {
+                    if self.cfg.run.skip_init || self.sampling.is_some() {
                         // Stop before the first measured access, so that a
-                        // reset at the end of this round comes exactly here.
+                        // reset (or sampling's first window) at the end of
+                        // this round comes exactly here.
                         break;
                     }
                 }
@@ -311,7 +335,11 @@ impl Simulation {
             let next_event_at = core.batch.events.get(core.next_event).map_or(usize::MAX, |e| e.0 as usize);
             let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
             if end > core.pos {
-                self.run_stages(i, end)?;
+                if core.functional {
+                    self.functional_stage(i, end)?;
+                } else {
+                    self.run_stages(i, end)?;
+                }
                 budget -= end - self.cores[i].pos;
                 self.cores[i].pos = end;
             }
@@ -527,15 +555,21 @@ impl Simulation {
             return;
         }
         self.warm = true;
+        self.reset_hardware_stats();
+        self.kernel.reset_stats();
+        if let Some(v) = &mut self.virt {
+            v.reset_stats();
+        }
+    }
+
+    /// Zeroes the cores' and the caches' statistics (warm-up's end, a
+    /// sampled measure window's start); the state and the clock stay.
+    fn reset_hardware_stats(&mut self) {
         for core in &mut self.cores {
             core.stall_offset += core.stats.stall_cycles();
             core.stats = CoreStats::default();
             core.mmu.tlb.reset_stats();
             core.mmu.pwc.reset_stats();
-        }
-        self.kernel.reset_stats();
-        if let Some(v) = &mut self.virt {
-            v.reset_stats();
         }
         if let Some(c) = &mut self.caches {
             c.reset_stats();
@@ -556,7 +590,9 @@ impl Simulation {
 
     /// Statistics now: one flat map (see `docs/stats.md`).
     pub fn stats(&self) -> Stats {
-        stats::collect(self)
+        let mut out = stats::collect(self);
+        sampling::report(self, &mut out);
+        out
     }
 
     /// The epoch snapshots taken so far.

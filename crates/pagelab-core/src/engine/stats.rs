@@ -12,10 +12,33 @@ use super::Simulation;
 pub use crate::stat::{Stat, Stats};
 
 pub(super) fn collect(sim: &Simulation) -> Stats {
+    let mut all_faults: Vec<f32> = Vec::new();
+    let mut out = hardware(sim, &mut all_faults);
+    // Ratios are recomputed from the sums, not summed.
+    derived(&mut out, &all_faults);
+    runtime(
+        &mut out,
+        sim.cores.iter().map(|c| c.stats.stall_cycles() + sim.timing.base_cpi * c.stats.instructions as f64),
+    );
+    kernel_stats(&mut out, sim);
+    if let Some(v) = &sim.virt {
+        v.hv.report(&mut out);
+        out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(&sim.kernel)));
+    }
+    // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
+    // after the registry's zeros.
+    out.extend(ext_stats(sim));
+    out
+}
+
+/// What the cores and the caches counted since the last reset (per core
+/// and summed; without the ratios, `runtime.cycles` and the systems' TLB
+/// counters): the part of the statistics a sampled run sums over its
+/// measure windows. `all_faults` gets every fault's cost.
+pub(super) fn hardware(sim: &Simulation, all_faults: &mut Vec<f32>) -> Stats {
     let mut out = Stats::new();
     let base_cpi = sim.timing.base_cpi;
     let mut sums: BTreeMap<String, Stat> = BTreeMap::new();
-    let mut all_faults: Vec<f32> = Vec::new();
     for core in &sim.cores {
         let mut s = core_stats(&core.stats, base_cpi, sim.timing.walk_cycles_of(&core.stats));
         if sim.virt.is_some() {
@@ -43,17 +66,17 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     }
     cache_counters(&mut out, sim, None);
     out.extend(sums);
-    // Ratios are recomputed from the sums, not summed.
-    derived(&mut out, &all_faults);
-    let cycles = sim.cores.iter().map(|c| c.stats.stall_cycles() + base_cpi * c.stats.instructions as f64);
+    out
+}
+
+/// `runtime.cycles`: the longest core's cycles.
+pub(super) fn runtime(out: &mut Stats, cycles: impl Iterator<Item = f64>) {
     out.insert("runtime.cycles".into(), Stat::Float(cycles.fold(0.0, f64::max)));
-    kernel_stats(&mut out, sim);
-    if let Some(v) = &sim.virt {
-        v.hv.report(&mut out);
-        out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(&sim.kernel)));
-    }
-    // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
-    // after the registry's zeros.
+}
+
+/// The systems' TLB counters, per core and summed.
+pub(super) fn ext_stats(sim: &Simulation) -> Stats {
+    let mut out = Stats::new();
     for core in &sim.cores {
         for (k, v) in crate::systems::tlb_ext_stats(std::iter::once(core.mmu.tlb.extensions())) {
             out.insert(format!("core{}.{k}", core.id), v);
@@ -146,7 +169,7 @@ fn core_stats(s: &CoreStats, base_cpi: f64, walk_cycles: f64) -> Vec<(String, St
 }
 
 /// Ratios of summed counters, plus fault-latency summaries.
-fn derived(out: &mut Stats, faults: &[f32]) {
+pub(super) fn derived(out: &mut Stats, faults: &[f32]) {
     let get = |out: &Stats, k: &str| out.get(k).map_or(0.0, |s| s.as_f64());
     let instr = get(out, "instructions");
     let kilo = instr / 1000.0;

@@ -269,7 +269,9 @@ impl Pwc {
     /// After a walk read the level-`level` entry (2 = PDE ... `levels`) for
     /// `vaddr` and found it pointing at the table in `table_pfn`, which the
     /// walker calls `handle` (returned by the lookups that hit the entry).
-    #[inline]
+    /// (Always inlined: LLVM once left it out of line in the walker after a
+    /// change elsewhere in the engine, +0.2% instructions on gups.)
+    #[inline(always)]
     pub fn fill(&mut self, asid: Asid, vaddr: VirtAddr, level: u8, table_pfn: Pfn, handle: u32) {
         debug_assert!((2..=self.levels).contains(&level), "level {level} has no paging-structure cache");
         if !self.enabled || !(2..=self.levels).contains(&level) {

@@ -49,6 +49,19 @@ pub enum InitMode {
     None,
 }
 
+/// What `workload.fast_forward` (and `skip_kernel_init`) does with the
+/// accesses it skips (`workload.fast_forward_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FastForwardMode {
+    /// Generated and dropped: nothing simulated (fast; no fault, no clock).
+    #[default]
+    Drop,
+    /// Run through the OS only (faults, page tables, daemons on the
+    /// clock), not the TLBs, caches or timing model (`engine::functional`).
+    Functional,
+}
+
 /// Key popularity of the kv workload (`workload.distribution`), as YCSB's
 /// `requestdistribution`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -90,6 +103,9 @@ pub struct WorkloadConfig {
     /// kernels: bfs's `InitParent`, cc's and pr's per-vertex init), so the
     /// measured accesses start at the kernel proper. Generators only.
     pub skip_kernel_init: bool,
+    /// `drop` (default) or `functional`: whether the fast-forwarded
+    /// accesses reach the OS (faults, khugepaged on the clock).
+    pub fast_forward_mode: FastForwardMode,
     pub seed: u64,
     /// graph: the Kronecker generator's seed, apart from `seed` (which then
     /// drives only the kernel's choices: bfs's sources, cc's samples), so
@@ -164,6 +180,7 @@ impl Default for WorkloadConfig {
             accesses: 10_000_000,
             fast_forward: 0,
             skip_kernel_init: false,
+            fast_forward_mode: FastForwardMode::Drop,
             seed: 1,
             graph_seed: None,
             write_fraction: None,
@@ -255,7 +272,12 @@ impl WorkloadConfig {
         let key = |k: &str| format!("{prefix}.{k}");
         if self.kind == WorkloadKind::Trace {
             // Skipping a trace's records would also skip its mapping events.
-            for (k, on) in [("fast_forward", self.fast_forward != 0), ("skip_kernel_init", self.skip_kernel_init)] {
+            let functional = self.fast_forward_mode == FastForwardMode::Functional;
+            for (k, on) in [
+                ("fast_forward", self.fast_forward != 0),
+                ("skip_kernel_init", self.skip_kernel_init),
+                ("fast_forward_mode", functional),
+            ] {
                 if on {
                     return Err(Error::config(key(k), "generators only; a trace can start later with another capture"));
                 }
@@ -443,6 +465,7 @@ mod tests {
             ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
             ("kind = \"trace\"\npath = \"t\"\nfast_forward = 5", "workload.fast_forward"),
             ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
+            ("kind = \"trace\"\npath = \"t\"\nfast_forward_mode = \"functional\"", "workload.fast_forward_mode"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),

@@ -52,6 +52,9 @@ pub(crate) struct RunPlan {
     pub fast_forward: u64,
     /// Drop the program's initialization loop too (`init_loop_accesses`).
     pub skip_kernel_init: bool,
+    /// Hand the fast-forwarded accesses to the engine, flagged, instead of
+    /// dropping them (`workload.fast_forward_mode = "functional"`).
+    pub functional: bool,
 }
 
 pub(crate) struct Driven<G> {
@@ -75,6 +78,10 @@ pub(crate) struct Driven<G> {
     total: Option<u64>,
     /// Accesses still to fast-forward past once the init pass is done.
     skip: u64,
+    /// Whether they are handed out for a functional fast-forward.
+    functional: bool,
+    /// Whether the last batch handed out was fast-forwarded functionally.
+    last_batch_ff: bool,
 }
 
 impl<G> std::fmt::Debug for Driven<G> {
@@ -93,8 +100,10 @@ impl<G: Generator + 'static> Driven<G> {
         let natural = plan.accesses == 0;
         let footprint: u64 = gen.arrays().iter().map(|a| a.len).sum();
         let init_stores = footprint.checked_div(init_step).unwrap_or(0);
-        let total = (!natural).then_some(plan.accesses + init_stores);
         let kernel_init = if plan.skip_kernel_init { gen.init_loop_accesses() } else { 0 };
+        // A functional fast-forward's accesses reach the engine too.
+        let handed_out = if plan.functional { plan.fast_forward + kernel_init } else { 0 };
+        let total = (!natural).then_some(plan.accesses + init_stores + handed_out);
         Driven {
             total,
             name: plan.name,
@@ -112,6 +121,8 @@ impl<G: Generator + 'static> Driven<G> {
             produced_since_restart: 0,
             finished: false,
             skip: plan.fast_forward + kernel_init,
+            functional: plan.functional,
+            last_batch_ff: false,
         }
     }
 
@@ -177,6 +188,25 @@ impl<G: Generator + 'static> Driven<G> {
             }
         }
         self.skip = 0;
+    }
+
+    /// A functional fast-forward: the skipped accesses are handed out in
+    /// batches of their own (flagged by `batch_is_fast_forward`), cut as
+    /// measured ones are, the last one ending where the measured accesses
+    /// begin. A natural run that ends inside it measures nothing, as when
+    /// dropping. Returns whether more batches follow.
+    fn fill_fast_forward(&mut self, out: &mut Vec<Access>, end: usize) -> bool {
+        self.last_batch_ff = true;
+        let measured = std::mem::replace(&mut self.remaining, self.skip);
+        self.fill_measured(out, end);
+        self.skip = self.remaining;
+        self.remaining = measured;
+        if self.gen_ended && self.spill_pos == self.spill.len() {
+            self.skip = 0;
+            self.finished = true;
+            self.spill.clear();
+        }
+        !self.finished
     }
 
     /// The program's natural run ended: restart it if the budget needs
@@ -247,7 +277,11 @@ impl<G: Generator + 'static> Workload for Driven<G> {
             return true;
         }
         self.last_batch_init = false;
+        self.last_batch_ff = false;
         if self.skip > 0 {
+            if self.functional {
+                return self.fill_fast_forward(&mut batch.accesses, end);
+            }
             self.fast_forward();
         }
         self.fill_measured(&mut batch.accesses, end);
@@ -265,6 +299,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
 
     fn batch_is_init(&self) -> bool {
         self.last_batch_init
+    }
+
+    fn batch_is_fast_forward(&self) -> bool {
+        self.last_batch_ff
     }
 
     fn total_accesses(&self) -> Option<u64> {
@@ -325,7 +363,9 @@ mod tests {
         let mut layout = Layout::new();
         layout.place("t", 3 * 4096);
         let gen = Triples { arrays: layout.into_arrays(), step: 0, steps, runs: 0 };
-        Driven::new(RunPlan { name: "t".into(), init, accesses, fast_forward, skip_kernel_init: false }, gen)
+        let plan =
+            RunPlan { name: "t".into(), init, accesses, fast_forward, skip_kernel_init: false, functional: false };
+        Driven::new(plan, gen)
     }
 
     fn offsets(batch: &Batch) -> Vec<u64> {
@@ -375,10 +415,39 @@ mod tests {
     }
 
     #[test]
+    fn a_functional_fast_forward_hands_out_the_skipped_accesses_flagged() {
+        // The same cut as `fast_forward_drops_accesses_after_init...`:
+        // skipping 4 of steps of 3, then 5 measured; now the 4 come out.
+        let mut w = triples_skipping(10, 5, InitMode::Pages, 4);
+        w.functional = true;
+        let mut b = Batch::default();
+        assert!(w.next_batch(&mut b, 100));
+        assert!(w.batch_is_init() && !w.batch_is_fast_forward());
+        b.clear();
+        assert!(w.next_batch(&mut b, 3));
+        assert_eq!(offsets(&b), [0, 1, 2]);
+        assert!(w.batch_is_fast_forward() && !w.batch_is_init());
+        b.clear();
+        assert!(w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [3], "the fast-forward's last batch ends at its end");
+        assert!(w.batch_is_fast_forward());
+        b.clear();
+        assert!(!w.next_batch(&mut b, 100));
+        assert_eq!(offsets(&b), [4, 5, 6, 7, 8], "then the budget, in full, as when dropping");
+        assert!(!w.batch_is_fast_forward());
+    }
+
+    #[test]
     fn skip_kernel_init_fast_forwards_the_generators_init_loop() {
         let gen = triples_skipping(10, 5, InitMode::None, 0).gen;
-        let plan =
-            RunPlan { name: "t".into(), init: InitMode::None, accesses: 5, fast_forward: 1, skip_kernel_init: true };
+        let plan = RunPlan {
+            name: "t".into(),
+            init: InitMode::None,
+            accesses: 5,
+            fast_forward: 1,
+            skip_kernel_init: true,
+            functional: false,
+        };
         let mut w = Driven::new(plan, gen);
         let mut b = Batch::default();
         assert!(!w.next_batch(&mut b, 100));

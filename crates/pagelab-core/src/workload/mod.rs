@@ -58,7 +58,7 @@ mod stream;
 mod stride;
 mod zipf;
 
-pub use config::{GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
+pub use config::{FastForwardMode, GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
 pub use graph::Csr;
 pub use host::{host_need, HostNeed};
 pub use permute::Permutation;
@@ -211,6 +211,13 @@ pub trait Workload: Send {
     fn batch_is_init(&self) -> bool {
         false
     }
+    /// Whether the batch last handed out is fast-forwarded functionally
+    /// (`workload.fast_forward_mode = "functional"`): the engine runs it
+    /// through the OS only. Such batches come between the init pass and
+    /// the measured accesses, and never mix with either.
+    fn batch_is_fast_forward(&self) -> bool {
+        false
+    }
     /// Whether the workload's mapping events describe only some of the
     /// memory it touches: a program captured under Valgrind records its
     /// mmap/munmap/brk calls, but not what exec mapped before it ran (the
@@ -268,6 +275,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         accesses: cfg.accesses,
         fast_forward: cfg.fast_forward,
         skip_kernel_init: cfg.skip_kernel_init,
+        functional: cfg.fast_forward_mode == FastForwardMode::Functional,
     };
     Ok(match cfg.kind {
         WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),

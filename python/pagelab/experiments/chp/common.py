@@ -71,10 +71,15 @@ def footprint(app: str, phys_mem: int) -> int:
     return int(share * phys_mem) // 4096 * 4096
 
 
-def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool = False, **extra) -> dict:
+def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool = False,
+                 sampled_sources: int | None = None, **extra) -> dict:
     """The analogue's workload table. `skip_kernel_init` fast-forwards a
     graph kernel past its initialization loop (`workload.skip_kernel_init`),
-    so that the measured accesses are its traversal."""
+    so that the measured accesses are its traversal. `sampled_sources`
+    makes a bfs or cc run sampled (`shape_contention` sets `run.sampling`):
+    n > 0, a whole run (n bfs searches, or one cc), the init loop
+    included; 0, a cheap span of 10 x `accesses` (the tiny grid). tc is
+    measured as before."""
     table, _, _ = APPS[app]
     w = {"name": app, **table, "footprint": footprint(app, phys_mem), "accesses": accesses, "init": "pages"}
     hot = w.pop("hot_bytes", 0)
@@ -82,10 +87,43 @@ def app_workload(app: str, phys_mem: int, accesses: int, skip_kernel_init: bool 
         w["hot_set"] = min(hot, w["footprint"] // 2)
     if w["kind"] == "graph":
         w["scale"] = graph_scale(w["footprint"])
-        if skip_kernel_init:
+        if sampled_sources is not None and w["kernel"] in GRAPH_ACCESSES_PER_VERTEX:
+            w["sources"] = max(1, sampled_sources)
+            whole = graph_run_accesses(w["kernel"], w["scale"], w["sources"])
+            w["accesses"] = whole if sampled_sources > 0 else 10 * accesses
+        elif skip_kernel_init:
             w["skip_kernel_init"] = True
     w.update(extra)
     return w
+
+
+#: bfs searches per sampled run, by variant (GAPBS runs 64; each is a
+#: whole traversal from a random source, so a few cover their variety at
+#: a fraction of the cost; the quick grid's one keeps it cheap).
+GRAPH_SOURCES = {"full": 4, "quick": 1, "tiny": 0}
+#: Accesses per vertex of one run (a bfs search, its init loop included; a
+#: cc), measured with the functional fast-forward: scale 18, 2 sources:
+#: bfs 18.9, cc 22.0; scale 21, 1 source: bfs 17.5, cc 22.0.
+GRAPH_ACCESSES_PER_VERTEX = {"bfs": 18.9, "cc": 22.0}
+
+
+def graph_run_accesses(kernel: str, scale: int, sources: int) -> int:
+    """About the accesses of the kernel's whole run at `scale`: bfs's
+    `sources` searches, or one cc."""
+    runs = sources if kernel == "bfs" else 1
+    return int(GRAPH_ACCESSES_PER_VERTEX[kernel] * runs * 2**scale)
+
+
+def graph_sampling(accesses: int) -> dict:
+    """`run.sampling` over a run of `accesses` (core 0's): 2 to 20 windows
+    (one per million accesses), measuring 1% of the run in all and warming
+    up half as long before each, the windows spread evenly from the
+    kernel's start to its end (docs/timing.md, "Sampled measurement")."""
+    windows = min(20, max(2, accesses // 1_000_000))
+    measure = max(1, accesses // (100 * windows))
+    warmup = measure // 2
+    period = (accesses - warmup - measure) // (windows - 1)
+    return {"windows": windows, "warmup": warmup, "measure": measure, "fast_forward": period - warmup - measure}
 
 
 #: Bytes per vertex of a degree-16 Kronecker graph in the graph generator's
@@ -128,6 +166,7 @@ def shape_contention(config: dict, params: dict) -> None:
     stressors on the colors it does not get."""
     policy, partitioned, contention = SCENARIOS[params["scenario"]]
     app = dict(config.pop("workload"))
+    sample_graph(config, app)
     name = params["workload"]
     config.setdefault("os", {})["policy"] = policy
     mine = app_colors(name)
@@ -138,6 +177,14 @@ def shape_contention(config: dict, params: dict) -> None:
         theirs = [c for c in range(USED_COLORS) if c not in mine] if partitioned else None
         cores += [stressor(i, theirs, app["accesses"]) for i in range(STRESSORS)]
     config["workloads"] = cores
+
+
+def sample_graph(config: dict, workload: dict) -> None:
+    """A graph kernel made sampled by `app_workload(sampled_sources=...)`
+    (no `skip_kernel_init`) is measured by sampling over its run; other
+    workloads are left as they are."""
+    if workload.get("kind") == "graph" and "sources" in workload and not workload.get("skip_kernel_init"):
+        config.setdefault("run", {})["sampling"] = graph_sampling(workload["accesses"])
 
 
 def labels(values: list) -> list[dict]:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
-from pagelab.experiments.chp.common import APPS, app_colors, app_workload, base_config, labels, shape_contention
+from pagelab.experiments.chp.common import GRAPH_SOURCES, APPS, app_colors, app_workload, base_config, labels, sample_graph, shape_contention
 from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
@@ -49,7 +49,7 @@ def _sweep(exp_id: str, variant: str, scenarios: list[str], apps: list[str] | No
         id=f"{exp_id}:{variant}",
         base=base_config(phys),
         grid={"scenario": labels(scenarios)},
-        workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in (apps or workloads)],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True, sampled_sources=GRAPH_SOURCES[variant]) for a in (apps or workloads)],
         seeds=seeds(variant),
         shape=shape_contention,
     )
@@ -122,9 +122,15 @@ def _setup(variant: str, whole_run: bool = False) -> str:
     return (
         f"Variant `{variant}`: an i7-10700 (preset) with {phys / GIB:g} GiB, the OS coloring with 8 colors "
         f"(bits 12-14), footprints at the paper's share of memory, {n:,} measured accesses per core "
-        f"({counted}), 4 cache-stressor cores when contended. "
+        f"({counted}{'' if whole_run else _graph_sampling_note(variant)}), 4 cache-stressor cores when contended. "
         "Workload analogues and the contention set-up: `pagelab/experiments/chp/common.py` and docs/systems/chp.md."
     )
+
+
+def _graph_sampling_note(variant: str) -> str:
+    n = GRAPH_SOURCES[variant]
+    span = f"whole runs: {n} bfs search{'es' if n > 1 else ''}, one cc" if n else "10x the accesses, from the start"
+    return f"; bfs and cc instead measured by sampling over {span}: 1% of the run in 2-20 windows, `run.sampling`"
 
 
 # ---- chp-fig1 ---------------------------------------------------------------
@@ -257,6 +263,7 @@ SWAP_APPS = {"full": ["mcf", "bfs", "cc", "tc"], "quick": ["mcf", "bfs"], "tiny"
 def shape_swap(config: dict, params: dict) -> None:
     colors = int(params["colors"])
     config["workload"]["colors"] = list(range(colors))
+    sample_graph(config, config["workload"])
 
 
 def sweep_swap(variant: str) -> Sweep:
@@ -265,7 +272,7 @@ def sweep_swap(variant: str) -> Sweep:
         id=f"chp-swap:{variant}",
         base=base_config(phys, policy="chp"),
         grid={"colors": labels([5, 8]), "os.chp.scheme": ["chp", "swap"]},
-        workloads=[app_workload(a, phys, n, skip_kernel_init=True) for a in SWAP_APPS[variant]],
+        workloads=[app_workload(a, phys, n, skip_kernel_init=True, sampled_sources=GRAPH_SOURCES[variant]) for a in SWAP_APPS[variant]],
         seeds=seeds(variant),
         shape=shape_swap,
     )
