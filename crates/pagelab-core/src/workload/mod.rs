@@ -58,7 +58,7 @@ mod stream;
 mod stride;
 mod zipf;
 
-pub use config::{GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
+pub use config::{GraphKernel, HotLayout, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
 pub use graph::Csr;
 pub use host::{host_need, HostNeed};
 pub use permute::Permutation;
