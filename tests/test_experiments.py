@@ -106,3 +106,16 @@ def test_a_broken_module_is_named(fake_package, body, cause):
         experiments.import_all([str(fake_package)], "fake_exps.")
     assert cause in str(info.value)
     assert info.value.name == "fake_exps.sub.y"
+
+
+def test_chp_spec_analogues_scatter_their_hot_sets():
+    # Issue 16 part 6: the SPEC analogues' hot sets are spread over the
+    # footprint in whole 4 KiB chunks, not its first MiBs.
+    from pagelab.experiments.chp.common import APPS, app_workload
+
+    pointer_chases = [a for a, (table, _, _) in APPS.items() if table["kind"] == "pointer-chase"]
+    assert pointer_chases == ["mcf", "astar", "omnetpp"]
+    for app in pointer_chases:
+        w = app_workload(app, 1 << 30, 1000)
+        assert w["hot_layout"] == "scattered" and w["hot_chunk"] == 4096
+        assert w["hot_chunk"] <= w["hot_set"] <= w["footprint"] // 2

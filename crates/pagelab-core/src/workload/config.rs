@@ -72,6 +72,18 @@ pub enum KeyDistribution {
     Uniform,
 }
 
+/// Where a pointer chase's hot set lies among its nodes (`workload.hot_layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HotLayout {
+    /// The first `hot_set` bytes of nodes (a prefix of the footprint).
+    Front,
+    /// Chunks of `hot_chunk` bytes chosen uniformly (seeded) among all the
+    /// footprint's whole chunks, as a heap's hot objects lie in runs spread
+    /// over it.
+    Scattered,
+}
+
 /// The GAPBS kernel of the graph workload (`workload.kernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -146,6 +158,13 @@ pub struct WorkloadConfig {
     /// with its own cycle, taking `hot_ops` of the loads (a working set
     /// that caches can hold, as mcf's node array); 0 = one cycle.
     pub hot_set: ByteSize,
+    /// pointer-chase: where the hot set lies: `front` (the first nodes) or
+    /// `scattered` (whole `hot_chunk`s spread over the footprint).
+    pub hot_layout: HotLayout,
+    /// pointer-chase, `hot_layout = "scattered"`: bytes of consecutive nodes
+    /// that are hot or cold together (a multiple of `node_size`); the hot set
+    /// is rounded down to whole chunks.
+    pub hot_chunk: ByteSize,
     /// kv: share of operations that are GETs (the rest are SETs).
     pub get_ratio: f64,
     /// graph: log2 of the vertex count; derived from `footprint` when unset.
@@ -197,6 +216,8 @@ impl Default for WorkloadConfig {
             hot_fraction: 0.2,
             hot_ops: 0.8,
             hot_set: ByteSize(0),
+            hot_layout: HotLayout::Front,
+            hot_chunk: ByteSize(4096),
             get_ratio: 0.95,
             scale: None,
             degree: 16,
@@ -348,6 +369,25 @@ impl WorkloadConfig {
         if !(0.0..=1.0).contains(&self.hot_ops) {
             return Err(Error::config(format!("{prefix}.hot_ops"), format!("{} is outside [0, 1]", self.hot_ops)));
         }
+        if self.hot_layout == HotLayout::Scattered {
+            self.validate_hot_chunk(prefix)?;
+        }
+        Ok(())
+    }
+
+    /// A scattered hot set needs whole chunks of whole nodes, and at least
+    /// one chunk of them.
+    fn validate_hot_chunk(&self, prefix: &str) -> Result<()> {
+        let (chunk, node) = (self.hot_chunk.bytes(), self.node_size.bytes());
+        if self.hot_set.bytes() == 0 {
+            return Err(Error::config(format!("{prefix}.hot_layout"), "\"scattered\" needs a hot_set"));
+        }
+        if chunk < node || !chunk.is_multiple_of(node) {
+            return Err(Error::config(format!("{prefix}.hot_chunk"), "must be a positive multiple of node_size"));
+        }
+        if self.hot_set.bytes() < chunk {
+            return Err(Error::config(format!("{prefix}.hot_set"), "smaller than one hot_chunk"));
+        }
         Ok(())
     }
 
@@ -479,6 +519,15 @@ mod tests {
             ("kind = \"stream\"\nformat = \"lackey\"", "workload.format"),
             ("kind = \"stream\"\nifetch = true", "workload.ifetch"),
             ("kind = \"gups\"\ngraph_seed = 3", "workload.graph_seed"),
+            ("kind = \"pointer-chase\"\nhot_layout = \"scattered\"", "workload.hot_layout"),
+            (
+                "kind = \"pointer-chase\"\nhot_set = 8192\nhot_layout = \"scattered\"\nhot_chunk = 100",
+                "workload.hot_chunk",
+            ),
+            (
+                "kind = \"pointer-chase\"\nhot_set = 4096\nhot_layout = \"scattered\"\nhot_chunk = 8192",
+                "workload.hot_set",
+            ),
         ];
         for (text, key) in cases {
             assert_eq!(rejected_key(text), key, "{text}");

@@ -58,7 +58,9 @@ mod stream;
 mod stride;
 mod zipf;
 
-pub use config::{FastForwardMode, GraphKernel, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind};
+pub use config::{
+    FastForwardMode, GraphKernel, HotLayout, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind,
+};
 pub use graph::Csr;
 pub use host::{host_need, HostNeed};
 pub use permute::Permutation;
