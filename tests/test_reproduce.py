@@ -27,6 +27,7 @@ COLUMNS = {
     "pp-fig9": {"workload", "distribution", "degree", "portion", "system", "speedup"},
     "pp-gtsm": {"workload", "system", "speedup", "huge_share"},
     "pp-redis": {"system", "dtlb_l2_mpki", "mem_bytes"},
+    "pp-realfrag": {"snapshot", "placement", "huge_share", "perforated_share", "speedup_gain"},
     "pp-fig8": {
         "distribution", "hole_kind", "degree", "portion", "share_4k", "share_2m", "share_perforated",
         "share_bitmap", "share_hole", "bitmap_lookups", "filter_hits",
@@ -311,4 +312,49 @@ def _pp_fig9(df):
         assert s["ideal-2m"] >= s["base-2m-4k"] * 0.99
 
 
-PP_CHECKS = {"pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8, "pp-fig9": _pp_fig9, "pp-gtsm": _pp_gtsm, "pp-redis": _pp_redis}
+def _pp_realfrag(df):
+    assert_columns(df, ["snapshot", "placement", "huge_share", "perforated_share", "speedup_gain"])
+    s = df.set_index(["snapshot", "placement"])
+    # The constructed snapshots give the paper's shares with clustered
+    # used frames; dispersed ones set every filter bit: no perforated page.
+    assert s.loc[("paper-first", "clustered"), "huge_share"] == 226 / 1024
+    assert s.loc[("paper-first", "clustered"), "perforated_share"] == 184 / 1024
+    assert s.loc[("paper-second", "clustered"), "perforated_share"] == 512 / 1024
+    assert (s.xs("dispersed", level="placement").perforated_share == 0).all()
+    # More perforated pages, more gain; none without them (same pages).
+    assert s.loc[("paper-second", "clustered"), "speedup_gain"] > s.loc[("paper-first", "clustered"), "speedup_gain"] > 0
+    assert (s.xs("dispersed", level="placement").speedup_gain.abs() < 0.02).all()
+
+
+PP_CHECKS = {
+    "pp-fig7": _pp_fig7, "pp-fig8": _pp_fig8, "pp-fig9": _pp_fig9, "pp-gtsm": _pp_gtsm, "pp-redis": _pp_redis,
+    "pp-realfrag": _pp_realfrag,
+}
+
+
+def test_pp_realfrag_allocation_worked_by_hand():
+    from pagelab.experiments.perforated import realfrag as rf
+
+    # A run of 200 used frames at one of 313 places spans 5 filter
+    # regions when it starts at 57..63 within a 64-page region (28 places).
+    assert rf.filter_bits_accepted(200, "clustered") == 285 / 313
+    assert rf.filter_bits_accepted(123, "clustered") == 1.0
+    assert rf.filter_bits_accepted(4, "dispersed") == 1.0 and rf.filter_bits_accepted(5, "dispersed") == 0.0
+    # 4 Unmovable pageblocks all used; 10 Movable: 2 free order-10 blocks
+    # (4 pageblocks), the other 6 with 2 free frames each; 2 Reclaimable
+    # with 389 free frames each (orders 8, 7, 2, 0): 123 used, under 25%.
+    snap = {
+        "pageblocks": [4, 10, 2],
+        "free_unmovable": [0] * 11,
+        "free_movable": [12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        "free_reclaimable": [2, 0, 2, 0, 0, 0, 0, 2, 2, 0, 0],
+    }
+    c = rf.allocation(snap, "clustered")
+    assert (c.huge_share, c.perforated_share, c.degree) == (4 / 1024, 2 / 1024, 123 / 512)
+    d = rf.allocation(snap, "dispersed")
+    assert (d.huge_share, d.perforated_share) == (4 / 1024, 0.0)
+    assert d.degree == (4 * 512 + 6 * 510 + 2 * 123) / 12 / 512
+    # The scenario: 1020 of 1024 regions fragmented, all but 2 of them spread.
+    h = rf.scenario(c)
+    assert h["portion"] == 1 - 4 / 1024 and abs(h["spread"] - (1 - 2 / 1020)) < 1e-12
+    assert rf.scenario(rf.Allocation(1.0, 0.0, 0.1)) is None

@@ -9,7 +9,10 @@ model the paper.
 - `gtsm`: `pp-gtsm` (Fig. 10: perforated pages against GTSM on memory
   with 5.5% faulty frames);
 - `redis`: `pp-redis` (III-B: a Redis-like store of 16 KiB objects, L2
-  TLB misses and memory on 4 KiB, 2 MiB and perforated pages).
+  TLB misses and memory on 4 KiB, 2 MiB and perforated pages);
+- `realfrag`: `pp-realfrag` (III-C: a 2 GB allocation on fragmentation
+  snapshots in `snapshots/`, its huge and perforated shares under the
+  paper's rule and the microbenchmark's gain from the perforated share).
 """
 
 #: `Experiment.paper` of every experiment in this package.

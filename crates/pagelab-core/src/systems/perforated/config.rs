@@ -105,17 +105,29 @@ pub struct HolesConfig {
     pub degree: f64,
     pub distribution: Distribution,
     pub kind: HoleKind,
+    /// The share of the fragmented regions whose holes are dispersed
+    /// whatever `distribution` says: with 8 holes or more they set every
+    /// filter bit, so the paper's creation rule refuses them. pp-realfrag
+    /// needs it: a real machine's fragmented pageblocks are a mix of
+    /// blocks a perforated page can use and blocks it cannot.
+    pub spread: f64,
 }
 
 impl Default for HolesConfig {
     fn default() -> Self {
-        HolesConfig { portion: 0.0, degree: 0.25, distribution: Distribution::Clustered, kind: HoleKind::Allocated }
+        HolesConfig {
+            portion: 0.0,
+            degree: 0.25,
+            distribution: Distribution::Clustered,
+            kind: HoleKind::Allocated,
+            spread: 0.0,
+        }
     }
 }
 
 impl HolesConfig {
     pub fn validate(&self, prefix: &str) -> Result<()> {
-        for (name, v) in [("portion", self.portion), ("degree", self.degree)] {
+        for (name, v) in [("portion", self.portion), ("degree", self.degree), ("spread", self.spread)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(Error::config(format!("{prefix}.holes.{name}"), format!("{v} is not in [0, 1]")));
             }

@@ -47,7 +47,11 @@ impl HoleScenario {
         let mut rng = self.rng(asid, region);
         let mut bits = [0u64; 8];
         let mut set = |i: u64| bits[(i / 64) as usize] |= 1 << (i % 64);
-        match self.cfg.distribution {
+        // The last `spread` share of the fragmented regions (in the
+        // sequence's order) are dispersed whatever the distribution.
+        let spread = u >= self.cfg.portion * (1.0 - self.cfg.spread);
+        let distribution = if spread { Distribution::Dispersed } else { self.cfg.distribution };
+        match distribution {
             Distribution::Clustered => {
                 let start = rng.random_range(0..=512 - n);
                 (start..start + n).for_each(&mut set);
@@ -100,7 +104,7 @@ mod tests {
     use crate::systems::perforated::config::HoleKind;
 
     fn scenario(portion: f64, degree: f64, distribution: Distribution) -> HoleScenario {
-        HoleScenario::new(&HolesConfig { portion, degree, distribution, kind: HoleKind::Allocated }, 7)
+        HoleScenario::new(&HolesConfig { portion, degree, distribution, kind: HoleKind::Allocated, spread: 0.0 }, 7)
     }
 
     #[test]
@@ -112,6 +116,28 @@ mod tests {
         }
         assert!((0..1000).all(|r| scenario(0.0, 0.25, Distribution::Clustered).holes(1, r).is_none()));
         assert!((0..1000).all(|r| scenario(1.0, 0.25, Distribution::Clustered).holes(1, r).is_some()));
+    }
+
+    #[test]
+    fn spread_disperses_that_share_of_the_fragmented_regions_only() {
+        let cfg = HolesConfig {
+            portion: 0.8,
+            degree: 0.2,
+            distribution: Distribution::Clustered,
+            kind: HoleKind::Allocated,
+            spread: 0.25,
+        };
+        let s = HoleScenario::new(&cfg, 7);
+        let fragmented: Vec<HoleBits> = (0..1000).filter_map(|r| s.holes(1, r)).collect();
+        assert!((fragmented.len() as f64 - 800.0).abs() <= 1.0, "{}", fragmented.len());
+        // 102 holes: evenly spaced they set all 8 bits, one run at most 3.
+        let dispersed = fragmented.iter().filter(|h| filter_of(h) == 0xff).count() as f64;
+        assert!((dispersed - 200.0).abs() <= 1.0, "{dispersed} of 800 dispersed");
+        assert!(fragmented.iter().all(|h| count(h) == 102 && (filter_of(h) == 0xff || filter_of(h).count_ones() <= 3)));
+        // spread = 0 keeps the scenario as it was, region by region.
+        let plain = HoleScenario::new(&HolesConfig { spread: 0.0, ..cfg }, 7);
+        let old = scenario(0.8, 0.2, Distribution::Clustered);
+        assert!((0..1000).all(|r| plain.holes(1, r) == old.holes(1, r)));
     }
 
     #[test]
