@@ -27,9 +27,9 @@ mod config;
 mod geometry;
 pub mod pagetable;
 #[cfg(test)]
-mod tests;
+mod share_tests;
 #[cfg(test)]
-mod tests_share;
+mod tests;
 pub mod tlb;
 pub mod walk;
 
