@@ -180,10 +180,11 @@ const INTERVAL_RUNS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Statistics added with the interval model: printed apart for `RUNS`, so
-/// that the lines of before stay a prefix.
+/// Statistics added with the interval model (and CHP's leftovers, which
+/// are zero here): printed apart for `RUNS`, so that the lines of before
+/// stay a prefix.
 fn is_new_stat(name: &str) -> bool {
-    name.ends_with("cycles.walk") || name.contains(".prefetch_")
+    name.ends_with("cycles.walk") || name.contains(".prefetch_") || name.starts_with("os.chp.leftovers_")
 }
 
 /// Runs one configuration and prints its statistics; with `legacy`, under

@@ -4,6 +4,14 @@
 //! page, a buddy block spanning every color is broken into order-0 pages
 //! bucketed by color (PALLOC does the same). Pages of colors a process may
 //! not use stay in their lists for other processes.
+//!
+//! Another system may *offer* frames it carved but cannot use (colored huge
+//! pages' leftovers of colors their process may not use,
+//! `os.chp.share_leftovers`): they are served before a refill breaks a new
+//! block, and their owner may take a set of them back while every one is
+//! still here (`reclaim`).
+
+use std::collections::BTreeSet;
 
 use crate::hw::cache::ColorMap;
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
@@ -16,6 +24,9 @@ pub struct ColorPool {
     map: ColorMap,
     /// Free order-0 frames per color (owner `Reserved`), popped from the end.
     lists: Vec<Vec<Pfn>>,
+    /// Offered frames per color (owner `Reserved`), lowest first. A set, not
+    /// a list, because `reclaim` removes frames from the middle.
+    offered: Vec<BTreeSet<Pfn>>,
     /// Order of the block that holds every color at least once.
     refill_order: Order,
     /// Buddy blocks broken into colored pages (`os.coloring.refills`).
@@ -27,6 +38,7 @@ impl ColorPool {
         ColorPool {
             map: map.clone(),
             lists: vec![Vec::new(); map.nr_colors() as usize],
+            offered: vec![BTreeSet::new(); map.nr_colors() as usize],
             refill_order: Order::new(map.span_order()),
             refills: 0,
         }
@@ -43,11 +55,12 @@ impl ColorPool {
             allowed
         };
         loop {
-            let candidates: Vec<u32> =
-                allowed.iter().copied().filter(|&c| !self.lists[c as usize].is_empty()).collect();
+            let candidates: Vec<u32> = allowed.iter().copied().filter(|&c| self.has(c)).collect();
             if !candidates.is_empty() {
-                let color = pick(&candidates);
-                return self.lists[color as usize].pop();
+                let color = pick(&candidates) as usize;
+                // Offered frames first: they are already carved out, and
+                // using them is what offering is for.
+                return self.offered[color].pop_first().or_else(|| self.lists[color].pop());
             }
             if !self.refill(mem) {
                 return None;
@@ -70,8 +83,40 @@ impl ColorPool {
         true
     }
 
+    fn has(&self, color: u32) -> bool {
+        !self.lists[color as usize].is_empty() || !self.offered[color as usize].is_empty()
+    }
+
     /// Frames the pool holds, free for any process of the right colors.
     pub fn pooled(&self) -> u64 {
-        self.lists.iter().map(|l| l.len() as u64).sum()
+        self.lists.iter().map(|l| l.len() as u64).sum::<u64>() + self.offered()
+    }
+
+    /// Offered frames still in the pool.
+    pub fn offered(&self) -> u64 {
+        self.offered.iter().map(|s| s.len() as u64).sum()
+    }
+
+    /// Takes free frames another system carved and cannot use; they become
+    /// the pool's (owner `Reserved`) until a process or `reclaim` takes them.
+    pub fn offer(&mut self, mem: &mut PhysMem, frames: impl Iterator<Item = Pfn>) {
+        for pfn in frames {
+            mem.set_owner(pfn, FrameOwner::Reserved { pool: COLOR_POOL });
+            let fresh = self.offered[self.map.color_of(pfn) as usize].insert(pfn);
+            debug_assert!(fresh, "frame {pfn} offered twice");
+        }
+    }
+
+    /// Takes back offered frames, all of them or none: true when every one
+    /// was still in the pool (they leave it; the caller sets their owner).
+    pub fn reclaim(&mut self, frames: impl Iterator<Item = Pfn> + Clone) -> bool {
+        let set = |pfn: Pfn| self.map.color_of(pfn) as usize;
+        if !frames.clone().all(|pfn| self.offered[set(pfn)].contains(&pfn)) {
+            return false;
+        }
+        for pfn in frames {
+            self.offered[set(pfn)].remove(&pfn);
+        }
+        true
     }
 }

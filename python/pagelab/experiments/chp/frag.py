@@ -10,7 +10,13 @@ footprint / memory, is marked.
 
 - `chp-fig5`: `workload, frag_index, success_ratio` for mcf and bfs, plus
   `colors` (`table3`: the workload's 5 colors of 8, as in the performance
-  runs; `all`: every color), `thp_success` and `critical_fi`.
+  runs; `all`: every color), `thp_success` and `critical_fi`, then
+  `share_leftovers` (`os.chp.share_leftovers`: the allocator cache's
+  leftovers of colors the workload may not use offered to the color pool)
+  and `co_runner` (the footprint, as a share of memory, of a 4 KiB colored
+  process on the other 3 colors faulting beside the workload: the
+  leftovers' size, 3/5 of the workload's; 0 = alone). The table3 curve is
+  measured with the option off and on, alone and with that co-runner.
 - `chp-fig6`: `submappings, frag_index, success_ratio` for bfs with 1, 2,
   4 and 8 sub-mappings (8 system colors: blocks of 2, 4, 8 and 16 MiB).
 
@@ -27,7 +33,8 @@ import pandas as pd
 
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
-from pagelab.experiments.chp.common import APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, labels
+from pagelab.experiments.chp.common import (APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, footprint,
+                                           labels)
 from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
@@ -42,17 +49,43 @@ SCALES = {
 ACCESSES = 1000
 
 
-#: (policy, colors) per case; THP ignores colors, so it runs once.
-CASES = {"chp/table3": ("chp", "table3"), "chp/all": ("chp", "all"), "thp": ("thp", "")}
+#: (policy, colors, os.chp.share_leftovers, co-runner) per case; THP
+#: ignores colors, so it runs once. With all colors nothing is left over.
+CASES = {
+    "chp/table3": ("chp", "table3", False, False),
+    "chp/all": ("chp", "all", False, False),
+    "thp": ("thp", "", False, False),
+    "chp/table3/share": ("chp", "table3", True, False),
+    "chp/table3/co-runner": ("chp", "table3", False, True),
+    "chp/table3/co-runner/share": ("chp", "table3", True, True),
+}
+
+
+def co_runner_bytes(app: str, phys_mem: int) -> int:
+    """The co-runner's footprint: the leftovers of the workload's blocks,
+    (8 - k) / k of its footprint, in whole 4 KiB pages."""
+    k = len(app_colors(app))
+    return footprint(app, phys_mem) * (USED_COLORS - k) // k // 4096 * 4096
 
 
 def shape_fig5(config: dict, params: dict) -> None:
-    policy, colors = CASES[params["case"]]
+    policy, colors, share, co_runner = CASES[params["case"]]
     config["os"]["policy"] = policy
+    app = config["workload"]
     if colors == "table3":
-        config["workload"]["colors"] = app_colors(params["workload"])
+        app["colors"] = app_colors(params["workload"])
     elif colors == "all":
-        config["workload"]["colors"] = list(range(USED_COLORS))
+        app["colors"] = list(range(USED_COLORS))
+    if share:
+        config["os"].setdefault("chp", {})["share_leftovers"] = True
+    if co_runner:
+        # A 4 KiB colored process on the colors the workload lacks, faulting
+        # beside it (cores interleave), as the paper's PALLOC-colored others.
+        theirs = [c for c in range(USED_COLORS) if c not in app["colors"]]
+        phys = config["machine"]["phys_mem"]
+        other = {"name": "other", "kind": "gups", "footprint": co_runner_bytes(params["workload"], phys),
+                 "accesses": ACCESSES, "init": "pages", "chp": False, "colors": theirs}
+        config["workloads"] = [config.pop("workload"), other]
 
 
 def sweep_fig5(variant: str) -> Sweep:
@@ -104,12 +137,22 @@ def _success_at(t: pd.DataFrame, submappings: int, fi: float) -> str:
     return f"{row.success_ratio:.3f}" + ("" if abs(row.frag_index - fi) < 1e-9 else f" (at F_i = {row.frag_index:g})")
 
 
+#: The columns that tell one CHP curve of chp-fig5 from another.
+CURVE = ["workload", "colors", "share_leftovers", "co_runner"]
+
+
+def _curve_name(colors: str, shared: bool, co_runner: float) -> str:
+    """A curve's name: its colors, then `shared` and `+ co-runner` when set."""
+    return colors + (", shared" if shared else "") + (" + co-runner" if co_runner else "")
+
+
 def _held_reading(t: pd.DataFrame, good: float = 0.99) -> str:
     """What the rows show: per workload and color set, the largest F_i up to
     which every success ratio is at least `good`, CHP's and THP's."""
     parts = []
-    for (workload, colors), g in t.groupby(["workload", "colors"], sort=False):
+    for (workload, colors, shared, co_runner), g in t.groupby(CURVE, sort=False):
         g = g.sort_values("frag_index")
+        colors = _curve_name(colors, shared, co_runner)
         for name, col in (("CHP", "success_ratio"), ("THP", "thp_success")):
             ok = (g[col] >= good).cummin()
             held = g.frag_index[ok]
@@ -120,11 +163,15 @@ def _held_reading(t: pd.DataFrame, good: float = 0.99) -> str:
 
 def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     df = df.assign(policy=df.case.map(lambda c: CASES[c][0]), colors=df.case.map(lambda c: CASES[c][1]))
+    phys = SCALES[variant][0]
+    co_runner = [CASES[c][3] and co_runner_bytes(w, phys) / phys for c, w in zip(df.case, df.workload)]
     d = pd.DataFrame(
         {
             "workload": df.workload,
             "policy": df.policy,
             "colors": df.colors,
+            "share_leftovers": df.case.map(lambda c: CASES[c][2]),
+            "co_runner": [round(float(x), 3) for x in co_runner],
             "frag_index": df["os.fragmentation.target"].astype(float),
             "success": df["os.chp.success_ratio"].where(df.policy == "chp", thp_success(df)),
             "seed": df.seed,
@@ -133,15 +180,18 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     # THP's run on the same machine: same workload, F_i and seed.
     d["thp_success"] = paired(d, "success", ["workload", "frag_index", "seed"], d.policy == "thp")
     chp = d[d.policy == "chp"].rename(columns={"success": "success_ratio"}).drop(columns="policy")
-    chp = mean_over_seeds(chp, ["workload", "colors", "frag_index"])
+    chp = mean_over_seeds(chp, CURVE + ["frag_index"])
     chp["critical_fi"] = chp.workload.map(critical)
-    chp = chp.sort_values(["workload", "colors", "frag_index"], ascending=[False, False, True]).reset_index(drop=True)
-    t = with_spread(chp, ["workload", "frag_index", "success_ratio", "colors", "thp_success", "critical_fi"])
-    files = [write_csv(t, out / "chp-fig5.csv"), _plot(t, "colors", out / "chp-fig5.png", "chp-fig5: success ratio vs F_i")]
+    chp = chp.sort_values(CURVE + ["frag_index"], ascending=[False, False, True, True, True]).reset_index(drop=True)
+    t = with_spread(chp, ["workload", "frag_index", "success_ratio", "colors", "thp_success", "critical_fi",
+                          "share_leftovers", "co_runner"])
+    curves = t.assign(curve=[_curve_name(*k) for k in zip(t.colors, t.share_leftovers, t.co_runner)])
+    files = [write_csv(t, out / "chp-fig5.csv"), _plot(curves, "curve", out / "chp-fig5.png", "chp-fig5: success ratio vs F_i")]
     share = {app: APPS[app][1] / PAPER_MEM for app in ("mcf", "bfs")}
     blocks = {app: USED_COLORS / len(app_colors(app)) for app in share}
     expected = {app: 1 - blocks[app] * share[app] for app in share}
-    table3 = t[t.colors == "table3"]
+    # The paper's curve: the workload alone, its leftovers kept (as measured before the option).
+    table3 = t[(t.colors == "table3") & ~t.share_leftovers & (t.co_runner == 0)]
     paper, path = beside_paper(__file__, "chp-fig5", {
         **{f"{w}: THP succeeds up to F_i": _held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
            for w in ("mcf", "bfs")},
@@ -167,6 +217,14 @@ leaves the others in the allocator cache. With all 8 colors a process uses
 every leftover, so CHP needs as many free 2 MiB blocks as THP; with k of 8
 it takes 8/k blocks per 2 MiB of footprint ({blocks['bfs']:.2g} for {len(app_colors('bfs'))} colors), and its
 threshold moves to about 1 - {blocks['bfs']:.2g} x footprint ({expected['mcf']:.2f} for mcf, {expected['bfs']:.2f} for bfs).
+
+`shared` offers the leftovers of the 3 colors the workload may not use to
+the color pool (`os.chp.share_leftovers`); `+ co-runner` adds a 4 KiB
+colored process on those 3 colors whose footprint is the leftovers' size
+({co_runner_bytes('bfs', phys) / phys:.0%} of memory beside bfs). Offering the leftovers frees no 2 MiB block:
+the workload still takes 8/k blocks per 2 MiB, so its own threshold stays;
+what moves is where the co-runner's pages come from (the leftovers instead
+of the buddy allocator).
 
 In these rows: {_held_reading(t)}
 """

@@ -34,11 +34,20 @@ pub struct ChpConfig {
     /// Only VMAs at least this long get colored huge pages ("large
     /// anonymous VMAs"); smaller ones get 4 KiB coloring.
     pub min_vma: ByteSize,
+    /// Whether a carved block's strided mappings of colors the faulting
+    /// process may not use are offered to the kernel's color pool, where
+    /// 4 KiB coloring (other processes, CHP's fallback) takes them, as the
+    /// paper's prototype shares memory with PALLOC. Off, they wait in the
+    /// allocator cache for a process allowed their color (pagelab's
+    /// behaviour before this key, so results measured then stay). Not
+    /// written when off, so configurations of before serialize as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub share_leftovers: bool,
 }
 
 impl Default for ChpConfig {
     fn default() -> Self {
-        ChpConfig { scheme: ChpScheme::Chp, submappings: None, min_vma: ByteSize(2 << 20) }
+        ChpConfig { scheme: ChpScheme::Chp, submappings: None, min_vma: ByteSize(2 << 20), share_leftovers: false }
     }
 }
 

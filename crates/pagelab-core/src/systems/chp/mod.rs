@@ -27,11 +27,14 @@ mod config;
 mod geometry;
 pub mod pagetable;
 #[cfg(test)]
+mod share_tests;
+#[cfg(test)]
 mod tests;
 pub mod tlb;
 pub mod walk;
 
 pub use cache::AllocatorCache;
+use cache::Sharing;
 pub use config::{ChpConfig, ChpScheme};
 pub use geometry::ChpGeometry;
 
@@ -58,7 +61,7 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         geometry,
         scheme: b.os.chp.scheme,
         min_vma: b.os.chp.min_vma.bytes(),
-        cache: AllocatorCache::new(geometry),
+        cache: AllocatorCache::new(geometry, b.os.chp.share_leftovers),
         unmapping: Vec::new(),
         stats: ChpStats::default(),
     }));
@@ -74,7 +77,9 @@ pub fn stride_shift(colors: &crate::hw::cache::ColorMap) -> u8 {
 /// Colored huge pages: 2 MiB regions tried, backed, declined for want of
 /// sub-mappings; sub-mappings served by the allocator cache; blocks taken
 /// from the buddy allocator; sub-mappings returned by munmap; colored huge
-/// pages demoted to 4 KiB by a partial munmap or mprotect.
+/// pages demoted to 4 KiB by a partial munmap or mprotect; sub-mappings
+/// of colors the process may not use offered to the color pool, and taken
+/// back from it (`os.chp.share_leftovers`).
 #[derive(Debug, Default, Clone)]
 pub struct ChpStats {
     pub attempts: u64,
@@ -84,6 +89,8 @@ pub struct ChpStats {
     pub blocks: u64,
     pub returned: u64,
     pub demoted: u64,
+    pub leftovers_offered: u64,
+    pub leftovers_reclaimed: u64,
 }
 
 impl ChpStats {
@@ -99,6 +106,8 @@ impl ChpStats {
                 ("blocks", self.blocks),
                 ("returned", self.returned),
                 ("demoted", self.demoted),
+                ("leftovers_offered", self.leftovers_offered),
+                ("leftovers_reclaimed", self.leftovers_reclaimed),
             ],
         );
         let ratio = self.success as f64 / self.attempts.max(1) as f64;
@@ -138,10 +147,12 @@ impl Chp {
     }
 
     /// One sub-mapping per color, or none at all (what was taken goes back).
-    fn take_submappings(&mut self, k: &mut Kernel, colors: &[u32]) -> Option<Vec<Pfn>> {
+    fn take_submappings(&mut self, k: &mut Kernel, asid: Asid, colors: &[u32]) -> Option<Vec<Pfn>> {
         let mut subs = Vec::with_capacity(colors.len());
+        let allowed = &k.procs[asid as usize - 1].colors;
         for &c in colors {
-            match self.cache.take(&mut k.mem, c, &mut self.stats) {
+            let sharing = Sharing { pool: &mut k.color_pool, allowed };
+            match self.cache.take(&mut k.mem, sharing, c, &mut self.stats) {
                 Some(b) => subs.push(b),
                 None => {
                     for b in subs {
@@ -214,7 +225,7 @@ impl System for Chp {
         }
         self.stats.attempts += 1;
         let colors = self.colors(k, asid);
-        let Some(subs) = self.take_submappings(k, &colors) else {
+        let Some(subs) = self.take_submappings(k, asid, &colors) else {
             self.stats.fallback += 1;
             return Ok(None);
         };
