@@ -30,7 +30,7 @@
 use super::functional::FastForward;
 use super::{stats, Simulation};
 use crate::config::{SamplingConfig, SimConfig};
-use crate::stat::{Stat, Stats};
+use crate::stat::{accumulate, Stat, Stats};
 use crate::workload::FastForwardMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,18 +190,7 @@ impl Simulation {
 /// Adds `w`'s statistics into `sums`, name by name.
 fn add_into(sums: &mut Stats, w: &Stats) {
     for (k, v) in w {
-        let e = sums.entry(k.clone()).or_insert(zero_like(*v));
-        *e = match (*e, *v) {
-            (Stat::Int(a), Stat::Int(b)) => Stat::Int(a + b),
-            (a, b) => Stat::Float(a.as_f64() + b.as_f64()),
-        };
-    }
-}
-
-fn zero_like(v: Stat) -> Stat {
-    match v {
-        Stat::Int(_) => Stat::Int(0),
-        Stat::Float(_) => Stat::Float(0.0),
+        accumulate(sums, k, *v);
     }
 }
 
@@ -267,7 +256,7 @@ impl Sampling {
         let names = stats::hardware(sim, &mut scratch).into_iter().chain(stats::ext_stats(sim));
         let n = self.windows.len() as f64;
         for (k, v) in names {
-            let mut sum = self.sums.get(&k).copied().unwrap_or(zero_like(v));
+            let mut sum = self.sums.get(&k).copied().unwrap_or(v.zero_like());
             if k.contains("dtlb.l2.share.") && n > 0.0 {
                 sum = Stat::Float(sum.as_f64() / n);
             }

@@ -9,6 +9,7 @@ use super::core::CoreStats;
 use super::timing::MEMORY;
 use super::Simulation;
 
+use crate::stat::accumulate;
 pub use crate::stat::{Stat, Stats};
 
 pub(super) fn collect(sim: &Simulation) -> Stats {
@@ -47,14 +48,7 @@ pub(super) fn hardware(sim: &Simulation, all_faults: &mut Vec<f32>) -> Stats {
             s.extend(virt_core_stats(&core.stats));
         }
         for (k, v) in &s {
-            let e = sums.entry(k.clone()).or_insert(match v {
-                Stat::Int(_) => Stat::Int(0),
-                Stat::Float(_) => Stat::Float(0.0),
-            });
-            *e = match (*e, *v) {
-                (Stat::Int(a), Stat::Int(b)) => Stat::Int(a + b),
-                (a, b) => Stat::Float(a.as_f64() + b.as_f64()),
-            };
+            accumulate(&mut sums, k, *v);
             out.insert(format!("core{}.{k}", core.id), *v);
         }
         all_faults.extend_from_slice(&core.stats.fault_cycles);
