@@ -233,6 +233,13 @@ fn bench_case(py: Python<'_>, name: String, footprint: u64, accesses: u64) -> Py
     call(py, move || run_case(overrides, footprint, accesses))
 }
 
+/// Student's t quantile for a two-sided 95% interval, `dof` degrees of
+/// freedom (the one the sampled windows' `sample.*.ci95` use).
+#[pyfunction]
+fn student_t_975(dof: u64) -> f64 {
+    pagelab_core::stat::student_t_975(dof)
+}
+
 #[pyfunction]
 fn presets() -> Vec<&'static str> {
     preset_names()
@@ -258,6 +265,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(student_t_975, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;

@@ -4,13 +4,12 @@ only lives in its package (e.g. `chp/common.py`)."""
 
 from __future__ import annotations
 
-import functools
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pagelab import _pagelab
 from pagelab.output import pyplot, save_figure, write_atomic
 
 MIB = 1 << 20
@@ -50,27 +49,11 @@ def seeds(variant: str) -> list[int]:
     return list(range(1, SEEDS[variant] + 1))
 
 
-@functools.lru_cache(maxsize=None)
 def t95(n: int) -> float:
     """Student's t quantile for a two-sided 95% interval from `n` runs
-    (n - 1 degrees of freedom; NaN below 2): the x with P(|T| <= x) = 0.95,
-    found by bisection on the density integrated numerically (Simpson), so
-    that no statistics package is needed."""
-    if n < 2:
-        return float("nan")
-    nu = n - 1
-    scale = math.exp(math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2)) / math.sqrt(nu * math.pi)
-
-    def mass(x: float) -> float:  # P(0 <= T <= x)
-        u = np.linspace(0.0, x, 4097)
-        f = scale * (1 + u * u / nu) ** (-(nu + 1) / 2)
-        return float((u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
-
-    lo, hi = 0.0, 64.0  # t(0.975, 1) = 12.7 is the largest
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if mass(mid) < 0.475 else (lo, mid)
-    return (lo + hi) / 2
+    (n - 1 degrees of freedom; NaN below 2): the core's, which the sampled
+    windows' intervals use too."""
+    return _pagelab.student_t_975(n - 1) if n >= 2 else float("nan")
 
 
 def mean_over_seeds(d: pd.DataFrame, keys: list[str], seed: str = "seed") -> pd.DataFrame:

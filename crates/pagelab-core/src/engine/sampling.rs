@@ -30,7 +30,7 @@
 use super::functional::FastForward;
 use super::{stats, Simulation};
 use crate::config::{SamplingConfig, SimConfig};
-use crate::stat::{accumulate, Stat, Stats};
+use crate::stat::{accumulate, student_t_975, Stat, Stats};
 use crate::workload::FastForwardMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,24 +315,6 @@ impl Estimate {
         let var = ((sum_sq - sum * sum / n) / (n - 1.0)).max(0.0);
         let sd = var.sqrt();
         let se = sd / n.sqrt();
-        Estimate { mean, sd, se, ci95: t_975(xs.len() as u64 - 1) * se }
-    }
-}
-
-/// Student's t quantile at 0.975 (a two-sided 95% interval) for `dof`
-/// degrees of freedom: the usual table to 30, then the Cornish-Fisher
-/// expansion around the normal quantile (within 0.001 of the table at 30).
-pub(super) fn t_975(dof: u64) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    match dof {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[dof as usize - 1],
-        _ => {
-            let (z, v) = (1.959_963_984_540_054_f64, dof as f64);
-            z + (z.powi(3) + z) / (4.0 * v) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * v * v)
-        }
+        Estimate { mean, sd, se, ci95: student_t_975(xs.len() as u64 - 1) * se }
     }
 }

@@ -2,10 +2,11 @@
 //! measurement, worked out by hand: the faults a fast-forward makes, its
 //! clock, the sums over measure windows, the error estimate, the refusals.
 
-use super::sampling::{t_975, Estimate};
+use super::sampling::Estimate;
 use super::testutil::*;
 use super::*;
 use crate::config::parse_config;
+use crate::stat::student_t_975 as t_975;
 use crate::units::PageSize;
 use crate::workload::{Access, Workload};
 
