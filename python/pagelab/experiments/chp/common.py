@@ -56,8 +56,6 @@ from __future__ import annotations
 
 import math
 
-from pagelab.experiments.common import MEASURED_TIMING
-
 #: The paper's 16 GB, in the unit of its footprints (Table III), so shares are its ratios.
 PAPER_MEM = 16e9
 USED_COLORS = 8
@@ -218,7 +216,7 @@ def base_config(phys_mem: int, system_colors: int = 8, policy: str | None = None
     if policy is not None:
         os_table["policy"] = policy
     return {
-        "machine": {"preset": "i7-10700", "phys_mem": phys_mem, **MEASURED_TIMING},
+        "machine": {"preset": "i7-10700", "phys_mem": phys_mem},
         "os": os_table,
         "run": {"skip_init": skip_init},
     }

@@ -167,10 +167,11 @@ def analyze_fig1(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
 
 {markdown_table(paper)}
 {markdown_table(table)}
-pagelab's runtime is a first-order model (docs/systems/chp.md): a cache
-miss costs its level's latency divided by the core's memory-level
-parallelism, with no out-of-order overlap of translation and data. Where a
-row disagrees with the paper, the analogue and this model are the first
+pagelab's runtime is the interval model with the i7-10700's prefetchers
+(docs/timing.md): a miss overlaps the independent misses inside the
+reorder window, a dependent load (a pointer chase, a walk's next level)
+waits, and a stall is charged to what the blocking access was doing. Where
+a row disagrees with the paper, the analogue and this model are the first
 suspects, not the mechanism.
 """
     files.append(write_text(text, out / "chp-fig1.md"))
