@@ -208,8 +208,10 @@ fn a_coalesced_entry_is_dropped_by_a_shootdown_of_any_of_its_pages() {
 #[test]
 fn leshy_modes_not_built_are_refused_by_name() {
     let text = "[machine]\npreset = \"ampere-altra\"\n[os]\npolicy = \"elastic\"\n[workload]\nkind = \"gups\"\n";
-    let err = crate::config::parse_config(text, "t.toml", &[]).unwrap_err().to_string();
+    let access_bit = ["os.elastic.leshy=\"access-bit\"".to_string()];
+    let err = crate::config::parse_config(text, "t.toml", &access_bit).unwrap_err().to_string();
     assert!(err.contains("os.elastic.leshy"), "{err}");
+    assert!(crate::config::parse_config(text, "t.toml", &[]).is_ok(), "online is the default");
 }
 
 proptest! {
