@@ -17,8 +17,9 @@ pub enum LeshyMode {
     /// Hints from a profiling run (`os.elastic.hints`), applied at fault
     /// time and by CoalaKhugepaged (the artifact's "ET-offline").
     Offline,
-    /// Hints from access-bit tracking instead of TLB-miss samples. Not
-    /// built yet.
+    /// As `Online`, with hints from access-bit tracking (the accessed
+    /// bits read and cleared every epoch) instead of TLB-miss samples:
+    /// the paper's comparison of the two sources.
     AccessBit,
     /// No hints: CoalaPaging and the contiguous bit alone, the VMA-size
     /// threshold choosing 64 KiB or 32 MiB contiguity (greedy ET).
@@ -87,12 +88,6 @@ impl ElasticConfig {
     /// requirements apply only then).
     pub fn validate(&self, prefix: &str, used: bool) -> Result<()> {
         let key = |name: &str| format!("{prefix}.elastic.{name}");
-        if used && self.leshy == LeshyMode::AccessBit {
-            return Err(Error::config(
-                key("leshy"),
-                "the access-bit source is not built yet; set \"online\", \"offline\" or \"off\"",
-            ));
-        }
         if used && self.leshy == LeshyMode::Offline && self.hints.is_none() {
             return Err(Error::config(
                 key("hints"),

@@ -4,6 +4,15 @@
 //! `os.elastic.leshy_epochs` epochs of each process, and loads the result
 //! as that process's hints, which CoalaKhugepaged then promotes.
 //!
+//! With `os.elastic.leshy = "access-bit"` the observations are access
+//! bits instead, as the artifact's `idle` tool gathers them (etutils-rs
+//! `src/idle.rs`, Linux's idle page tracking): at each epoch's end every
+//! present page whose accessed bit is set counts one hit per 4 KiB page it
+//! maps, and the bits are cleared (without a shootdown, as idle page
+//! tracking clears them: a translation the TLB still holds sets no bit
+//! until it is refetched). The placement then weighs pages by hits, as
+//! the tool's access traces are weighed.
+//!
 //! Followed from the artifact's `bin/epochs.sh`: each epoch's samples are
 //! merged with the previous epoch's (`cat` of the two dumps: plain counts,
 //! no decay); the hints skip 4 KiB regions and stop once their pages
@@ -16,18 +25,32 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hints::{lock, Hints, SharedHints};
-use super::placement::{place, roll_up, Region, Size};
-use crate::hw::tlb::MissSample;
+use super::placement::{place, roll_up_counts, Region, Size};
 use crate::os::{Daemon, Kernel};
-use crate::units::Asid;
+use crate::paging::pte::ACCESSED;
+use crate::units::{Asid, PageSize, VirtAddr};
+
+/// What one epoch observed of a page: (address space, address, count,
+/// latency sum).
+type Observation = (Asid, u64, u64, u64);
+
+/// Where the observations come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Sampled L2 TLB misses (the kernel's SPE buffer).
+    TlbMisses,
+    /// Accessed bits, read and cleared every epoch.
+    AccessBits,
+}
 
 #[derive(Debug)]
 pub struct Leshy {
     hints: SharedHints,
     period: f64,
     next_epoch: f64,
-    /// The samples of the last epochs, oldest first.
-    epochs: VecDeque<Vec<MissSample>>,
+    source: Source,
+    /// The observations of the last epochs, oldest first.
+    epochs: VecDeque<Vec<Observation>>,
     keep: usize,
     budget: usize,
     coverage: f64,
@@ -38,6 +61,7 @@ pub struct Leshy {
 /// Leshy's settings (from `os.elastic` and khugepaged's `os.thp`).
 #[derive(Debug, Clone, Copy)]
 pub struct LeshySettings {
+    pub source: Source,
     pub epoch_ms: f64,
     pub epochs: usize,
     pub budget: usize,
@@ -55,6 +79,7 @@ impl Leshy {
             hints,
             period,
             next_epoch: period,
+            source: s.source,
             epochs: VecDeque::new(),
             keep: s.epochs,
             budget: s.budget,
@@ -63,19 +88,19 @@ impl Leshy {
         }
     }
 
-    /// The end of an epoch: this epoch's samples in, new hints out.
-    pub fn end_epoch(&mut self, samples: Vec<MissSample>) {
-        self.epochs.push_back(samples);
+    /// The end of an epoch: this epoch's observations in, new hints out.
+    pub fn end_epoch(&mut self, observed: Vec<Observation>) {
+        self.epochs.push_back(observed);
         while self.epochs.len() > self.keep {
             self.epochs.pop_front();
         }
-        let mut by_asid: BTreeMap<Asid, Vec<(u64, u64)>> = BTreeMap::new();
-        for s in self.epochs.iter().flatten() {
-            by_asid.entry(s.asid).or_default().push((s.vaddr.raw(), s.walk_refs as u64));
+        let mut by_asid: BTreeMap<Asid, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for &(asid, addr, count, latency) in self.epochs.iter().flatten() {
+            by_asid.entry(asid).or_default().push((addr, count, latency));
         }
         let mut table = lock(&self.hints);
-        for (asid, samples) in by_asid {
-            let regions = place(&roll_up(samples), self.budget, self.coverage);
+        for (asid, observed) in by_asid {
+            let regions = place(&roll_up_counts(observed), self.budget, self.coverage);
             let hints = Hints::from_regions(&capped(&regions, self.max_pages));
             if hints.is_empty() {
                 continue;
@@ -87,6 +112,35 @@ impl Leshy {
             table.by_asid.insert(asid, hints);
         }
     }
+}
+
+/// This epoch's observations from `source`.
+fn observe(k: &mut Kernel, source: Source) -> Vec<Observation> {
+    match source {
+        Source::TlbMisses => {
+            k.miss_samples.drain().into_iter().map(|s| (s.asid, s.vaddr.raw(), 1, s.walk_refs as u64)).collect()
+        }
+        Source::AccessBits => (1..=k.procs.len() as Asid).flat_map(|asid| scan_access_bits(k, asid)).collect(),
+    }
+}
+
+/// One hit per 4 KiB page of every leaf of `asid` whose accessed bit is
+/// set; the bits cleared.
+pub(super) fn scan_access_bits(k: &mut Kernel, asid: Asid) -> Vec<Observation> {
+    let aspace = &mut k.proc_mut(asid).aspace;
+    let ranges: Vec<(u64, u64)> = aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw())).collect();
+    let mut hits = Vec::new();
+    for (start, end) in ranges {
+        let leaves = aspace.pt.leaves_in(VirtAddr::new(start), VirtAddr::new(end));
+        for (va, m) in leaves.into_iter().filter(|(_, m)| m.pte.raw() & ACCESSED != 0) {
+            let base = va.align_down(m.size.bytes());
+            let slot = aspace.pt.leaf_slot(base).expect("a leaf just listed");
+            aspace.pt.clear_bits(slot, ACCESSED);
+            let pages = if m.size == PageSize::Size4K { 1 } else { m.size.nr_pages() };
+            hits.extend((0..pages).map(|i| (asid, base.raw() + i * 4096, 1, 0)));
+        }
+    }
+    hits
 }
 
 /// The regions, 4 KiB ones skipped, until their pages exceed `max_pages`.
@@ -110,7 +164,8 @@ impl Daemon for Leshy {
 
     fn run_due(&mut self, k: &mut Kernel, now: f64) {
         while now >= self.next_epoch {
-            self.end_epoch(k.miss_samples.drain());
+            let observed = observe(k, self.source);
+            self.end_epoch(observed);
             self.next_epoch = if self.period > 0.0 { self.next_epoch + self.period } else { now + 1.0 };
         }
     }

@@ -289,3 +289,40 @@ fn online_leshy_hints_a_hot_32m_region_and_coala_khugepaged_promotes_it_with_eve
     assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
     assert!(contiguous(&sim, BASE.add(MIB32 / 2)));
 }
+
+#[test]
+fn an_access_bit_scan_counts_each_accessed_4k_page_once_and_clears_the_bits() {
+    // Three 4 KiB pages in a small VMA and one 2 MiB page (THP-sized VMA
+    // over the threshold): 3 + 512 pages accessed; a second scan right
+    // after finds every bit clear.
+    let small = BASE.add(64 << 20);
+    let mut accesses = stores(small, 3);
+    accesses.push(Access::store(BASE, 8, 1));
+    let events = vec![mmap(BASE, MIB32), mmap(small, KIB64)];
+    let mut sim = simulate(arm(&["os.elastic.leshy=\"off\""]), vec![batch(events, accesses)]).unwrap();
+    let hits = super::leshy::scan_access_bits(&mut sim.kernel, 1);
+    assert_eq!(hits.len(), 3 + 512);
+    assert!(hits.iter().all(|&(asid, _, count, _)| asid == 1 && count == 1));
+    assert_eq!(hits.iter().filter(|h| h.1 >= small.raw()).count(), 3);
+    assert!(super::leshy::scan_access_bits(&mut sim.kernel, 1).is_empty());
+}
+
+#[test]
+fn access_bit_hints_also_find_the_hot_32m_region_without_a_tlb_miss_sample() {
+    let cfg = arm(&[
+        "os.elastic.leshy=\"access-bit\"",
+        "os.elastic.vma_threshold_32m=\"1GiB\"",
+        "os.elastic.leshy_budget=4",
+        "os.elastic.leshy_epoch_ms=0.05",
+        "os.thp.scan_sleep_ms=0.05",
+        "os.thp.pages_to_scan=8192",
+        "run.check_translations=true",
+    ]);
+    let pass = every(BASE, 20 << 10, MIB32 / (20 << 10));
+    let mut batches = vec![batch(vec![mmap(BASE, MIB32)], every(BASE.add(0x3000), MIB2, 16))];
+    batches.extend((0..7).map(|_| batch(vec![], pass.clone())));
+    let sim = simulate(cfg, batches).unwrap();
+    assert_eq!(stat(&sim, "leshy.samples"), 0.0, "no TLB-miss sampling");
+    assert_eq!(stat(&sim, "elastic.promotions.32m"), 1.0);
+    assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
+}

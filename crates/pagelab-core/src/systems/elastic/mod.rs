@@ -4,7 +4,7 @@
 //! bit at fault time (`paging::contig`), guided by Leshy's size hints
 //! ([`placement`], [`hints`]): online from sampled TLB misses ([`leshy`])
 //! or offline from a file, promoted by CoalaKhugepaged ([`khugepaged`]).
-//! Not yet: the access-bit source of hints, the virtualized walk of
+//! or from access bits ([`leshy`] too). Not yet: the virtualized walk of
 //! contiguous entries (docs/systems/elastic.md).
 //!
 //! A fault in a VMA of at least `os.elastic.vma_threshold_32m` takes a
@@ -71,8 +71,14 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
     };
     let hints: SharedHints = std::sync::Arc::new(std::sync::Mutex::new(HintTable { loaded, ..Default::default() }));
     let fault_hints = cfg.leshy == LeshyMode::Offline;
-    if cfg.leshy == LeshyMode::Online {
+    let source = match cfg.leshy {
+        LeshyMode::Online => Some(leshy::Source::TlbMisses),
+        LeshyMode::AccessBit => Some(leshy::Source::AccessBits),
+        LeshyMode::Offline | LeshyMode::Off => None,
+    };
+    if let Some(source) = source {
         let settings = leshy::LeshySettings {
+            source,
             epoch_ms: cfg.leshy_epoch_ms,
             epochs: cfg.leshy_epochs as usize,
             budget: cfg.leshy_budget as usize,
@@ -82,7 +88,7 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         };
         k.add_daemon(Box::new(leshy::Leshy::new(hints.clone(), settings, b.freq_ghz)));
     }
-    if cfg.khugepaged && matches!(cfg.leshy, LeshyMode::Online | LeshyMode::Offline) {
+    if cfg.khugepaged && cfg.leshy != LeshyMode::Off {
         k.add_daemon(Box::new(khugepaged::CoalaKhugepaged::new(hints.clone(), &b.os.thp, b.freq_ghz)));
     }
     let threshold_32m = cfg.vma_threshold_32m.bytes();

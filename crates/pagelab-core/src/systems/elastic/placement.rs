@@ -77,11 +77,18 @@ fn rank(a: &Region, b: &Region) -> Ordering {
 
 /// The regions of each size, ranked, from samples of (address, latency).
 pub fn roll_up(samples: impl IntoIterator<Item = (u64, u64)>) -> [Vec<Region>; 4] {
+    roll_up_counts(samples.into_iter().map(|(addr, latency)| (addr, 1, latency)))
+}
+
+/// The same from (address, count, latency sum) observations: a count of
+/// samples, or of scans that found a page accessed (the tool's access
+/// traces, `0xVPN -> hits`).
+pub fn roll_up_counts(observed: impl IntoIterator<Item = (u64, u64, u64)>) -> [Vec<Region>; 4] {
     let mut pages: BTreeMap<u64, Region> = BTreeMap::new();
-    for (addr, latency) in samples {
+    for (addr, count, latency) in observed {
         let base = Size::Size4K.align(addr);
         let r = pages.entry(base).or_insert(Region { base, size: Size::Size4K, misses: 0, latency: 0, pages: 1 });
-        r.misses += 1;
+        r.misses += count;
         r.latency += latency;
     }
     let mut levels: [Vec<Region>; 4] = Default::default();
