@@ -263,15 +263,15 @@ fn a_hinted_64k_range_is_promoted_to_one_contiguous_block() {
     assert_eq!(daemon.visit(&mut sim.kernel, 1, BASE, Size::Size64K), Visit::Failed, "3 empty of 16 > 2");
 }
 
-#[test]
-fn online_leshy_hints_a_hot_32m_region_and_coala_khugepaged_promotes_it_with_every_hit_checked() {
-    // 4 KiB faults (threshold above the VMA), a tight budget of 4 TLB
-    // entries, short epochs and khugepaged wake-ups: the stores over the
-    // 32 MiB VMA, one every 20 KiB, repeated, miss; Leshy's hint is the
-    // 32 MiB region; CoalaKhugepaged promotes it. (One page of each PMD is
-    // touched first, so that every PMD has its table by the first epoch:
-    // a PMD with none would send the promotion to its 2 MiB fallback.)
+/// Stores over a 32 MiB VMA with 4 KiB faults (threshold above the VMA),
+/// one every 20 KiB, repeated, under Leshy `mode` with a tight budget of 4
+/// TLB entries, short epochs and khugepaged wake-ups, every hit checked.
+/// (One page of each PMD is touched first, so that every PMD has its
+/// table by the first epoch: a PMD with none would send the promotion to
+/// its 2 MiB fallback.)
+fn hot_32m_run(mode: &str) -> Simulation {
     let cfg = arm(&[
+        &format!("os.elastic.leshy=\"{mode}\""),
         "os.elastic.vma_threshold_32m=\"1GiB\"",
         "os.elastic.leshy_sample_period=16",
         "os.elastic.leshy_budget=4",
@@ -283,7 +283,14 @@ fn online_leshy_hints_a_hot_32m_region_and_coala_khugepaged_promotes_it_with_eve
     let pass = every(BASE, 20 << 10, MIB32 / (20 << 10));
     let mut batches = vec![batch(vec![mmap(BASE, MIB32)], every(BASE.add(0x3000), MIB2, 16))];
     batches.extend((0..7).map(|_| batch(vec![], pass.clone())));
-    let sim = simulate(cfg, batches).unwrap();
+    simulate(cfg, batches).unwrap()
+}
+
+#[test]
+fn online_leshy_hints_a_hot_32m_region_and_coala_khugepaged_promotes_it_with_every_hit_checked() {
+    // The stores miss; Leshy's hint is the 32 MiB region (4 pages, 4
+    // ranges or 4 PMDs cover few samples); CoalaKhugepaged promotes it.
+    let sim = hot_32m_run("online");
     assert!(stat(&sim, "leshy.samples") > 0.0);
     assert_eq!(stat(&sim, "elastic.promotions.32m"), 1.0);
     assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
@@ -309,19 +316,7 @@ fn an_access_bit_scan_counts_each_accessed_4k_page_once_and_clears_the_bits() {
 
 #[test]
 fn access_bit_hints_also_find_the_hot_32m_region_without_a_tlb_miss_sample() {
-    let cfg = arm(&[
-        "os.elastic.leshy=\"access-bit\"",
-        "os.elastic.vma_threshold_32m=\"1GiB\"",
-        "os.elastic.leshy_budget=4",
-        "os.elastic.leshy_epoch_ms=0.05",
-        "os.thp.scan_sleep_ms=0.05",
-        "os.thp.pages_to_scan=8192",
-        "run.check_translations=true",
-    ]);
-    let pass = every(BASE, 20 << 10, MIB32 / (20 << 10));
-    let mut batches = vec![batch(vec![mmap(BASE, MIB32)], every(BASE.add(0x3000), MIB2, 16))];
-    batches.extend((0..7).map(|_| batch(vec![], pass.clone())));
-    let sim = simulate(cfg, batches).unwrap();
+    let sim = hot_32m_run("access-bit");
     assert_eq!(stat(&sim, "leshy.samples"), 0.0, "no TLB-miss sampling");
     assert_eq!(stat(&sim, "elastic.promotions.32m"), 1.0);
     assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
