@@ -45,9 +45,6 @@ pub struct Core {
     pub functional: bool,
     /// What the functional fast-forwards ran, and their clock's pace.
     pub ff: super::functional::FastForward,
-    /// The countdown to the next sampled L2 TLB miss (used only by the
-    /// sampling variant of the translation stage: Leshy online).
-    pub miss_sampler: crate::hw::tlb::MissSampler,
 }
 
 impl std::fmt::Debug for Core {

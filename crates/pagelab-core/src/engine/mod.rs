@@ -141,6 +141,9 @@ impl Simulation {
         let mut cores = Vec::new();
         // L2 TLB misses are sampled (for Leshy) or not, once for the run.
         let miss_period = systems::elastic::miss_sample_period(&cfg.os);
+        if let Some(period) = miss_period {
+            kernel.miss_samples = crate::hw::tlb::MissSamples::new(period, cfg.nr_cores());
+        }
         let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
         if configs.len() != workloads.len() {
@@ -188,7 +191,6 @@ impl Simulation {
                 // Sampling fast-forwards its lead-in (the init passes).
                 functional: cfg.run.sampling.enabled(),
                 ff: functional::FastForward { cpi: sampling::initial_fast_forward_cpi(&cfg), ..Default::default() },
-                miss_sampler: crate::hw::tlb::MissSampler::new(miss_period.unwrap_or(1)),
             });
         }
         let virt = walk2d::boot_virt(&cfg, &mut kernel, &cores)?;
@@ -479,7 +481,7 @@ impl Simulation {
             let miss_marks = SAMPLE.then_some((core.stats.dtlb_l2_misses, core.stats.walk_mem_refs));
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
             if let Some((misses, walk_refs)) = miss_marks {
-                if core.stats.dtlb_l2_misses != misses && core.miss_sampler.on_miss() {
+                if core.stats.dtlb_l2_misses != misses && kernel.miss_samples.on_miss(i) {
                     let walk_refs = (core.stats.walk_mem_refs - walk_refs) as u32;
                     kernel.miss_samples.push(crate::hw::tlb::MissSample { asid, vaddr: a.vaddr, walk_refs });
                 }

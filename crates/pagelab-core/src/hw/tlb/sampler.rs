@@ -51,15 +51,28 @@ impl MissSampler {
     }
 }
 
-/// The samples the cores took and the OS has not read yet, and how many
-/// were taken since the statistics were last reset (`leshy.samples`).
+/// Each core's countdown, the samples the cores took and the OS has not
+/// read yet, and how many were taken since the statistics were last reset
+/// (`leshy.samples`).
 #[derive(Debug, Clone, Default)]
 pub struct MissSamples {
+    samplers: Vec<MissSampler>,
     pending: Vec<MissSample>,
     taken: u64,
 }
 
 impl MissSamples {
+    /// Sampling one miss in `period` on each of `cores` cores.
+    pub fn new(period: u64, cores: usize) -> MissSamples {
+        MissSamples { samplers: vec![MissSampler::new(period); cores], ..Default::default() }
+    }
+
+    /// Counts one L2 TLB miss of `core`; whether it is to be sampled.
+    #[inline]
+    pub fn on_miss(&mut self, core: usize) -> bool {
+        self.samplers[core].on_miss()
+    }
+
     pub fn push(&mut self, sample: MissSample) {
         self.pending.push(sample);
         self.taken += 1;
