@@ -197,6 +197,7 @@ impl Kernel {
     }
 
     /// The queued shootdowns of one address space (the others stay queued).
+    #[inline]
     pub fn drain_shootdowns_for(&mut self, asid: Asid) -> Vec<Shootdown> {
         if self.shootdowns.is_empty() {
             // Called after every fault; most queue nothing.
