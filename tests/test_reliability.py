@@ -190,3 +190,22 @@ def test_a_sweep_divides_the_host_memory_among_its_workers(monkeypatch):
     assert executors.host_memory_share(4) == 2 << 30
     monkeypatch.setenv("PAGELAB_HOST_MEM", "3")
     assert executors.host_memory_share(2) == 1
+
+
+# --- Elastic Translations' hint files ----------------------------------------
+
+
+@pytest.mark.parametrize("content, names", [
+    ("0x7f0000000000-0x7f0002000000\n0x7f0000001000-0x7f0000011000\n", ["hints.txt", "line 2", "aligned"]),
+    ("0x7f0000000000-0x7f0000003000\n", ["hints.txt", "line 1", "64KiB"]),
+    (None, ["hints.txt", "cannot read"]),
+])
+def test_a_bad_leshy_hint_file_is_bad_input_naming_file_and_line(tmp_path, content, names):
+    hints = tmp_path / "hints.txt"
+    if content is not None:
+        hints.write_text(content)
+    os_table = {"policy": "elastic", "elastic": {"leshy": "offline", "hints": str(hints)}}
+    cfg = {"machine": {"preset": "ampere-altra", "phys_mem": "256MiB"}, "os": os_table,
+           "workload": {"kind": "gups", "footprint": "4MiB", "accesses": 1000}}
+    proc = run_cli("run", write_toml(tmp_path / "c.toml", cfg), cwd=tmp_path)
+    one_error_line(proc, 2, "os.elastic.hints", *names)

@@ -98,6 +98,9 @@ pub struct Simulation {
     virt: Option<Box<walk2d::VirtRun>>,
     /// Sampled measurement's schedule and sums (`run.sampling`).
     sampling: Option<Box<sampling::Sampling>>,
+    /// Whether stage 1 samples L2 TLB misses (Leshy online): chosen once
+    /// per run, so a run without it runs the stage it always ran.
+    sample_misses: bool,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -136,6 +139,11 @@ impl Simulation {
         let interval = m.timing.model == TimingModel::Interval;
         let mmu_latency = |cycles: u32| if interval { 0.0 } else { cycles as f64 };
         let mut cores = Vec::new();
+        // L2 TLB misses are sampled (for Leshy) or not, once for the run.
+        let miss_period = systems::elastic::miss_sample_period(&cfg.os);
+        if let Some(period) = miss_period {
+            kernel.miss_samples = crate::hw::tlb::MissSamples::new(period, cfg.nr_cores());
+        }
         let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
         if configs.len() != workloads.len() {
@@ -190,6 +198,7 @@ impl Simulation {
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
         Ok(Simulation {
+            sample_misses: miss_period.is_some(),
             // Sampling resets the statistics itself, window by window.
             warm: (cfg.run.warmup == 0 && !cfg.run.skip_init) || sampling.is_some(),
             sampling,
@@ -411,7 +420,11 @@ impl Simulation {
     #[inline(always)]
     fn translate<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
         if self.virt.is_none() {
-            self.translate_stage::<RECORD>(i, end)
+            if self.sample_misses {
+                self.translate_stage::<RECORD, true>(i, end)
+            } else {
+                self.translate_stage::<RECORD, false>(i, end)
+            }
         } else {
             self.translate_stage_virt::<RECORD>(i, end)
         }
@@ -419,11 +432,13 @@ impl Simulation {
 
     /// Stage 1: translate accesses [pos, end) of core `i` into references;
     /// with `RECORD` (the interval model), also what each translation did,
-    /// for the window. (Out of line, called once per quantum: inlined into
-    /// `step` beside the cache stage, each loop's register allocation
-    /// depended on the other's code.)
+    /// for the window; with `SAMPLE` (Leshy online), one data-side L2 TLB
+    /// miss in `os.elastic.leshy_sample_period` goes to the kernel's sample
+    /// buffer. (Out of line, called once per quantum: inlined into `step`
+    /// beside the cache stage, each loop's register allocation depended on
+    /// the other's code.)
     #[inline(never)]
-    fn translate_stage<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
+    fn translate_stage<const RECORD: bool, const SAMPLE: bool>(&mut self, i: usize, end: usize) -> Result<()> {
         let core = &mut self.cores[i];
         let kernel = &mut self.kernel;
         core.refs.clear();
@@ -463,7 +478,14 @@ impl Simulation {
             by_kind[a.kind as usize] += 1;
             let req = mmu::Request { asid, vaddr: a.vaddr, write, instr };
             let before = RECORD.then(|| translation_marks::<false>(&core.stats));
+            let miss_marks = SAMPLE.then_some((core.stats.dtlb_l2_misses, core.stats.walk_mem_refs));
             let frame = core.mmu.translate(kernel, req, &mut core.refs, &mut core.stats)?;
+            if let Some((misses, walk_refs)) = miss_marks {
+                if core.stats.dtlb_l2_misses != misses && kernel.miss_samples.on_miss(i) {
+                    let walk_refs = (core.stats.walk_mem_refs - walk_refs) as u32;
+                    kernel.miss_samples.push(crate::hw::tlb::MissSample { asid, vaddr: a.vaddr, walk_refs });
+                }
+            }
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
                 record_translation::<false>(core.window.as_mut(), before, &core.stats);

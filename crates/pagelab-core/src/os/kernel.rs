@@ -68,6 +68,9 @@ pub struct Kernel {
     pub(super) daemons: Vec<Box<dyn Daemon>>,
     levels: u8,
     shootdowns: Vec<Shootdown>,
+    /// L2 TLB misses the cores sampled (Arm's SPE buffer), for the daemon
+    /// that reads them (Leshy); empty unless a run samples.
+    pub miss_samples: crate::hw::tlb::MissSamples,
 }
 
 impl Kernel {
@@ -87,6 +90,7 @@ impl Kernel {
             daemons: Vec::new(),
             levels: boot.paging_levels,
             shootdowns: Vec::new(),
+            miss_samples: Default::default(),
         })
     }
 
@@ -193,6 +197,7 @@ impl Kernel {
     }
 
     /// The queued shootdowns of one address space (the others stay queued).
+    #[inline]
     pub fn drain_shootdowns_for(&mut self, asid: Asid) -> Vec<Shootdown> {
         if self.shootdowns.is_empty() {
             // Called after every fault; most queue nothing.
@@ -318,6 +323,7 @@ impl Kernel {
         self.procs.iter_mut().for_each(|p| p.aspace.pt.reset_contig_breaks());
         self.systems.iter_mut().for_each(|s| s.reset_stats());
         self.daemons.iter_mut().for_each(|d| d.reset_stats());
+        self.miss_samples.reset_taken();
     }
 }
 

@@ -35,6 +35,7 @@ mod entry;
 mod key;
 mod l1;
 mod l2;
+mod sampler;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -48,6 +49,7 @@ pub use key::{
     ReachSet, ReachSize, KEY_CLASS_1G, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_HOLE_BITMAP,
     REACHES,
 };
+pub use sampler::{MissSample, MissSampler, MissSamples};
 pub use stats::{ArrayStats, SideStats, TlbStats};
 
 use crate::units::{Asid, VirtAddr, Vpn};

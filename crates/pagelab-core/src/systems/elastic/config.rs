@@ -9,18 +9,30 @@ use crate::units::ByteSize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LeshyMode {
-    /// Re-run every epoch over the last epochs' TLB-miss samples (the
-    /// artifact's "ET"). Not built yet.
+    /// Every `leshy_epoch_ms` Leshy re-runs over the TLB-miss samples of
+    /// the last `leshy_epochs` epochs and CoalaKhugepaged promotes what it
+    /// hints; faults stay greedy (the artifact's "ET": `bin/epochs.sh`
+    /// with `fault_hints` off).
     Online,
-    /// Hints from a profiling run, applied at fault time (`os.elastic.hints`;
-    /// the artifact's "ET-offline"). Not built yet.
+    /// Hints from a profiling run (`os.elastic.hints`), applied at fault
+    /// time and by CoalaKhugepaged (the artifact's "ET-offline").
     Offline,
-    /// Hints from access-bit tracking instead of TLB-miss samples. Not
-    /// built yet.
+    /// As `Online`, with hints from access-bit tracking (the accessed
+    /// bits read and cleared every epoch) instead of TLB-miss samples:
+    /// the paper's comparison of the two sources.
     AccessBit,
     /// No hints: CoalaPaging and the contiguous bit alone, the VMA-size
     /// threshold choosing 64 KiB or 32 MiB contiguity (greedy ET).
     Off,
+}
+
+/// `os.elastic.hints`: a file of ranges (the artifact's hint files, one
+/// `0xSTART-0xEND` per line), or the ranges themselves as a list.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum HintSource {
+    File(String),
+    Ranges(Vec<String>),
 }
 
 /// Elastic Translations (`os.policy = "elastic"`).
@@ -33,26 +45,75 @@ pub struct ElasticConfig {
     /// PTEs). The artifact's scripts do not state the kernel's value; 32 MiB
     /// is the smallest VMA that can hold one 32 MiB translation.
     pub vma_threshold_32m: ByteSize,
+    /// Offline Leshy's hints (required when `leshy = "offline"`).
+    pub hints: Option<HintSource>,
+    /// CoalaKhugepaged promotes hinted regions (the artifact's
+    /// `coalapaging.khugepaged`); it wakes and scans as khugepaged does,
+    /// by `os.thp.scan_sleep_ms` and `os.thp.pages_to_scan`.
+    pub khugepaged: bool,
+    /// One L2 TLB miss in this many is sampled (the artifact's `perf record
+    /// -c 1024` of SPE).
+    pub leshy_sample_period: u64,
+    /// The TLB entries the placement may spend (the artifact's TLBSIZE:
+    /// 1280, the N1's L2 TLB; its online runs used 70% of it).
+    pub leshy_budget: u32,
+    /// The share of sampled misses the hints must cover (the artifact's
+    /// target 100000 of 100000: all of them).
+    pub leshy_coverage: f64,
+    /// Online Leshy's epoch (the artifact's `epochs.sh` interval: 5 s).
+    pub leshy_epoch_ms: f64,
+    /// How many epochs' samples each run of online Leshy merges
+    /// (`epochs.sh` concatenates the current and the previous one).
+    pub leshy_epochs: u32,
 }
 
 impl Default for ElasticConfig {
     fn default() -> Self {
-        ElasticConfig { leshy: LeshyMode::Online, vma_threshold_32m: ByteSize(32 << 20) }
+        ElasticConfig {
+            leshy: LeshyMode::Online,
+            vma_threshold_32m: ByteSize(32 << 20),
+            hints: None,
+            khugepaged: true,
+            leshy_sample_period: 1024,
+            leshy_budget: 1280,
+            leshy_coverage: 1.0,
+            leshy_epoch_ms: 5000.0,
+            leshy_epochs: 2,
+        }
     }
 }
 
 impl ElasticConfig {
-    /// Checks every key. `used`: `elastic` is in the chain (Leshy's modes
-    /// that are not built are refused only then).
+    /// Checks every key. `used`: `elastic` is in the chain (the modes'
+    /// requirements apply only then).
     pub fn validate(&self, prefix: &str, used: bool) -> Result<()> {
-        if used && self.leshy != LeshyMode::Off {
+        let key = |name: &str| format!("{prefix}.elastic.{name}");
+        if used && self.leshy == LeshyMode::Offline && self.hints.is_none() {
             return Err(Error::config(
-                format!("{prefix}.elastic.leshy"),
-                "Leshy (online, offline, access-bit) is not built yet; set \"off\" (CoalaPaging and the contiguous bit)",
+                key("hints"),
+                "offline Leshy needs hints: a file, or a list of \"0xSTART-0xEND\"",
             ));
         }
+        if let Some(HintSource::Ranges(ranges)) = &self.hints {
+            super::hints::Hints::parse(ranges.iter().map(String::as_str), &key("hints"))?;
+        }
         if self.vma_threshold_32m.bytes() < 2 << 20 {
-            return Err(Error::config(format!("{prefix}.elastic.vma_threshold_32m"), "must be at least 2MiB"));
+            return Err(Error::config(key("vma_threshold_32m"), "must be at least 2MiB"));
+        }
+        if self.leshy_sample_period == 0 {
+            return Err(Error::config(key("leshy_sample_period"), "must be at least 1"));
+        }
+        if self.leshy_budget == 0 {
+            return Err(Error::config(key("leshy_budget"), "must be at least 1"));
+        }
+        if !(self.leshy_coverage > 0.0 && self.leshy_coverage <= 1.0) {
+            return Err(Error::config(key("leshy_coverage"), "must be in (0, 1]"));
+        }
+        if !(self.leshy_epoch_ms > 0.0 && self.leshy_epoch_ms.is_finite()) {
+            return Err(Error::config(key("leshy_epoch_ms"), "must be positive"));
+        }
+        if self.leshy_epochs == 0 {
+            return Err(Error::config(key("leshy_epochs"), "must be at least 1"));
         }
         Ok(())
     }

@@ -1,10 +1,11 @@
 //! `elastic`: Elastic Translations (Psomadakis et al., MICRO 2024): 64 KiB
 //! and 32 MiB coalesced translations through Arm's contiguous bit, made
 //! transparent by CoalaPaging at fault time ([`coala`]) and by managing the
-//! bit at fault time (`paging::contig`). Built so far: the native
-//! mechanism with Leshy off (greedy ET, the VMA-size threshold choosing
-//! 64 KiB or 32 MiB contiguity). Not yet: CoalaKhugepaged, Leshy, the
-//! virtualized walk of contiguous entries (docs/systems/elastic.md).
+//! bit at fault time (`paging::contig`), guided by Leshy's size hints
+//! ([`placement`], [`hints`]): online from sampled TLB misses ([`leshy`])
+//! or offline from a file, promoted by CoalaKhugepaged ([`khugepaged`]).
+//! or from access bits ([`leshy`] too). Not yet: the virtualized walk of
+//! contiguous entries (docs/systems/elastic.md).
 //!
 //! A fault in a VMA of at least `os.elastic.vma_threshold_32m` takes a
 //! 2 MiB page where THP would (the range inside the VMA, nothing mapped
@@ -17,34 +18,101 @@
 //! break-before-make applies: the 15 are invalidated and the range shot
 //! down before the bit is written (one shootdown, `os.fault_cost.shootdown`
 //! cycles on the fault).
+//!
+//! With offline hints (the artifact's `coalapaging.fault_hints`), the
+//! hints decide instead of the threshold, as the artifact's fault path
+//! does (`coala_skip_thp`, `coala_alloc_pages_vma`): a 2 MiB page only
+//! where a 2 MiB or 32 MiB hint covers the fault (placed among its 16 PMDs
+//! by CoalaPaging for 32 MiB, by the normal allocator for 2 MiB); a 4 KiB
+//! page placed by CoalaPaging where any hint covers it; elsewhere the
+//! normal allocator's 4 KiB page.
 
 pub mod coala;
 mod config;
+pub mod hints;
+pub mod khugepaged;
+pub mod leshy;
+#[cfg(test)]
+mod leshy_tests;
+pub mod placement;
 #[cfg(test)]
 mod tests;
 
-pub use config::{ElasticConfig, LeshyMode};
+pub use config::{ElasticConfig, HintSource, LeshyMode};
 
 use super::{Build, Registration};
-use crate::error::Result;
-use crate::os::{Fault, FaultOutcome, Kernel, System};
+use crate::error::{Error, Result};
+use crate::os::{Fault, FaultOutcome, Kernel, ProcessSpec, System};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
 use crate::units::{Asid, Order, PageSize, VirtAddr};
 use coala::{Fallback, Placement};
+use hints::{lock, HintTable, Hints, SharedHints};
+use placement::Size;
 
 pub const REGISTRATION: Registration = Registration {
     name: "elastic",
     fault_kinds: &["elastic", "elastic_2m"],
     terminal: false,
-    idle_stats: |out| Counters::default().report(out),
+    idle_stats: |out| {
+        Counters::default().report(out);
+        put_ints(out, "leshy.", &[("samples", 0)]);
+        khugepaged::CoalaKhugepaged::idle_stats(out);
+    },
     build,
 };
 
 fn build(b: &Build, k: &mut Kernel) -> Result<()> {
-    k.plug(Box::new(Elastic { threshold_32m: b.os.elastic.vma_threshold_32m.bytes(), counters: Counters::default() }));
+    let cfg = &b.os.elastic;
+    let loaded = match (&cfg.hints, cfg.leshy) {
+        (Some(source), LeshyMode::Offline) => load_hints(source)?,
+        _ => Hints::default(),
+    };
+    let hints: SharedHints = std::sync::Arc::new(std::sync::Mutex::new(HintTable { loaded, ..Default::default() }));
+    let fault_hints = cfg.leshy == LeshyMode::Offline;
+    let source = match cfg.leshy {
+        LeshyMode::Online => Some(leshy::Source::TlbMisses),
+        LeshyMode::AccessBit => Some(leshy::Source::AccessBits),
+        LeshyMode::Offline | LeshyMode::Off => None,
+    };
+    if let Some(source) = source {
+        let settings = leshy::LeshySettings {
+            source,
+            epoch_ms: cfg.leshy_epoch_ms,
+            epochs: cfg.leshy_epochs as usize,
+            budget: cfg.leshy_budget as usize,
+            coverage: cfg.leshy_coverage,
+            pages_to_scan: b.os.thp.pages_to_scan as u64,
+            scan_sleep_ms: b.os.thp.scan_sleep_ms,
+        };
+        k.add_daemon(Box::new(leshy::Leshy::new(hints.clone(), settings, b.freq_ghz)));
+    }
+    if cfg.khugepaged && cfg.leshy != LeshyMode::Off {
+        k.add_daemon(Box::new(khugepaged::CoalaKhugepaged::new(hints.clone(), &b.os.thp, b.freq_ghz)));
+    }
+    let threshold_32m = cfg.vma_threshold_32m.bytes();
+    k.plug(Box::new(Elastic { threshold_32m, hints, fault_hints, counters: Counters::default() }));
     Ok(())
+}
+
+/// Offline Leshy's hints, from the file or list `os.elastic.hints` names.
+fn load_hints(source: &HintSource) -> Result<Hints> {
+    match source {
+        HintSource::Ranges(ranges) => Hints::parse(ranges.iter().map(String::as_str), "os.elastic.hints"),
+        HintSource::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::config("os.elastic.hints", format!("cannot read {path}: {e}")))?;
+            Hints::parse(text.lines(), &format!("os.elastic.hints ({path})"))
+        }
+    }
+}
+
+/// One L2 TLB miss in how many the cores sample (for Leshy online), or
+/// `None` when the run does not sample.
+pub fn miss_sample_period(os: &super::OsConfig) -> Option<u64> {
+    let online = os.chain().contains(&"elastic") && os.elastic.leshy == LeshyMode::Online;
+    online.then_some(os.elastic.leshy_sample_period)
 }
 
 /// What CoalaPaging and the bit management did, by outcome.
@@ -69,20 +137,18 @@ impl Counters {
                 ("fallback.target_taken", self.fallback_taken),
                 ("fallback.no_block", self.fallback_no_block),
                 ("contig_sets", self.contig_sets),
-                // CoalaKhugepaged's promotions: not built yet.
-                ("promotions.64k", 0),
-                ("promotions.2m", 0),
-                ("promotions.32m", 0),
             ],
         );
-        // Leshy's TLB-miss samples: not built yet.
-        put_ints(out, "leshy.", &[("samples", 0)]);
     }
 }
 
 #[derive(Debug)]
 pub struct Elastic {
     threshold_32m: u64,
+    /// Every process's size hints (shared with Leshy and CoalaKhugepaged).
+    hints: SharedHints,
+    /// Hints decide faults (offline Leshy); else the threshold does.
+    fault_hints: bool,
     counters: Counters,
 }
 
@@ -140,14 +206,30 @@ impl System for Elastic {
         "elastic"
     }
 
+    fn spawn(&mut self, _k: &mut Kernel, asid: Asid, _spec: &ProcessSpec) {
+        let mut table = lock(&self.hints);
+        if !table.loaded.is_empty() {
+            let loaded = table.loaded.clone();
+            table.by_asid.insert(asid, loaded);
+        }
+    }
+
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
+        let hint =
+            if self.fault_hints { lock(&self.hints).by_asid.get(&f.asid).and_then(|h| h.at(f.vaddr)) } else { None };
         let huge = f.vaddr.align_down(2 << 20);
         let vma_len = f.vma.end.raw() - f.vma.start.raw();
-        if vma_len >= self.threshold_32m
-            && f.vma.covers(huge, 2 << 20)
-            && k.range_is_empty(f.asid, huge, PageSize::Size2M)
-        {
-            let extra = match self.map_placed(k, f, huge, PageSize::Size2M)? {
+        let want_2m = match self.fault_hints {
+            true => matches!(hint, Some(Size::Size2M | Size::Size32M)),
+            false => vma_len >= self.threshold_32m,
+        };
+        if want_2m && f.vma.covers(huge, 2 << 20) && k.range_is_empty(f.asid, huge, PageSize::Size2M) {
+            // A 2 MiB hint takes the normal allocator's block, as THP.
+            let placed = match hint {
+                Some(Size::Size2M) => None,
+                _ => self.map_placed(k, f, huge, PageSize::Size2M)?,
+            };
+            let extra = match placed {
                 Some(extra) => Some(extra),
                 None => self.map_plain_2m(k, f, huge)?,
             };
@@ -155,6 +237,9 @@ impl System for Elastic {
                 let cycles = k.costs.thp + extra;
                 return Ok(Some(FaultOutcome { kind: "elastic_2m", size: PageSize::Size2M, cycles }));
             }
+        }
+        if self.fault_hints && hint.is_none() {
+            return Ok(None); // unhinted: the normal allocator's 4 KiB page
         }
         let page = f.vaddr.align_down(4096);
         match self.map_placed(k, f, page, PageSize::Size4K)? {
@@ -166,8 +251,9 @@ impl System for Elastic {
         }
     }
 
-    fn report(&self, _: &Kernel, out: &mut Stats) {
+    fn report(&self, k: &Kernel, out: &mut Stats) {
         self.counters.report(out);
+        put_ints(out, "leshy.", &[("samples", k.miss_samples.taken())]);
     }
 
     fn reset_stats(&mut self) {

@@ -206,9 +206,14 @@ fn a_coalesced_entry_is_dropped_by_a_shootdown_of_any_of_its_pages() {
 }
 
 #[test]
-fn leshy_modes_not_built_are_refused_by_name() {
+fn the_leshy_modes_parse_by_name_and_a_wrong_one_is_refused_naming_the_key() {
     let text = "[machine]\npreset = \"ampere-altra\"\n[os]\npolicy = \"elastic\"\n[workload]\nkind = \"gups\"\n";
-    let err = crate::config::parse_config(text, "t.toml", &[]).unwrap_err().to_string();
+    for mode in ["online", "access-bit", "off"] {
+        let set = [format!("os.elastic.leshy=\"{mode}\"")];
+        assert!(crate::config::parse_config(text, "t.toml", &set).is_ok(), "{mode}");
+    }
+    let wrong = ["os.elastic.leshy=\"sometimes\"".to_string()];
+    let err = crate::config::parse_config(text, "t.toml", &wrong).unwrap_err().to_string();
     assert!(err.contains("os.elastic.leshy"), "{err}");
 }
 

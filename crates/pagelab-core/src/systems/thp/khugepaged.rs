@@ -157,37 +157,49 @@ impl Khugepaged {
 
     fn collapse(&mut self, k: &mut Kernel, base: VirtAddr) -> ScanResult {
         let asid = (self.cursor.0 + 1) as crate::units::Asid;
-        let aspace = &k.proc(asid).aspace;
-        let slot = match aspace.pt.leaf_slot(base) {
-            Some(s) => s,
-            None => return ScanResult::PmdNull,
-        };
-        if slot.level >= 2 {
-            let present = aspace.pt.entry(slot).present();
-            return if present { ScanResult::PmdMapped } else { ScanResult::PmdNull };
-        }
-        let leaves = aspace.pt.leaves_in(base, base.add(HPAGE));
-        let none = 512 - leaves.len() as u32;
-        if none > self.max_ptes_none {
-            return ScanResult::ExceedNonePte;
-        }
-        let writable = aspace.find_vma(base).is_some_and(|v| v.writable);
-        let owner = FrameOwner::User { asid, vpn: base.vpn() };
-        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
-            return ScanResult::AllocHugePageFail;
-        };
-        let old = k.procs[asid as usize - 1].aspace.collapse(base, frame, PageSize::Size2M, writable, &mut k.mem);
-        let mut bits = 0;
-        for pte in &old {
-            bits |= pte.raw() & (ACCESSED | DIRTY);
-            k.mem.free(pte.pfn(), Order::BASE);
-        }
-        let aspace = &mut k.proc_mut(asid).aspace;
-        let slot = aspace.pt.leaf_slot(base).expect("just collapsed");
-        aspace.pt.set_bits(slot, bits);
-        k.stats.pages_copied += old.len() as u64;
-        self.cpu_cycles += old.len() as f64 * k.costs.copy_4k;
-        k.shoot(asid, base, base.add(HPAGE));
-        ScanResult::Succeed
+        let (result, cycles) = collapse_pmd(k, asid, base, self.max_ptes_none);
+        self.cpu_cycles += cycles;
+        result
     }
+}
+
+/// khugepaged's collapse of the 2 MiB range at `base` of `asid`'s address
+/// space, when at most `max_ptes_none` of its PTEs are empty: an order-9
+/// block, the present pages copied, the old frames and the page-table page
+/// freed, the huge PMD installed and the range shot down. Returns the
+/// outcome and the cycles the copies took (on the daemon's own core).
+/// (CoalaKhugepaged's 2 MiB collapses are this one.)
+pub fn collapse_pmd(k: &mut Kernel, asid: crate::units::Asid, base: VirtAddr, max_ptes_none: u32) -> (ScanResult, f64) {
+    let aspace = &k.proc(asid).aspace;
+    let slot = match aspace.pt.leaf_slot(base) {
+        Some(s) => s,
+        None => return (ScanResult::PmdNull, 0.0),
+    };
+    if slot.level >= 2 {
+        let present = aspace.pt.entry(slot).present();
+        return (if present { ScanResult::PmdMapped } else { ScanResult::PmdNull }, 0.0);
+    }
+    let leaves = aspace.pt.leaves_in(base, base.add(HPAGE));
+    let none = 512 - leaves.len() as u32;
+    if none > max_ptes_none {
+        return (ScanResult::ExceedNonePte, 0.0);
+    }
+    let writable = aspace.find_vma(base).is_some_and(|v| v.writable);
+    let owner = FrameOwner::User { asid, vpn: base.vpn() };
+    let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
+        return (ScanResult::AllocHugePageFail, 0.0);
+    };
+    let old = k.procs[asid as usize - 1].aspace.collapse(base, frame, PageSize::Size2M, writable, &mut k.mem);
+    let mut bits = 0;
+    for pte in &old {
+        bits |= pte.raw() & (ACCESSED | DIRTY);
+        k.mem.free(pte.pfn(), Order::BASE);
+    }
+    let aspace = &mut k.proc_mut(asid).aspace;
+    let slot = aspace.pt.leaf_slot(base).expect("just collapsed");
+    aspace.pt.set_bits(slot, bits);
+    k.stats.pages_copied += old.len() as u64;
+    let cycles = old.len() as f64 * k.costs.copy_4k;
+    k.shoot(asid, base, base.add(HPAGE));
+    (ScanResult::Succeed, cycles)
 }
