@@ -62,6 +62,9 @@ pub struct NestedHw {
     pub ntlb: NestedTlb,
     pub ept_pwc_latency: f64,
     pub ntlb_latency: f64,
+    /// The VM this core is a vCPU of (its VPID less 1: the hypervisor's
+    /// index of the VM).
+    pub vm: usize,
     pub vpid: u16,
 }
 
@@ -84,6 +87,7 @@ impl NestedHw {
             // A switched-off structure is not looked up: it costs nothing.
             ept_pwc_latency: cfg.lookup_latency() as f64,
             ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
+            vm: vpid as usize - 1,
             vpid,
         }
     }
@@ -103,20 +107,32 @@ impl NestedHw {
     }
 }
 
-/// What a virtualized run adds to the engine: the hypervisor and each
-/// core's second-dimension hardware.
+/// What a virtualized run adds to the engine: the hypervisor, each core's
+/// second-dimension hardware, and the guest kernels of the VMs after the
+/// first (the first VM's is the engine's `kernel`, so that one VM runs
+/// exactly as before).
 #[derive(Debug)]
 pub struct VirtRun {
     pub hv: Hypervisor,
     pub cores: Vec<NestedHw>,
-    /// The guest address spaces of the VM (one per core's process).
-    pub guest_asids: Vec<Asid>,
+    /// Each VM's guest address spaces (one per vCPU's process).
+    pub guest_asids: Vec<Vec<Asid>>,
+    /// The guest kernels of VMs 1, 2... (index 0 is VM 1).
+    pub other_guests: Vec<Kernel>,
 }
 
 impl VirtRun {
+    /// The number of VMs.
+    pub fn nr_vms(&self) -> usize {
+        self.hv.vms.len()
+    }
+
     /// The end of warm-up.
     pub fn reset_stats(&mut self) {
         self.hv.reset_stats();
+        for guest in &mut self.other_guests {
+            guest.reset_stats();
+        }
         for n in &mut self.cores {
             n.ept_pwc.reset_stats();
             n.ntlb.reset_stats();
@@ -124,11 +140,38 @@ impl VirtRun {
     }
 }
 
+/// The guest kernels of the VMs after the first (none without
+/// `[[vms]]`), each over its own guest memory and with its own seed.
+pub(super) fn boot_other_guests(cfg: &SimConfig) -> Result<Vec<Kernel>> {
+    let m = &cfg.machine;
+    cfg.guests()
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(vm, g)| {
+            let boot = Boot {
+                frames: g.guest_mem.bytes() >> 12,
+                max_order: m.max_order,
+                paging_levels: m.paging_levels,
+                colors: cfg.color_map_of(g.os, &g.os_key)?,
+                costs: g.os.fault_cost.clone(),
+            };
+            crate::systems::boot(g.os, boot, m.freq_ghz, cfg.run.seed.wrapping_add(vm as u64 * 0x9e37_79b9))
+        })
+        .collect()
+}
+
 /// The hypervisor of a virtualized run (None for a native one): the host
-/// over `machine.phys_mem`, each core's second-dimension hardware; with
-/// zeroing backing, the guest's root tables backed (the guest zeroed them
-/// as it created its processes).
-pub(super) fn boot_virt(cfg: &SimConfig, guest: &mut Kernel, cores: &[Core]) -> Result<Option<Box<VirtRun>>> {
+/// over `machine.phys_mem` with one process per VM, each core's
+/// second-dimension hardware; with zeroing backing, the guests' root
+/// tables backed (each guest zeroed them as it created its processes).
+/// `guest` is the first VM's kernel, `other_guests` the rest's.
+pub(super) fn boot_virt(
+    cfg: &SimConfig,
+    guest: &mut Kernel,
+    other_guests: Vec<Kernel>,
+    cores: &[Core],
+) -> Result<Option<Box<VirtRun>>> {
     let v = &cfg.virt;
     if !v.enabled {
         return Ok(None);
@@ -142,21 +185,28 @@ pub(super) fn boot_virt(cfg: &SimConfig, guest: &mut Kernel, cores: &[Core]) -> 
         costs: v.host.fault_cost.clone(),
     };
     // The host's own seed, so that its fragmentation is not the guest's.
-    let mut hv = Hypervisor::boot(v, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
-    let vpid = hv.vm.vpid;
+    let guest_mems: Vec<u64> = cfg.guests().iter().map(|g| g.guest_mem.bytes()).collect();
+    let hv = Hypervisor::boot(v, &guest_mems, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
     let nested = cores
         .iter()
         .map(|c| {
+            let vpid = hv.vms[c.vm].vpid;
             NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, v.ept_levels, vpid, cfg.run.seed.wrapping_add(c.id as u64))
         })
         .collect();
-    let guest_asids: Vec<Asid> = cores.iter().map(|c| c.asid).collect();
+    let mut guest_asids = vec![Vec::new(); guest_mems.len()];
+    for c in cores {
+        guest_asids[c.vm].push(c.asid);
+    }
+    let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests };
     if v.backing == Backing::Zeroing {
-        for &asid in &guest_asids {
-            hv.back_range(Gfn::of_guest_kernel(guest.page_table_mut(asid).root_frame()), 1)?;
+        for c in cores {
+            let kernel = if c.vm == 0 { &mut *guest } else { &mut run.other_guests[c.vm - 1] };
+            let root = Gfn::of_guest_kernel(kernel.page_table_mut(c.asid).root_frame());
+            run.hv.back_range(c.vm, root, 1)?;
         }
     }
-    Ok(Some(Box::new(VirtRun { hv, cores: nested, guest_asids })))
+    Ok(Some(Box::new(run)))
 }
 
 /// Why a 2D walk ended without a translation.
@@ -229,7 +279,7 @@ impl Walker2d<'_> {
                 self.dirty_assist(asid, tag, vaddr);
             }
             if self.mmu.check {
-                check_combined(self.guest, self.hv, asid, vaddr, t.pfn)?;
+                check_combined(self.guest, self.hv, self.nested.vm, asid, vaddr, t.pfn)?;
             }
             return Ok(t.pfn);
         }
@@ -313,7 +363,7 @@ impl Walker2d<'_> {
     /// host change removed are dropped on this core (the others get them
     /// at the end of the round).
     fn violation(&mut self, gfn: Gfn) -> Result<()> {
-        let cycles = self.hv.handle_violation(gfn)?;
+        let cycles = self.hv.handle_violation(self.nested.vm, gfn)?;
         self.count_violations(1, cycles);
         self.apply_ept_changes();
         Ok(())
@@ -326,10 +376,16 @@ impl Walker2d<'_> {
     }
 
     /// Host changes queued by the host's fault handling, applied to this
-    /// core (INVEPT, charged).
+    /// core (INVEPT, charged) when they are its VM's; another VM's are
+    /// kept for the end of the round.
     fn apply_ept_changes(&mut self) {
-        let host_asid = self.hv.vm.host_asid;
+        let vm = self.nested.vm;
+        let host_asid = self.hv.host_asid(vm);
         for change in self.hv.drain_ept_changes() {
+            if change.vm != vm {
+                self.hv.defer_ept_change(change);
+                continue;
+            }
             self.nested.invept(self.mmu, host_asid, self.guest_asids, change);
             self.stats.cycles_virt += self.hv.costs.invept;
         }
@@ -346,7 +402,7 @@ impl Walker2d<'_> {
         }
         if self.hv.backing == Backing::Zeroing {
             for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
-                let (n, cycles) = self.hv.back_range(start, count)?;
+                let (n, cycles) = self.hv.back_range(self.nested.vm, start, count)?;
                 self.count_violations(n, cycles);
             }
             self.apply_ept_changes();
@@ -362,7 +418,7 @@ impl Walker2d<'_> {
         if let Some(slot) = pt.leaf_slot(vaddr) {
             pt.set_bits(slot, DIRTY | ACCESSED);
             let gfn = Gfn::of_guest_kernel(pt.node_frame(slot.node));
-            if let Some((table, _)) = self.hv.backing_of(gfn) {
+            if let Some((table, _)) = self.hv.backing_of(self.nested.vm, gfn) {
                 self.refs.push_tagged(table.addr().add(slot.index as u64 * 8), RefTag::GuestWalk);
                 self.stats.walk_mem_refs += 1;
                 self.stats.walk_guest_refs += 1;
@@ -398,14 +454,14 @@ impl Ept<'_> {
     fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize), EptMiss> {
         self.stats.cycles_translation += self.nested.ntlb_latency;
         if let Some(hit) = self.nested.ntlb.lookup(self.nested.vpid, gfn) {
-            if self.check && self.hv.backing_of(gfn) != Some(hit) {
+            if self.check && self.hv.backing_of(self.nested.vm, gfn) != Some(hit) {
                 return Err(EptMiss::Stale(format!("the nested TLB maps guest frame {gfn} to {hit:?}")));
             }
             return Ok(hit);
         }
-        let host_asid = self.hv.vm.host_asid;
+        let host_asid = self.hv.host_asid(self.nested.vm);
         let va = gfn.addr().as_host_virt();
-        let ept = self.hv.ept_mut();
+        let ept = self.hv.ept_mut(self.nested.vm);
         let hit = self.nested.ept_pwc.lookup(host_asid, va);
         self.stats.cycles_translation += self.nested.ept_pwc_latency;
         let mut node = ept.root();
@@ -479,10 +535,17 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
 /// table and then the EPT say now.
 #[cold]
 #[inline(never)]
-pub fn check_combined(guest: &Kernel, hv: &Hypervisor, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
+pub fn check_combined(
+    guest: &Kernel,
+    hv: &Hypervisor,
+    vm: usize,
+    asid: Asid,
+    vaddr: VirtAddr,
+    frame: Pfn,
+) -> Result<()> {
     let pt = &guest.proc(asid).aspace.pt;
     let gfn = pt.lookup(vaddr).map(|m| Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)));
-    let expected = gfn.and_then(|g| hv.backing_of(g)).map(|(f, _)| f);
+    let expected = gfn.and_then(|g| hv.backing_of(vm, g)).map(|(f, _)| f);
     if expected != Some(frame) {
         return Err(Error::Workload(format!(
             "stale translation: the TLB maps guest {vaddr} to host frame {frame}, but the guest's table gives \
@@ -503,6 +566,10 @@ impl Simulation {
         let core = &mut self.cores[i];
         core.refs.clear();
         let asid = core.asid;
+        // The core's VM and its guest kernel: once per quantum.
+        let vm = virt.cores[i].vm;
+        let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
+        let guest_asids = &virt.guest_asids[vm];
         let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             let a = core.batch.accesses[j];
@@ -515,11 +582,11 @@ impl Simulation {
             let mut w = Walker2d {
                 mmu: &mut core.mmu,
                 nested: &mut virt.cores[i],
-                guest: &mut self.kernel,
+                guest: &mut *guest,
                 hv: &mut virt.hv,
                 refs: &mut core.refs,
                 stats: &mut core.stats,
-                guest_asids: &virt.guest_asids,
+                guest_asids,
             };
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
@@ -532,25 +599,47 @@ impl Simulation {
     }
 
     /// A guest's shootdown as the hardware sees it: its address space
-    /// tagged with the VM's VPID (a native run's, unchanged).
-    pub(super) fn hw_shootdown(&self, s: Shootdown) -> Shootdown {
+    /// tagged with VM `vm`'s VPID (a native run's, unchanged).
+    pub(super) fn hw_shootdown(&self, vm: usize, s: Shootdown) -> Shootdown {
         match &self.virt {
-            Some(v) => Shootdown { asid: hw_tag(v.hv.vm.vpid, s.asid), ..s },
+            Some(v) => Shootdown { asid: hw_tag(v.hv.vms[vm].vpid, s.asid), ..s },
             None => s,
         }
     }
 
+    /// The guest kernel of VM `vm` (the native kernel in a native run).
+    pub(super) fn guest_mut(&mut self, vm: usize) -> &mut Kernel {
+        match self.virt.as_deref_mut() {
+            Some(v) if vm > 0 => &mut v.other_guests[vm - 1],
+            _ => &mut self.kernel,
+        }
+    }
+
+    /// The guest kernel of VM `vm`, to read.
+    pub fn guest(&self, vm: usize) -> &Kernel {
+        match self.virt.as_deref() {
+            Some(v) if vm > 0 => &v.other_guests[vm - 1],
+            _ => &self.kernel,
+        }
+    }
+
+    /// The number of guest kernels (1 in a native run).
+    pub(super) fn nr_guests(&self) -> usize {
+        self.virt.as_deref().map_or(1, VirtRun::nr_vms)
+    }
+
     /// Host work after a round: the host's daemons, then the host changes
-    /// (from them or from faults) applied to every core of the VM, each
-    /// paying an INVEPT.
+    /// (from them or from faults) applied to every core of the VM they
+    /// belong to, each paying an INVEPT.
     pub(super) fn virt_round_end(&mut self, now: f64) {
         let Some(virt) = self.virt.as_deref_mut() else { return };
         virt.hv.tick(now);
-        let host_asid = virt.hv.vm.host_asid;
         let changes = virt.hv.drain_ept_changes();
         for change in changes {
-            for (core, nested) in self.cores.iter_mut().zip(virt.cores.iter_mut()) {
-                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids, change);
+            let host_asid = virt.hv.host_asid(change.vm);
+            let vm_cores = self.cores.iter_mut().zip(virt.cores.iter_mut()).filter(|(_, n)| n.vm == change.vm);
+            for (core, nested) in vm_cores {
+                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids[change.vm], change);
                 core.stats.cycles_virt += virt.hv.costs.invept;
                 if let Some(w) = core.window.as_mut() {
                     // An INVEPT, like a shootdown, serialises the core.
@@ -563,4 +652,4 @@ impl Simulation {
 
 #[cfg(test)]
 #[path = "walk2d_tests.rs"]
-mod tests;
+pub(super) mod tests;
