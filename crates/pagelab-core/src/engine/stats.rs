@@ -27,6 +27,12 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     }
     if let Some(v) = &sim.virt {
         v.hv.report(&mut out);
+        if let Some(c) = &v.contents {
+            // Only runs whose workloads declare contents name them.
+            let (pages, zero, duplicates) = c.census();
+            let named = [("pages", pages), ("zero", zero), ("duplicates", duplicates)];
+            crate::stat::put_ints(&mut out, "virt.contents.", &named);
+        }
         if !several_vms {
             out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(0, &sim.kernel)));
         }

@@ -101,6 +101,7 @@ fn a_vcpu_of_one_vm_never_hits_another_vms_tlb_entries() {
         refs: &mut refs,
         stats: &mut stats,
         guest_asids: &virt.guest_asids[1],
+        contents: None,
     };
     let frame = w.translate(mmu::Request { asid: 1, vaddr: BASE, write: false, instr: false }).unwrap();
     assert_eq!(stats.walks, 1, "a TLB miss: VPID 1's entry is not VPID 2's");
@@ -213,4 +214,92 @@ fn bad_vms_tables_are_errors_naming_the_keys() {
         let e = parse_config(&text, "t.toml", &sets).unwrap_err().to_string();
         assert!(e.contains(key), "{key}: {e}");
     }
+}
+
+/// Two one-vCPU VMs of 64 MiB, guest policy `policy`, whose processes
+/// declare `contents` `a` and `b`, each storing to `stores` pages and then
+/// loading the next `loads`.
+fn contents_run(a: &str, b: &str, policy: &str, stores: u64, loads: u64) -> Simulation {
+    let mut accesses = super::testutil::stores(BASE, stores);
+    let load = |i: u64| crate::workload::Access::load(BASE.add((stores + i) * 4096), 8, 1);
+    accesses.extend((0..loads).map(load));
+    contents_run_of(a, b, policy, accesses)
+}
+
+/// The same, each VM's vCPU making `accesses`.
+fn contents_run_of(a: &str, b: &str, policy: &str, accesses: Vec<crate::workload::Access>) -> Simulation {
+    let mut text = "[machine]\nphys_mem = \"256MiB\"\n[virt]\nenabled = true\n[run]\ncheck_translations = true\n\
+                    [virt.host]\npolicy = \"base\"\n"
+        .to_string();
+    for data in [a, b] {
+        text += &format!(
+            "[[vms]]\nguest_mem = \"64MiB\"\n[vms.os]\npolicy = \"{policy}\"\n[vms.os.thp]\nkhugepaged = false\n\
+             [vms.workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\ninit = \"none\"\ncontents = \"{data}\"\n"
+        );
+    }
+    let cfg = parse_config(&text, "contents.toml", &[]).unwrap();
+    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
+        .map(|_| {
+            let accesses = accesses.clone();
+            Box::new(Script { batches: vec![batch(vec![mmap(BASE, 4 << 20)], accesses)] })
+                as Box<dyn crate::workload::Workload>
+        })
+        .collect();
+    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
+fn census(sim: &Simulation) -> (f64, f64, f64) {
+    let s = sim.stats();
+    let get = |k: &str| s.get(&format!("virt.contents.{k}")).unwrap_or_else(|| panic!("no {k}")).as_f64();
+    (get("pages"), get("zero"), get("duplicates"))
+}
+
+#[test]
+fn page_contents_follow_the_declarations_at_faults_and_dirty_bits() {
+    // 8 stored pages in each VM: shared data in both is 8 duplicates;
+    // the 3 pages each only loads were zeroed by the guest's fault: 6
+    // zero pages, 5 of them duplicates of the first.
+    assert_eq!(census(&contents_run("shared", "shared", "base", 8, 3)), (22.0, 6.0, 8.0 + 5.0));
+    // Unique data in both: only the zero pages repeat.
+    assert_eq!(census(&contents_run("unique", "unique", "base", 8, 3)), (22.0, 6.0, 5.0));
+    // Zero data: all 22 are zero pages, 21 duplicates.
+    assert_eq!(census(&contents_run("zero", "zero", "base", 8, 3)), (22.0, 22.0, 21.0));
+    // Shared against unique: nothing but the zero pages is equal.
+    assert_eq!(census(&contents_run("shared", "unique", "base", 8, 3)), (22.0, 6.0, 5.0));
+}
+
+#[test]
+fn a_store_through_a_clean_tlb_entry_writes_the_contents_at_its_dirty_assist() {
+    // 4 pages loaded (faulted in as zero pages, clean TLB entries), then
+    // stored to: the dirty-bit assist is the transition.
+    let load = |i: u64| crate::workload::Access::load(BASE.add(i * 4096), 8, 1);
+    let mut accesses: Vec<_> = (0..4).map(load).collect();
+    accesses.extend(super::testutil::stores(BASE, 4));
+    let sim = contents_run_of("shared", "shared", "base", accesses);
+    assert_eq!(sim.stats()["walk.dirty_assists"].as_f64(), 8.0);
+    assert_eq!(census(&sim), (8.0, 0.0, 4.0));
+}
+
+#[test]
+fn a_guest_huge_page_gets_its_contents_at_its_one_dirty_transition() {
+    // Guest THP: the first store faults in a whole 2 MiB page (512 zero
+    // frames), the store sets its dirty bit: all 512 frames get the
+    // declared data; later stores to it change nothing.
+    let sim = contents_run("shared", "shared", "thp", 8, 0);
+    assert_eq!(sim.stats()["vm0.mem.mapped.2m"].as_f64(), (2u64 << 20) as f64);
+    assert_eq!(census(&sim), (1024.0, 0.0, 512.0));
+}
+
+#[test]
+fn runs_without_declared_contents_keep_no_table_and_no_statistics() {
+    let sim = run_stores(vms_config(2, "64MiB", "256MiB"), 8).unwrap();
+    assert!(sim.virt.as_ref().unwrap().contents.is_none());
+    assert!(!sim.stats().keys().any(|k| k.starts_with("virt.contents")));
+    // A native run refuses the key.
+    let e = crate::config::parse_config("[workload]\nkind = \"gups\"\ncontents = \"shared\"\n", "native.toml", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("workload.contents") && e.contains("virt.enabled"), "{e}");
 }

@@ -53,7 +53,7 @@ use crate::paging::pagetable::{level_size, table_index};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
-use crate::virt::{hw_tag, Backing, EptChange, Hypervisor};
+use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
 
 /// The second dimension's hardware of one core.
 #[derive(Debug)]
@@ -66,6 +66,9 @@ pub struct NestedHw {
     /// index of the VM).
     pub vm: usize,
     pub vpid: u16,
+    /// The VM's process in the host (`Hypervisor::host_asid(vm)`, kept
+    /// here for the EPT walk).
+    pub host_asid: Asid,
 }
 
 impl NestedHw {
@@ -89,6 +92,9 @@ impl NestedHw {
             ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
             vm: vpid as usize - 1,
             vpid,
+            // (As the host numbers the VMs' processes, spawned first in VPID
+            // order; `boot_virt` sets it from the hypervisor.)
+            host_asid: vpid,
         }
     }
 
@@ -119,6 +125,11 @@ pub struct VirtRun {
     pub guest_asids: Vec<Vec<Asid>>,
     /// The guest kernels of VMs 1, 2... (index 0 is VM 1).
     pub other_guests: Vec<Kernel>,
+    /// The guest frames' content identities, when some workload declares
+    /// what it writes (`workload.contents`); None costs nothing.
+    pub contents: Option<Box<Contents>>,
+    /// What each core's process writes.
+    pub page_data: Vec<PageData>,
 }
 
 impl VirtRun {
@@ -191,14 +202,24 @@ pub(super) fn boot_virt(
         .iter()
         .map(|c| {
             let vpid = hv.vms[c.vm].vpid;
-            NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, v.ept_levels, vpid, cfg.run.seed.wrapping_add(c.id as u64))
+            let n = NestedHw::new(
+                &m.ept_pwc,
+                &m.pwc,
+                &m.nested_tlb,
+                v.ept_levels,
+                vpid,
+                cfg.run.seed.wrapping_add(c.id as u64),
+            );
+            NestedHw { host_asid: hv.host_asid(c.vm), ..n }
         })
         .collect();
     let mut guest_asids = vec![Vec::new(); guest_mems.len()];
     for c in cores {
         guest_asids[c.vm].push(c.asid);
     }
-    let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests };
+    let page_data: Vec<PageData> = cfg.workload_list().iter().map(|w| w.contents).collect();
+    let contents = page_data.iter().any(|d| !d.is_none()).then(Box::<Contents>::default);
+    let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests, contents, page_data };
     if v.backing == Backing::Zeroing {
         for c in cores {
             let kernel = if c.vm == 0 { &mut *guest } else { &mut run.other_guests[c.vm - 1] };
@@ -247,6 +268,9 @@ pub struct Walker2d<'a> {
     pub stats: &'a mut CoreStats,
     /// The VM's guest address spaces (an INVEPT drops all their entries).
     pub guest_asids: &'a [Asid],
+    /// The content identities and what this core's process writes, when
+    /// it declares it.
+    pub contents: Option<(&'a mut Contents, PageData)>,
 }
 
 impl Walker2d<'_> {
@@ -319,7 +343,8 @@ impl Walker2d<'_> {
         let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
-        let (frame, size, writable, dirty) = loop {
+        // (The last: whether this access sets the leaf's dirty bit.)
+        let (frame, size, writable, dirty, newly_dirty) = loop {
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
                 Ok((table, _)) => table,
                 Err(miss) => return miss.into(),
@@ -331,7 +356,7 @@ impl Walker2d<'_> {
                 if !pte.present() {
                     return Walk2d::GuestFault;
                 }
-                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty());
+                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty(), write && !pte.dirty());
             }
             let (pte, at, child) = pt.read_upper(node, vaddr);
             ept.push_guest(table, at);
@@ -340,12 +365,18 @@ impl Walker2d<'_> {
             }
             if pte.is_huge() {
                 pt.set_bits(LeafSlot { node, index: table_index(vaddr, level), level }, bits);
-                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
+                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty(), write && !pte.dirty());
             }
             let child = child.expect("a present non-leaf entry has a child table");
             mmu.pwc.fill(tag, vaddr, level, pte.pfn(), child.handle());
             node = child;
         };
+        if newly_dirty {
+            if let Some((contents, data)) = self.contents.as_mut() {
+                let vbase = vaddr.align_down(size.bytes()).vpn();
+                contents.written(ept.nested.vm, Gfn::of_guest_kernel(frame), size.nr_pages(), vbase, *data);
+            }
+        }
         // The data's guest frame, then the combined entry at the smaller
         // of the two page sizes (both map that range contiguously).
         let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
@@ -397,6 +428,12 @@ impl Walker2d<'_> {
     fn guest_fault(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
         let outcome = self.guest.handle_fault(asid, vaddr, write)?;
         self.stats.record_fault(outcome.size, outcome.cycles);
+        if let Some((contents, _)) = self.contents.as_mut() {
+            // The guest's fault handler zeroed the new leaf's frames.
+            if let Some(m) = self.guest.proc(asid).aspace.pt.lookup(vaddr) {
+                contents.zeroed(self.nested.vm, Gfn::of_guest_kernel(m.frame), m.size.nr_pages());
+            }
+        }
         for s in self.guest.drain_shootdowns_for(asid) {
             self.mmu.shoot_down(&Shootdown { asid: tag, ..s });
         }
@@ -416,6 +453,12 @@ impl Walker2d<'_> {
     fn dirty_assist(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr) {
         let pt = self.guest.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
+            let pte = pt.entry(slot);
+            if let (Some((contents, data)), false) = (self.contents.as_mut(), pte.dirty()) {
+                let size = level_size(slot.level);
+                let vbase = vaddr.align_down(size.bytes()).vpn();
+                contents.written(self.nested.vm, Gfn::of_guest_kernel(pte.pfn()), size.nr_pages(), vbase, *data);
+            }
             pt.set_bits(slot, DIRTY | ACCESSED);
             let gfn = Gfn::of_guest_kernel(pt.node_frame(slot.node));
             if let Some((table, _)) = self.hv.backing_of(self.nested.vm, gfn) {
@@ -459,9 +502,9 @@ impl Ept<'_> {
             }
             return Ok(hit);
         }
-        let host_asid = self.hv.host_asid(self.nested.vm);
+        let host_asid = self.nested.host_asid;
         let va = gfn.addr().as_host_virt();
-        let ept = self.hv.ept_mut(self.nested.vm);
+        let ept = self.hv.host.page_table_mut(host_asid);
         let hit = self.nested.ept_pwc.lookup(host_asid, va);
         self.stats.cycles_translation += self.nested.ept_pwc_latency;
         let mut node = ept.root();
@@ -570,6 +613,8 @@ impl Simulation {
         let vm = virt.cores[i].vm;
         let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
         let guest_asids = &virt.guest_asids[vm];
+        let page_data = virt.page_data[i];
+        let mut contents = virt.contents.as_deref_mut().filter(|_| !page_data.is_none());
         let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             let a = core.batch.accesses[j];
@@ -587,6 +632,7 @@ impl Simulation {
                 refs: &mut core.refs,
                 stats: &mut core.stats,
                 guest_asids,
+                contents: contents.as_deref_mut().map(|c| (c, page_data)),
             };
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
             core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);

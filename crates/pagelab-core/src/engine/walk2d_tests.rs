@@ -66,6 +66,7 @@ fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) -> (RefBuf, C
         refs: &mut refs,
         stats: &mut stats,
         guest_asids: &virt.guest_asids[0],
+        contents: None,
     };
     let frame = w.translate(Request { asid: 1, vaddr, write: false, instr: false }).unwrap();
     let expected = virt.hv.backing_of(0, guest_frame(&sim.kernel, vaddr)).unwrap().0;
@@ -328,6 +329,7 @@ fn a_missing_invept_is_caught_by_the_check_mode() {
         refs: &mut RefBuf::default(),
         stats: &mut CoreStats::default(),
         guest_asids: &virt.guest_asids[0],
+        contents: None,
     };
     let e = w.translate(Request { asid: 1, vaddr: BASE, write: false, instr: false }).unwrap_err().to_string();
     assert!(e.contains("stale translation"), "{e}");

@@ -20,10 +20,12 @@
 //! (`engine::walk2d`) drives it.
 
 mod config;
+pub mod contents;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Backing, VirtConfig, VirtCosts};
+pub use contents::{ContentId, Contents, PageData};
 
 use crate::error::{Error, Result};
 use crate::os::{Boot, Kernel, ProcessSpec};
@@ -193,6 +195,9 @@ impl Hypervisor {
             })
             .collect();
         self.counters.invepts += changes.len() as u64;
+        if self.deferred.is_empty() {
+            return changes;
+        }
         let mut all = std::mem::take(&mut self.deferred);
         all.extend(changes);
         all
