@@ -614,33 +614,35 @@ impl Simulation {
         let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
         let guest_asids = &virt.guest_asids[vm];
         let page_data = virt.page_data[i];
-        let mut contents = virt.contents.as_deref_mut().filter(|_| !page_data.is_none());
+        let contents = virt.contents.as_deref_mut().filter(|_| !page_data.is_none());
+        // One walker for the quantum: the core's MMU, buffer and counters
+        // are reached through it.
+        let mut w = Walker2d {
+            mmu: &mut core.mmu,
+            nested: &mut virt.cores[i],
+            guest,
+            hv: &mut virt.hv,
+            refs: &mut core.refs,
+            stats: &mut core.stats,
+            guest_asids,
+            contents: contents.map(|c| (c, page_data)),
+        };
         let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             let a = core.batch.accesses[j];
             core.ran += 1;
-            core.stats.instructions += a.instrs as u64;
+            w.stats.instructions += a.instrs as u64;
             core.retired += a.instrs as u64;
             let (write, instr, kind) = super::request_of(a.kind);
             by_kind[a.kind as usize] += 1;
-            let before = RECORD.then(|| super::translation_marks::<true>(&core.stats));
-            let mut w = Walker2d {
-                mmu: &mut core.mmu,
-                nested: &mut virt.cores[i],
-                guest: &mut *guest,
-                hv: &mut virt.hv,
-                refs: &mut core.refs,
-                stats: &mut core.stats,
-                guest_asids,
-                contents: contents.as_deref_mut().map(|c| (c, page_data)),
-            };
+            let before = RECORD.then(|| super::translation_marks::<true>(w.stats));
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
-            core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
+            w.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
-                super::record_translation::<true>(core.window.as_mut(), before, &core.stats);
+                super::record_translation::<true>(core.window.as_mut(), before, w.stats);
             }
         }
-        super::count_kinds(&mut core.stats, by_kind);
+        super::count_kinds(w.stats, by_kind);
         Ok(())
     }
 
