@@ -12,12 +12,14 @@ pub mod os;
 mod presets;
 mod sampling;
 mod timing;
+mod vms;
 
 pub use load::{apply_override, parse_config};
 pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
 pub use presets::{preset_names, preset_table};
 pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
+pub use vms::{Guest, VmConfig, MAX_VMS};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +54,10 @@ pub struct SimConfig {
     /// `virt.host` the hypervisor's.
     #[serde(default)]
     pub virt: VirtConfig,
+    /// Several VMs on one host (`[[vms]]`), each with its own `os`,
+    /// `guest_mem` and `workload`/`workloads` (`config::vms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<VmConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -223,12 +229,16 @@ impl Default for RunConfig {
 }
 
 impl SimConfig {
-    /// The workloads, one per core, whichever form the file used.
+    /// The workloads, one per core, whichever form the file used (the
+    /// VMs' vCPUs in order with `[[vms]]`).
     pub fn workload_list(&self) -> Vec<WorkloadConfig> {
-        match &self.workload {
-            Some(w) => vec![w.clone()],
-            None => self.workloads.clone(),
-        }
+        self.workload_tables().into_iter().map(|(_, w)| w).collect()
+    }
+
+    /// Each core's workload table's dotted key (`workload`,
+    /// `workloads[1]`, `vms[0].workloads[1]`), for errors.
+    pub fn workload_keys(&self) -> Vec<String> {
+        self.workload_tables().into_iter().map(|(k, _)| k).collect()
     }
 
     pub fn nr_cores(&self) -> usize {
@@ -238,8 +248,11 @@ impl SimConfig {
     /// Checks everything serde could not: ranges, and how keys relate.
     pub fn validate(&self) -> Result<()> {
         let m = &self.machine;
+        self.validate_vms()?;
         match (&self.workload, self.workloads.len()) {
-            (None, 0) => return Err(Error::config("workload", "no workload: give [workload] or [[workloads]]")),
+            (None, 0) if self.vms.is_empty() => {
+                return Err(Error::config("workload", "no workload: give [workload] or [[workloads]]"))
+            }
             (Some(_), n) if n > 0 => {
                 return Err(Error::config("workloads", "give either [workload] or [[workloads]], not both"))
             }
@@ -284,8 +297,15 @@ impl SimConfig {
         m.ept_pwc.validate("machine.ept_pwc")?;
         m.nested_tlb.validate("machine.nested_tlb")?;
         if self.virt.enabled {
-            self.virt.validate(m.phys_mem.bytes(), m.max_order, &self.os)?;
-            if self.nr_cores() >= 1 << crate::virt::VPID_SHIFT {
+            self.virt.validate(m.phys_mem.bytes(), m.max_order)?;
+            for guest in self.guests() {
+                self.virt.validate_guest(&guest.os_key, guest.os, &guest.guest_mem_key, guest.guest_mem)?;
+            }
+            let most = self.vm_of_cores().iter().fold(vec![0usize; self.guests().len()], |mut n, &vm| {
+                n[vm] += 1;
+                n
+            });
+            if most.iter().any(|&n| n >= 1 << crate::virt::VPID_SHIFT) {
                 return Err(Error::config("workloads", "a VM runs fewer than 4096 processes"));
             }
         }
@@ -293,11 +313,18 @@ impl SimConfig {
         m.ooo.validate("machine.ooo")?;
         m.prefetch.validate("machine.prefetch")?;
         // A guest's pools come out of guest memory.
-        let os_mem = if self.virt.enabled { self.virt.guest_mem } else { m.phys_mem };
-        self.os.validate("os", os_mem.bytes(), m.max_order)?;
-        for (i, w) in self.workload_list().iter().enumerate() {
-            let prefix = if self.workload.is_some() { "workload".to_string() } else { format!("workloads[{i}]") };
+        for guest in self.guests() {
+            let os_mem = if self.virt.enabled { guest.guest_mem } else { m.phys_mem };
+            guest.os.validate(&guest.os_key, os_mem.bytes(), m.max_order)?;
+        }
+        for (prefix, w) in self.workload_tables() {
             w.validate(&prefix)?;
+            if !self.virt.enabled && !w.contents.is_none() {
+                return Err(Error::config(
+                    format!("{prefix}.contents"),
+                    "page contents are compared by the hypervisor's services: set virt.enabled = true",
+                ));
+            }
             if self.virt.enabled && w.fast_forward_mode == crate::workload::FastForwardMode::Functional {
                 return Err(Error::config(
                     format!("{prefix}.fast_forward_mode"),
@@ -318,9 +345,14 @@ impl SimConfig {
     /// The page colors the OS uses: `os.coloring.bits`, else the machine's
     /// `color_bits`, else the LLC's set-index bits at or above bit 12.
     pub fn color_map(&self) -> Result<crate::hw::cache::ColorMap> {
+        self.color_map_of(&self.os, "os")
+    }
+
+    /// The same for the OS `os` (a VM's), its keys under `os_key`.
+    pub fn color_map_of(&self, os: &OsConfig, os_key: &str) -> Result<crate::hw::cache::ColorMap> {
         use crate::hw::cache::ColorMap;
-        if !self.os.coloring.bits.is_empty() {
-            ColorMap::new(&self.os.coloring.bits, "os.coloring.bits")
+        if !os.coloring.bits.is_empty() {
+            ColorMap::new(&os.coloring.bits, &format!("{os_key}.coloring.bits"))
         } else if !self.machine.color_bits.is_empty() {
             ColorMap::new(&self.machine.color_bits, "machine.color_bits")
         } else {

@@ -10,6 +10,8 @@ pub use crate::hw::refs::{RefBuf, RefKind};
 /// A core and what runs on it.
 pub struct Core {
     pub id: usize,
+    /// The VM this core is a vCPU of (0 in a native run and with one VM).
+    pub vm: usize,
     pub asid: crate::units::Asid,
     pub mmu: Mmu,
     pub workload: Box<dyn Workload>,

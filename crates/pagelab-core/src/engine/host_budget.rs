@@ -32,10 +32,15 @@ pub fn check(cfg: &SimConfig) -> Result<()> {
 pub fn check_against(cfg: &SimConfig, limit: u64) -> Result<()> {
     let frames = cfg.machine.phys_mem.bytes() / 4096 * FRAME_TABLE_BYTES;
     let mut needs = vec![("machine.phys_mem".to_string(), frames, "the simulated machine's frame table".to_string())];
-    let single = cfg.workload.is_some();
-    for (i, w) in cfg.workload_list().iter().enumerate() {
+    if cfg.has_vm_tables() {
+        // Each VM's guest kernel has a frame table of its own.
+        for g in cfg.guests() {
+            let bytes = g.guest_mem.bytes() / 4096 * FRAME_TABLE_BYTES;
+            needs.push((g.guest_mem_key, bytes, "a VM's guest frame table".to_string()));
+        }
+    }
+    for (w, table) in cfg.workload_list().iter().zip(cfg.workload_keys()) {
         if let Some(n) = host_need(w) {
-            let table = if single { "workload".to_string() } else { format!("workloads[{i}]") };
             needs.push((format!("{table}.{}", n.key), n.bytes, n.what));
         }
     }

@@ -30,6 +30,8 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod timing;
+#[cfg(test)]
+mod vms_tests;
 pub mod walk2d;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
@@ -115,8 +117,7 @@ impl Simulation {
         cfg.validate()?;
         host_budget::check(&cfg)?;
         let mut workloads = Vec::new();
-        for (id, w) in cfg.workload_list().iter().enumerate() {
-            let prefix = if cfg.workload.is_some() { "workload".to_string() } else { format!("workloads[{id}]") };
+        for (w, prefix) in cfg.workload_list().iter().zip(cfg.workload_keys()) {
             workloads.push(build_workload(w, &prefix)?);
         }
         Simulation::with_workloads(cfg, workloads)
@@ -129,6 +130,9 @@ impl Simulation {
         cfg.validate()?;
         let m = &cfg.machine;
         let mut kernel = boot_kernel(&cfg)?;
+        // Several VMs: the guest kernels after the first one's.
+        let mut other_guests = walk2d::boot_other_guests(&cfg)?;
+        let vm_of_cores = cfg.vm_of_cores();
         let mut caches =
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         if let Some(c) = caches.as_mut() {
@@ -151,11 +155,14 @@ impl Simulation {
         }
         for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
             expected_accesses = expected_accesses.zip(workload.total_accesses()).map(|(a, b)| a + b);
-            let auto_vma = cfg.os.auto_vma != AutoVma::Off;
+            let vm = vm_of_cores[id];
+            let os = cfg.os_of_vm(vm);
+            let kernel = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
+            let auto_vma = os.auto_vma != AutoVma::Off;
             let asid =
                 kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
             let mut workload = workload;
-            if let Some(untouched) = systems::perforated::untouched_pages(&cfg.os.holes, cfg.run.seed, asid) {
+            if let Some(untouched) = systems::perforated::untouched_pages(&os.holes, cfg.run.seed, asid) {
                 workload.leave_untouched(&untouched);
             }
             let mmu = Mmu {
@@ -171,6 +178,7 @@ impl Simulation {
             };
             cores.push(Core {
                 id,
+                vm,
                 asid,
                 mmu,
                 workload,
@@ -193,7 +201,7 @@ impl Simulation {
                 ff: functional::FastForward { cpi: sampling::initial_fast_forward_cpi(&cfg), ..Default::default() },
             });
         }
-        let virt = walk2d::boot_virt(&cfg, &mut kernel, &cores)?;
+        let virt = walk2d::boot_virt(&cfg, &mut kernel, other_guests, &cores)?;
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
@@ -269,7 +277,9 @@ impl Simulation {
             }
         }
         let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
-        self.kernel.tick(now);
+        for vm in 0..self.nr_guests() {
+            self.guest_mut(vm).tick(now);
+        }
         self.deliver_shootdowns(true);
         self.virt_round_end(now);
         self.check_warmup();
@@ -283,10 +293,19 @@ impl Simulation {
     /// Applies every queued shootdown to the cores of its address space;
     /// a daemon's shootdowns cost the interrupted core its IPI.
     fn deliver_shootdowns(&mut self, from_daemon: bool) {
-        let cost = self.kernel.costs.shootdown;
-        for s in self.kernel.drain_shootdowns().collect::<Vec<_>>() {
-            let hw = self.hw_shootdown(s);
-            for core in self.cores.iter_mut().filter(|c| c.asid == s.asid) {
+        for vm in 0..self.nr_guests() {
+            self.deliver_guest_shootdowns(vm, from_daemon);
+        }
+    }
+
+    /// The same for the shootdowns of guest `vm`'s kernel (the kernel of
+    /// a native run is guest 0), to the cores of that VM.
+    fn deliver_guest_shootdowns(&mut self, vm: usize, from_daemon: bool) {
+        let guest = self.guest_mut(vm);
+        let cost = guest.costs.shootdown;
+        for s in guest.drain_shootdowns().collect::<Vec<_>>() {
+            let hw = self.hw_shootdown(vm, s);
+            for core in self.cores.iter_mut().filter(|c| c.asid == s.asid && c.vm == vm) {
                 core.mmu.shoot_down(&hw);
                 let cycles = if from_daemon { cost } else { 0.0 };
                 if core.functional {
@@ -368,19 +387,22 @@ impl Simulation {
             if *at as usize > core.pos {
                 break;
             }
-            let (asid, ev) = (core.asid, ev.clone());
+            let (asid, vm, ev) = (core.asid, core.vm, ev.clone());
             core.next_event += 1;
-            if self.cfg.os.auto_vma == AutoVma::Auto && !core.workload.partial_mappings() {
+            let partial = core.workload.partial_mappings();
+            let auto = self.cfg.os_of_vm(vm).auto_vma == AutoVma::Auto;
+            let kernel = self.guest_mut(vm);
+            if auto && !partial {
                 // A workload that describes its mappings gets no invented
                 // ones; one whose events are partial keeps them.
-                self.kernel.procs[asid as usize - 1].auto_vma = false;
+                kernel.procs[asid as usize - 1].auto_vma = false;
             }
             match ev {
-                MapEvent::Mmap { start, len, writable, name } => self.kernel.mmap(asid, start, len, writable, &name)?,
-                MapEvent::Munmap { start, len } => self.kernel.munmap(asid, start, len)?,
-                MapEvent::Mprotect { start, len, writable } => self.kernel.mprotect(asid, start, len, writable)?,
+                MapEvent::Mmap { start, len, writable, name } => kernel.mmap(asid, start, len, writable, &name)?,
+                MapEvent::Munmap { start, len } => kernel.munmap(asid, start, len)?,
+                MapEvent::Mprotect { start, len, writable } => kernel.mprotect(asid, start, len, writable)?,
             }
-            self.deliver_shootdowns(false);
+            self.deliver_guest_shootdowns(vm, false);
         }
         Ok(())
     }
@@ -707,14 +729,15 @@ pub fn build_workload(
 /// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
 fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
     let m = &cfg.machine;
-    // A guest kernel runs over guest-physical memory.
-    let mem = if cfg.virt.enabled { cfg.virt.guest_mem } else { m.phys_mem };
+    // A guest kernel (the first VM's) runs over guest-physical memory.
+    let guest = &cfg.guests()[0];
+    let mem = if cfg.virt.enabled { guest.guest_mem } else { m.phys_mem };
     let boot = Boot {
         frames: mem.bytes() >> 12,
         max_order: m.max_order,
         paging_levels: m.paging_levels,
-        colors: cfg.color_map()?,
-        costs: cfg.os.fault_cost.clone(),
+        colors: cfg.color_map_of(guest.os, &guest.os_key)?,
+        costs: guest.os.fault_cost.clone(),
     };
-    crate::systems::boot(&cfg.os, boot, m.freq_ghz, cfg.run.seed)
+    crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }

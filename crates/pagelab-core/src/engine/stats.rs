@@ -21,15 +21,69 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
         &mut out,
         sim.cores.iter().map(|c| c.stats.stall_cycles() + sim.timing.base_cpi * c.stats.instructions as f64),
     );
-    kernel_stats(&mut out, sim);
+    let several_vms = sim.nr_guests() > 1;
+    if !several_vms {
+        kernel_stats(&mut out, sim, 0);
+    }
     if let Some(v) = &sim.virt {
         v.hv.report(&mut out);
-        out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(&sim.kernel)));
+        if let Some(c) = &v.contents {
+            // Only runs whose workloads declare contents name them.
+            let (pages, zero, duplicates) = c.census();
+            let named = [("pages", pages), ("zero", zero), ("duplicates", duplicates)];
+            crate::stat::put_ints(&mut out, "virt.contents.", &named);
+        }
+        if !several_vms {
+            out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(0, &sim.kernel)));
+        }
     }
     // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
     // after the registry's zeros.
     out.extend(ext_stats(sim));
+    if several_vms {
+        vm_stats(&mut out, sim);
+    }
     out
+}
+
+/// Several VMs: each VM's statistics under `vmN.` (N from 0, as
+/// `[[vms]]` is indexed): its guest kernel's report, its vCPUs' sums and
+/// ratios, and each vCPU's own counters, moved from `coreK.` to
+/// `vmN.coreM.` (M the vCPU's index in its VM). What stays at the top
+/// level is machine-wide: the sums over every core, the caches, `host.`.
+fn vm_stats(out: &mut Stats, sim: &Simulation) {
+    let Some(v) = &sim.virt else { return };
+    let base_cpi = sim.timing.base_cpi;
+    let mut vcpu_index = vec![0usize; sim.nr_guests()];
+    let mut renames = Vec::new();
+    let mut per_vm: Vec<(Stats, Vec<f32>, Vec<f64>)> = vec![Default::default(); sim.nr_guests()];
+    for core in &sim.cores {
+        let vm = core.vm;
+        renames.push((format!("core{}.", core.id), format!("vm{vm}.core{}.", vcpu_index[vm])));
+        vcpu_index[vm] += 1;
+        let (sums, faults, cycles) = &mut per_vm[vm];
+        let s = &core.stats;
+        for (k, x) in core_stats(s, base_cpi, sim.timing.walk_cycles_of(s)).into_iter().chain(virt_core_stats(s)) {
+            accumulate(sums, &k, x);
+        }
+        faults.extend_from_slice(&s.fault_cycles);
+        cycles.push(s.stall_cycles() + base_cpi * s.instructions as f64);
+    }
+    let keys: Vec<String> = out.keys().filter(|k| k.starts_with("core")).cloned().collect();
+    for key in keys {
+        if let Some((from, to)) = renames.iter().find(|(from, _)| key.starts_with(from.as_str())) {
+            let value = out.remove(&key).expect("a listed key");
+            out.insert(format!("{to}{}", &key[from.len()..]), value);
+        }
+    }
+    for (vm, (mut sums, faults, cycles)) in per_vm.into_iter().enumerate() {
+        derived(&mut sums, &faults);
+        runtime(&mut sums, cycles.into_iter());
+        let prefix = format!("vm{vm}.");
+        kernel_stats(&mut sums, sim, vm);
+        sums.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(vm, sim.guest(vm))));
+        out.extend(sums.into_iter().map(|(k, x)| (format!("{prefix}{k}"), x)));
+    }
 }
 
 /// What the cores and the caches counted since the last reset (per core
@@ -196,8 +250,10 @@ fn tlb_arrays(out: &mut Stats, core: &super::core::Core) {
     }
 }
 
-fn kernel_stats(out: &mut Stats, sim: &Simulation) {
-    sim.kernel.report(&crate::systems::idle_stats(), out);
+/// Guest `vm`'s kernel's report (the native kernel's: guest 0).
+fn kernel_stats(out: &mut Stats, sim: &Simulation, vm: usize) {
+    let kernel = sim.guest(vm);
+    kernel.report(&crate::systems::idle_stats(), out);
     // Set once at boot by `Snapshot::apply` (os.fragmentation.snapshot).
-    out.insert("phys.snapshot_unplaced".into(), Stat::Int(sim.kernel.mem.snapshot_unplaced()));
+    out.insert("phys.snapshot_unplaced".into(), Stat::Int(kernel.mem.snapshot_unplaced()));
 }

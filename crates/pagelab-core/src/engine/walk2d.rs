@@ -53,7 +53,7 @@ use crate::paging::pagetable::{level_size, table_index};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
-use crate::virt::{hw_tag, Backing, EptChange, Hypervisor};
+use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
 
 /// The second dimension's hardware of one core.
 #[derive(Debug)]
@@ -62,7 +62,13 @@ pub struct NestedHw {
     pub ntlb: NestedTlb,
     pub ept_pwc_latency: f64,
     pub ntlb_latency: f64,
+    /// The VM this core is a vCPU of (its VPID less 1: the hypervisor's
+    /// index of the VM).
+    pub vm: usize,
     pub vpid: u16,
+    /// The VM's process in the host (`Hypervisor::host_asid(vm)`, kept
+    /// here for the EPT walk).
+    pub host_asid: Asid,
 }
 
 impl NestedHw {
@@ -84,7 +90,11 @@ impl NestedHw {
             // A switched-off structure is not looked up: it costs nothing.
             ept_pwc_latency: cfg.lookup_latency() as f64,
             ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
+            vm: vpid as usize - 1,
             vpid,
+            // (As the host numbers the VMs' processes, spawned first in VPID
+            // order; `boot_virt` sets it from the hypervisor.)
+            host_asid: vpid,
         }
     }
 
@@ -103,20 +113,37 @@ impl NestedHw {
     }
 }
 
-/// What a virtualized run adds to the engine: the hypervisor and each
-/// core's second-dimension hardware.
+/// What a virtualized run adds to the engine: the hypervisor, each core's
+/// second-dimension hardware, and the guest kernels of the VMs after the
+/// first (the first VM's is the engine's `kernel`, so that one VM runs
+/// exactly as before).
 #[derive(Debug)]
 pub struct VirtRun {
     pub hv: Hypervisor,
     pub cores: Vec<NestedHw>,
-    /// The guest address spaces of the VM (one per core's process).
-    pub guest_asids: Vec<Asid>,
+    /// Each VM's guest address spaces (one per vCPU's process).
+    pub guest_asids: Vec<Vec<Asid>>,
+    /// The guest kernels of VMs 1, 2... (index 0 is VM 1).
+    pub other_guests: Vec<Kernel>,
+    /// The guest frames' content identities, when some workload declares
+    /// what it writes (`workload.contents`); None costs nothing.
+    pub contents: Option<Box<Contents>>,
+    /// What each core's process writes.
+    pub page_data: Vec<PageData>,
 }
 
 impl VirtRun {
+    /// The number of VMs.
+    pub fn nr_vms(&self) -> usize {
+        self.hv.vms.len()
+    }
+
     /// The end of warm-up.
     pub fn reset_stats(&mut self) {
         self.hv.reset_stats();
+        for guest in &mut self.other_guests {
+            guest.reset_stats();
+        }
         for n in &mut self.cores {
             n.ept_pwc.reset_stats();
             n.ntlb.reset_stats();
@@ -124,11 +151,38 @@ impl VirtRun {
     }
 }
 
+/// The guest kernels of the VMs after the first (none without
+/// `[[vms]]`), each over its own guest memory and with its own seed.
+pub(super) fn boot_other_guests(cfg: &SimConfig) -> Result<Vec<Kernel>> {
+    let m = &cfg.machine;
+    cfg.guests()
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(vm, g)| {
+            let boot = Boot {
+                frames: g.guest_mem.bytes() >> 12,
+                max_order: m.max_order,
+                paging_levels: m.paging_levels,
+                colors: cfg.color_map_of(g.os, &g.os_key)?,
+                costs: g.os.fault_cost.clone(),
+            };
+            crate::systems::boot(g.os, boot, m.freq_ghz, cfg.run.seed.wrapping_add(vm as u64 * 0x9e37_79b9))
+        })
+        .collect()
+}
+
 /// The hypervisor of a virtualized run (None for a native one): the host
-/// over `machine.phys_mem`, each core's second-dimension hardware; with
-/// zeroing backing, the guest's root tables backed (the guest zeroed them
-/// as it created its processes).
-pub(super) fn boot_virt(cfg: &SimConfig, guest: &mut Kernel, cores: &[Core]) -> Result<Option<Box<VirtRun>>> {
+/// over `machine.phys_mem` with one process per VM, each core's
+/// second-dimension hardware; with zeroing backing, the guests' root
+/// tables backed (each guest zeroed them as it created its processes).
+/// `guest` is the first VM's kernel, `other_guests` the rest's.
+pub(super) fn boot_virt(
+    cfg: &SimConfig,
+    guest: &mut Kernel,
+    other_guests: Vec<Kernel>,
+    cores: &[Core],
+) -> Result<Option<Box<VirtRun>>> {
     let v = &cfg.virt;
     if !v.enabled {
         return Ok(None);
@@ -142,21 +196,38 @@ pub(super) fn boot_virt(cfg: &SimConfig, guest: &mut Kernel, cores: &[Core]) -> 
         costs: v.host.fault_cost.clone(),
     };
     // The host's own seed, so that its fragmentation is not the guest's.
-    let mut hv = Hypervisor::boot(v, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
-    let vpid = hv.vm.vpid;
+    let guest_mems: Vec<u64> = cfg.guests().iter().map(|g| g.guest_mem.bytes()).collect();
+    let hv = Hypervisor::boot(v, &guest_mems, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
     let nested = cores
         .iter()
         .map(|c| {
-            NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, v.ept_levels, vpid, cfg.run.seed.wrapping_add(c.id as u64))
+            let vpid = hv.vms[c.vm].vpid;
+            let n = NestedHw::new(
+                &m.ept_pwc,
+                &m.pwc,
+                &m.nested_tlb,
+                v.ept_levels,
+                vpid,
+                cfg.run.seed.wrapping_add(c.id as u64),
+            );
+            NestedHw { host_asid: hv.host_asid(c.vm), ..n }
         })
         .collect();
-    let guest_asids: Vec<Asid> = cores.iter().map(|c| c.asid).collect();
+    let mut guest_asids = vec![Vec::new(); guest_mems.len()];
+    for c in cores {
+        guest_asids[c.vm].push(c.asid);
+    }
+    let page_data: Vec<PageData> = cfg.workload_list().iter().map(|w| w.contents).collect();
+    let contents = page_data.iter().any(|d| !d.is_none()).then(Box::<Contents>::default);
+    let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests, contents, page_data };
     if v.backing == Backing::Zeroing {
-        for &asid in &guest_asids {
-            hv.back_range(Gfn::of_guest_kernel(guest.page_table_mut(asid).root_frame()), 1)?;
+        for c in cores {
+            let kernel = if c.vm == 0 { &mut *guest } else { &mut run.other_guests[c.vm - 1] };
+            let root = Gfn::of_guest_kernel(kernel.page_table_mut(c.asid).root_frame());
+            run.hv.back_range(c.vm, root, 1)?;
         }
     }
-    Ok(Some(Box::new(VirtRun { hv, cores: nested, guest_asids })))
+    Ok(Some(Box::new(run)))
 }
 
 /// Why a 2D walk ended without a translation.
@@ -197,6 +268,9 @@ pub struct Walker2d<'a> {
     pub stats: &'a mut CoreStats,
     /// The VM's guest address spaces (an INVEPT drops all their entries).
     pub guest_asids: &'a [Asid],
+    /// The content identities and what this core's process writes, when
+    /// it declares it.
+    pub contents: Option<(&'a mut Contents, PageData)>,
 }
 
 impl Walker2d<'_> {
@@ -229,7 +303,7 @@ impl Walker2d<'_> {
                 self.dirty_assist(asid, tag, vaddr);
             }
             if self.mmu.check {
-                check_combined(self.guest, self.hv, asid, vaddr, t.pfn)?;
+                check_combined(self.guest, self.hv, self.nested.vm, asid, vaddr, t.pfn)?;
             }
             return Ok(t.pfn);
         }
@@ -269,7 +343,8 @@ impl Walker2d<'_> {
         let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
-        let (frame, size, writable, dirty) = loop {
+        // (The last: whether this access sets the leaf's dirty bit.)
+        let (frame, size, writable, dirty, newly_dirty) = loop {
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
                 Ok((table, _)) => table,
                 Err(miss) => return miss.into(),
@@ -281,7 +356,7 @@ impl Walker2d<'_> {
                 if !pte.present() {
                     return Walk2d::GuestFault;
                 }
-                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty());
+                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty(), write && !pte.dirty());
             }
             let (pte, at, child) = pt.read_upper(node, vaddr);
             ept.push_guest(table, at);
@@ -290,12 +365,18 @@ impl Walker2d<'_> {
             }
             if pte.is_huge() {
                 pt.set_bits(LeafSlot { node, index: table_index(vaddr, level), level }, bits);
-                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
+                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty(), write && !pte.dirty());
             }
             let child = child.expect("a present non-leaf entry has a child table");
             mmu.pwc.fill(tag, vaddr, level, pte.pfn(), child.handle());
             node = child;
         };
+        if newly_dirty {
+            if let Some((contents, data)) = self.contents.as_mut() {
+                let vbase = vaddr.align_down(size.bytes()).vpn();
+                contents.written(ept.nested.vm, Gfn::of_guest_kernel(frame), size.nr_pages(), vbase, *data);
+            }
+        }
         // The data's guest frame, then the combined entry at the smaller
         // of the two page sizes (both map that range contiguously).
         let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
@@ -313,7 +394,7 @@ impl Walker2d<'_> {
     /// host change removed are dropped on this core (the others get them
     /// at the end of the round).
     fn violation(&mut self, gfn: Gfn) -> Result<()> {
-        let cycles = self.hv.handle_violation(gfn)?;
+        let cycles = self.hv.handle_violation(self.nested.vm, gfn)?;
         self.count_violations(1, cycles);
         self.apply_ept_changes();
         Ok(())
@@ -326,10 +407,16 @@ impl Walker2d<'_> {
     }
 
     /// Host changes queued by the host's fault handling, applied to this
-    /// core (INVEPT, charged).
+    /// core (INVEPT, charged) when they are its VM's; another VM's are
+    /// kept for the end of the round.
     fn apply_ept_changes(&mut self) {
-        let host_asid = self.hv.vm.host_asid;
+        let vm = self.nested.vm;
+        let host_asid = self.hv.host_asid(vm);
         for change in self.hv.drain_ept_changes() {
+            if change.vm != vm {
+                self.hv.defer_ept_change(change);
+                continue;
+            }
             self.nested.invept(self.mmu, host_asid, self.guest_asids, change);
             self.stats.cycles_virt += self.hv.costs.invept;
         }
@@ -341,12 +428,18 @@ impl Walker2d<'_> {
     fn guest_fault(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
         let outcome = self.guest.handle_fault(asid, vaddr, write)?;
         self.stats.record_fault(outcome.size, outcome.cycles);
+        if let Some((contents, _)) = self.contents.as_mut() {
+            // The guest's fault handler zeroed the new leaf's frames.
+            if let Some(m) = self.guest.proc(asid).aspace.pt.lookup(vaddr) {
+                contents.zeroed(self.nested.vm, Gfn::of_guest_kernel(m.frame), m.size.nr_pages());
+            }
+        }
         for s in self.guest.drain_shootdowns_for(asid) {
             self.mmu.shoot_down(&Shootdown { asid: tag, ..s });
         }
         if self.hv.backing == Backing::Zeroing {
             for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
-                let (n, cycles) = self.hv.back_range(start, count)?;
+                let (n, cycles) = self.hv.back_range(self.nested.vm, start, count)?;
                 self.count_violations(n, cycles);
             }
             self.apply_ept_changes();
@@ -360,9 +453,15 @@ impl Walker2d<'_> {
     fn dirty_assist(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr) {
         let pt = self.guest.page_table_mut(asid);
         if let Some(slot) = pt.leaf_slot(vaddr) {
+            let pte = pt.entry(slot);
+            if let (Some((contents, data)), false) = (self.contents.as_mut(), pte.dirty()) {
+                let size = level_size(slot.level);
+                let vbase = vaddr.align_down(size.bytes()).vpn();
+                contents.written(self.nested.vm, Gfn::of_guest_kernel(pte.pfn()), size.nr_pages(), vbase, *data);
+            }
             pt.set_bits(slot, DIRTY | ACCESSED);
             let gfn = Gfn::of_guest_kernel(pt.node_frame(slot.node));
-            if let Some((table, _)) = self.hv.backing_of(gfn) {
+            if let Some((table, _)) = self.hv.backing_of(self.nested.vm, gfn) {
                 self.refs.push_tagged(table.addr().add(slot.index as u64 * 8), RefTag::GuestWalk);
                 self.stats.walk_mem_refs += 1;
                 self.stats.walk_guest_refs += 1;
@@ -398,14 +497,14 @@ impl Ept<'_> {
     fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize), EptMiss> {
         self.stats.cycles_translation += self.nested.ntlb_latency;
         if let Some(hit) = self.nested.ntlb.lookup(self.nested.vpid, gfn) {
-            if self.check && self.hv.backing_of(gfn) != Some(hit) {
+            if self.check && self.hv.backing_of(self.nested.vm, gfn) != Some(hit) {
                 return Err(EptMiss::Stale(format!("the nested TLB maps guest frame {gfn} to {hit:?}")));
             }
             return Ok(hit);
         }
-        let host_asid = self.hv.vm.host_asid;
+        let host_asid = self.nested.host_asid;
         let va = gfn.addr().as_host_virt();
-        let ept = self.hv.ept_mut();
+        let ept = self.hv.host.page_table_mut(host_asid);
         let hit = self.nested.ept_pwc.lookup(host_asid, va);
         self.stats.cycles_translation += self.nested.ept_pwc_latency;
         let mut node = ept.root();
@@ -479,10 +578,17 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
 /// table and then the EPT say now.
 #[cold]
 #[inline(never)]
-pub fn check_combined(guest: &Kernel, hv: &Hypervisor, asid: Asid, vaddr: VirtAddr, frame: Pfn) -> Result<()> {
+pub fn check_combined(
+    guest: &Kernel,
+    hv: &Hypervisor,
+    vm: usize,
+    asid: Asid,
+    vaddr: VirtAddr,
+    frame: Pfn,
+) -> Result<()> {
     let pt = &guest.proc(asid).aspace.pt;
     let gfn = pt.lookup(vaddr).map(|m| Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)));
-    let expected = gfn.and_then(|g| hv.backing_of(g)).map(|(f, _)| f);
+    let expected = gfn.and_then(|g| hv.backing_of(vm, g)).map(|(f, _)| f);
     if expected != Some(frame) {
         return Err(Error::Workload(format!(
             "stale translation: the TLB maps guest {vaddr} to host frame {frame}, but the guest's table gives \
@@ -503,54 +609,85 @@ impl Simulation {
         let core = &mut self.cores[i];
         core.refs.clear();
         let asid = core.asid;
+        // The core's VM and its guest kernel: once per quantum.
+        let vm = virt.cores[i].vm;
+        let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
+        let guest_asids = &virt.guest_asids[vm];
+        let page_data = virt.page_data[i];
+        let contents = virt.contents.as_deref_mut().filter(|_| !page_data.is_none());
+        // One walker for the quantum: the core's MMU, buffer and counters
+        // are reached through it.
+        let mut w = Walker2d {
+            mmu: &mut core.mmu,
+            nested: &mut virt.cores[i],
+            guest,
+            hv: &mut virt.hv,
+            refs: &mut core.refs,
+            stats: &mut core.stats,
+            guest_asids,
+            contents: contents.map(|c| (c, page_data)),
+        };
         let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             let a = core.batch.accesses[j];
             core.ran += 1;
-            core.stats.instructions += a.instrs as u64;
+            w.stats.instructions += a.instrs as u64;
             core.retired += a.instrs as u64;
             let (write, instr, kind) = super::request_of(a.kind);
             by_kind[a.kind as usize] += 1;
-            let before = RECORD.then(|| super::translation_marks::<true>(&core.stats));
-            let mut w = Walker2d {
-                mmu: &mut core.mmu,
-                nested: &mut virt.cores[i],
-                guest: &mut self.kernel,
-                hv: &mut virt.hv,
-                refs: &mut core.refs,
-                stats: &mut core.stats,
-                guest_asids: &virt.guest_asids,
-            };
+            let before = RECORD.then(|| super::translation_marks::<true>(w.stats));
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
-            core.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
+            w.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
             if RECORD {
-                super::record_translation::<true>(core.window.as_mut(), before, &core.stats);
+                super::record_translation::<true>(core.window.as_mut(), before, w.stats);
             }
         }
-        super::count_kinds(&mut core.stats, by_kind);
+        super::count_kinds(w.stats, by_kind);
         Ok(())
     }
 
     /// A guest's shootdown as the hardware sees it: its address space
-    /// tagged with the VM's VPID (a native run's, unchanged).
-    pub(super) fn hw_shootdown(&self, s: Shootdown) -> Shootdown {
+    /// tagged with VM `vm`'s VPID (a native run's, unchanged).
+    pub(super) fn hw_shootdown(&self, vm: usize, s: Shootdown) -> Shootdown {
         match &self.virt {
-            Some(v) => Shootdown { asid: hw_tag(v.hv.vm.vpid, s.asid), ..s },
+            Some(v) => Shootdown { asid: hw_tag(v.hv.vms[vm].vpid, s.asid), ..s },
             None => s,
         }
     }
 
+    /// The guest kernel of VM `vm` (the native kernel in a native run).
+    pub(super) fn guest_mut(&mut self, vm: usize) -> &mut Kernel {
+        match self.virt.as_deref_mut() {
+            Some(v) if vm > 0 => &mut v.other_guests[vm - 1],
+            _ => &mut self.kernel,
+        }
+    }
+
+    /// The guest kernel of VM `vm`, to read.
+    pub fn guest(&self, vm: usize) -> &Kernel {
+        match self.virt.as_deref() {
+            Some(v) if vm > 0 => &v.other_guests[vm - 1],
+            _ => &self.kernel,
+        }
+    }
+
+    /// The number of guest kernels (1 in a native run).
+    pub(super) fn nr_guests(&self) -> usize {
+        self.virt.as_deref().map_or(1, VirtRun::nr_vms)
+    }
+
     /// Host work after a round: the host's daemons, then the host changes
-    /// (from them or from faults) applied to every core of the VM, each
-    /// paying an INVEPT.
+    /// (from them or from faults) applied to every core of the VM they
+    /// belong to, each paying an INVEPT.
     pub(super) fn virt_round_end(&mut self, now: f64) {
         let Some(virt) = self.virt.as_deref_mut() else { return };
         virt.hv.tick(now);
-        let host_asid = virt.hv.vm.host_asid;
         let changes = virt.hv.drain_ept_changes();
         for change in changes {
-            for (core, nested) in self.cores.iter_mut().zip(virt.cores.iter_mut()) {
-                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids, change);
+            let host_asid = virt.hv.host_asid(change.vm);
+            let vm_cores = self.cores.iter_mut().zip(virt.cores.iter_mut()).filter(|(_, n)| n.vm == change.vm);
+            for (core, nested) in vm_cores {
+                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids[change.vm], change);
                 core.stats.cycles_virt += virt.hv.costs.invept;
                 if let Some(w) = core.window.as_mut() {
                     // An INVEPT, like a shootdown, serialises the core.
@@ -563,4 +700,4 @@ impl Simulation {
 
 #[cfg(test)]
 #[path = "walk2d_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -65,10 +65,11 @@ fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) -> (RefBuf, C
         hv: &mut virt.hv,
         refs: &mut refs,
         stats: &mut stats,
-        guest_asids: &virt.guest_asids,
+        guest_asids: &virt.guest_asids[0],
+        contents: None,
     };
     let frame = w.translate(Request { asid: 1, vaddr, write: false, instr: false }).unwrap();
-    let expected = virt.hv.backing_of(guest_frame(&sim.kernel, vaddr)).unwrap().0;
+    let expected = virt.hv.backing_of(0, guest_frame(&sim.kernel, vaddr)).unwrap().0;
     assert_eq!(frame, expected, "the combined translation is the guest's then the EPT's");
     assert_eq!(stats.walk_mem_refs as usize, refs.len());
     assert_eq!(stats.walk_guest_refs + stats.walk_host_refs, stats.walk_mem_refs);
@@ -121,9 +122,9 @@ fn the_first_references_are_the_ept_root_then_the_guest_root_at_its_host_address
     let (refs, _) = translate(&mut sim, &mut hw, BASE);
     let hv = &sim.virt.as_ref().unwrap().hv;
     let guest_root = Gfn::of_guest_kernel(sim.kernel.proc(1).aspace.pt.root_frame());
-    let ept_root = hv.ept().root_frame().addr().raw();
+    let ept_root = hv.ept(0).root_frame().addr().raw();
     assert_eq!(refs.get(0).0, ept_root + table_index(guest_root.addr().as_host_virt(), 4) as u64 * 8);
-    let host_root = hv.backing_of(guest_root).unwrap().0.addr().raw();
+    let host_root = hv.backing_of(0, guest_root).unwrap().0.addr().raw();
     assert_eq!(refs.get(4).0, host_root + table_index(BASE, 4) as u64 * 8);
     // Every reference is host-physical: inside the host's memory.
     let host_bytes = sim.config().machine.phys_mem.bytes();
@@ -255,20 +256,23 @@ fn a_guest_huge_page_touched_once_leaves_511_frames_untouched_under_first_touch(
     assert_eq!(get(&s, "virt.guest_frames_untouched"), 0, "zeroing touched all 512");
 }
 
-/// The cross-layer invariants: every EPT leaf's host frames belong to the
+/// The cross-layer invariants: every EPT leaf's host frames belong to its
 /// VM's process at the guest frame they back (so a host frame backs at
-/// most one guest frame), and no two leaves share a frame.
-fn check_backing(sim: &Simulation) {
+/// most one guest frame), and no two leaves, of one VM or of two, share a
+/// frame.
+pub(crate) fn check_backing(sim: &Simulation) {
     let hv = &sim.virt.as_ref().unwrap().hv;
-    let end = VirtAddr::new(hv.vm.guest_frames << 12);
     let mut seen = std::collections::HashSet::new();
-    for (va, m) in hv.ept().leaves_in(VirtAddr::new(0), end) {
-        for i in 0..m.size.nr_pages() {
-            let frame = m.frame.add(i);
-            assert!(seen.insert(frame), "host frame {frame} backs two guest frames");
-            let gfn = va.vpn().raw() + i;
-            let owner = hv.host.mem.owner(frame);
-            assert_eq!(owner, FrameOwner::User { asid: hv.vm.host_asid, vpn: crate::units::Vpn::new(gfn) });
+    for (vm, v) in hv.vms.iter().enumerate() {
+        let end = VirtAddr::new(v.guest_frames << 12);
+        for (va, m) in hv.ept(vm).leaves_in(VirtAddr::new(0), end) {
+            for i in 0..m.size.nr_pages() {
+                let frame = m.frame.add(i);
+                assert!(seen.insert(frame), "host frame {frame} backs two guest frames");
+                let gfn = va.vpn().raw() + i;
+                let owner = hv.host.mem.owner(frame);
+                assert_eq!(owner, FrameOwner::User { asid: v.host_asid, vpn: crate::units::Vpn::new(gfn) });
+            }
         }
     }
 }
@@ -295,17 +299,17 @@ fn a_host_discard_invalidates_the_combined_entries_and_the_next_access_backs_aga
     translate(&mut sim, &mut hw, BASE);
     let gfn = guest_frame(&sim.kernel, BASE);
     let virt = sim.virt.as_deref_mut().unwrap();
-    let old = virt.hv.backing_of(gfn).unwrap().0;
-    virt.hv.discard(gfn, 1).unwrap();
-    assert_eq!(virt.hv.backing_of(gfn), None);
+    let old = virt.hv.backing_of(0, gfn).unwrap().0;
+    virt.hv.discard(0, gfn, 1).unwrap();
+    assert_eq!(virt.hv.backing_of(0, gfn), None);
     for change in virt.hv.drain_ept_changes() {
-        hw.nested.invept(&mut hw.mmu, virt.hv.vm.host_asid, &virt.guest_asids, change);
+        hw.nested.invept(&mut hw.mmu, virt.hv.vms[0].host_asid, &virt.guest_asids[0], change);
     }
     // Without the INVEPT, the TLB's entry would be stale (check mode).
     let (_, stats) = translate(&mut sim, &mut hw, BASE);
     assert_eq!((stats.walks, stats.ept_violations, stats.ept_violations_walk), (2, 1, 1));
     let virt = sim.virt.as_ref().unwrap();
-    assert!(virt.hv.backing_of(gfn).is_some(), "backed again (frame {old} was freed)");
+    assert!(virt.hv.backing_of(0, gfn).is_some(), "backed again (frame {old} was freed)");
 }
 
 #[test]
@@ -315,7 +319,7 @@ fn a_missing_invept_is_caught_by_the_check_mode() {
     translate(&mut sim, &mut hw, BASE);
     let gfn = guest_frame(&sim.kernel, BASE);
     let virt = sim.virt.as_deref_mut().unwrap();
-    virt.hv.discard(gfn, 1).unwrap();
+    virt.hv.discard(0, gfn, 1).unwrap();
     // The host change is not applied: the TLB still maps BASE to the freed frame.
     let mut w = Walker2d {
         mmu: &mut hw.mmu,
@@ -324,7 +328,8 @@ fn a_missing_invept_is_caught_by_the_check_mode() {
         hv: &mut virt.hv,
         refs: &mut RefBuf::default(),
         stats: &mut CoreStats::default(),
-        guest_asids: &virt.guest_asids,
+        guest_asids: &virt.guest_asids[0],
+        contents: None,
     };
     let e = w.translate(Request { asid: 1, vaddr: BASE, write: false, instr: false }).unwrap_err().to_string();
     assert!(e.contains("stale translation"), "{e}");
@@ -416,7 +421,7 @@ proptest::proptest! {
         let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })]).unwrap();
         for host_op in host_ops {
             if let Some((gfn, frames)) = host_op {
-                sim.virt.as_deref_mut().unwrap().hv.discard(Gfn::new(gfn), frames).unwrap();
+                sim.virt.as_deref_mut().unwrap().hv.discard(0, Gfn::new(gfn), frames).unwrap();
                 sim.virt_round_end(0.0);
             } else {
                 sim.step(1).unwrap();

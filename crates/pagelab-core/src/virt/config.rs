@@ -86,22 +86,9 @@ impl Default for VirtConfig {
 const NOT_IN_A_GUEST: &[&str] = &["chp", "perforated"];
 
 impl VirtConfig {
-    /// Checks every key; `phys_mem` and `max_order` are the machine's (the
-    /// host's memory); `guest` is the guest's `os` table.
-    pub fn validate(&self, phys_mem: u64, max_order: u8, guest: &OsConfig) -> Result<()> {
-        let g = self.guest_mem.bytes();
-        if !g.is_multiple_of(2 << 20) || !(4 << 20..=1 << 40).contains(&g) {
-            return Err(Error::config(
-                "virt.guest_mem",
-                format!("{} is not a multiple of 2MiB between 4MiB and 1TiB", self.guest_mem),
-            ));
-        }
-        match self.ept_levels {
-            4 => {}
-            3 if g <= 512 << 30 => {}
-            3 => return Err(Error::config("virt.ept_levels", "3 levels map at most 512GiB of guest memory")),
-            _ => return Err(Error::config("virt.ept_levels", "must be 4 or 3")),
-        }
+    /// Checks the host's keys; `phys_mem` and `max_order` are the
+    /// machine's (the host's memory).
+    pub fn validate(&self, phys_mem: u64, max_order: u8) -> Result<()> {
         for (key, v) in [
             ("vm_exit", self.costs.vm_exit),
             ("ept_violation", self.costs.ept_violation),
@@ -111,12 +98,8 @@ impl VirtConfig {
                 return Err(Error::config(format!("virt.costs.{key}"), "must be a number of cycles >= 0"));
             }
         }
-        if let Some(name) = guest.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
-            let key = if guest.systems.is_empty() { "os.policy" } else { "os.systems" };
-            return Err(Error::config(
-                key,
-                format!("`{name}` cannot run in a guest yet (virt.enabled = true): its walk step is native-only"),
-            ));
+        if !matches!(self.ept_levels, 3 | 4) {
+            return Err(Error::config("virt.ept_levels", "must be 4 or 3"));
         }
         if let Some(name) = self.host.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
             let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
@@ -126,5 +109,26 @@ impl VirtConfig {
             ));
         }
         self.host.validate("virt.host", phys_mem, max_order)
+    }
+
+    /// Checks one guest: its memory (`guest_mem`, under `mem_key`) against
+    /// the EPT's depth, and its OS (`guest`, under `os_key`) for systems
+    /// that cannot run in a guest.
+    pub fn validate_guest(&self, os_key: &str, guest: &OsConfig, mem_key: &str, guest_mem: ByteSize) -> Result<()> {
+        let g = guest_mem.bytes();
+        if !g.is_multiple_of(2 << 20) || !(4 << 20..=1 << 40).contains(&g) {
+            return Err(Error::config(mem_key, format!("{guest_mem} is not a multiple of 2MiB between 4MiB and 1TiB")));
+        }
+        if self.ept_levels == 3 && g > 512 << 30 {
+            return Err(Error::config("virt.ept_levels", "3 levels map at most 512GiB of guest memory"));
+        }
+        if let Some(name) = guest.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
+            let key = if guest.systems.is_empty() { "policy" } else { "systems" };
+            return Err(Error::config(
+                format!("{os_key}.{key}"),
+                format!("`{name}` cannot run in a guest yet (virt.enabled = true): its walk step is native-only"),
+            ));
+        }
+        Ok(())
     }
 }

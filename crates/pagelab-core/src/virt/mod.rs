@@ -20,10 +20,12 @@
 //! (`engine::walk2d`) drives it.
 
 mod config;
+pub mod contents;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Backing, VirtConfig, VirtCosts};
+pub use contents::{ContentId, Contents, PageData};
 
 use crate::error::{Error, Result};
 use crate::os::{Boot, Kernel, ProcessSpec};
@@ -58,9 +60,9 @@ pub struct HostCounters {
 }
 
 /// One VM's place in the host.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Vm {
-    /// Its hardware identity (VPID), 1 for the first VM.
+    /// Its hardware identity (VPID): 1 for the first VM, 2 for the second...
     pub vpid: u16,
     /// Its process in the host: the EPT is that process's page table.
     pub host_asid: Asid,
@@ -68,86 +70,110 @@ pub struct Vm {
     pub guest_frames: u64,
 }
 
-/// The host kernel and the VM it runs.
+/// The host kernel and the VMs it runs (indexed from 0: VM `i` has VPID
+/// `i + 1`).
 #[derive(Debug)]
 pub struct Hypervisor {
     pub host: Kernel,
-    pub vm: Vm,
+    pub vms: Vec<Vm>,
     pub costs: VirtCosts,
     pub backing: Backing,
     pub counters: HostCounters,
+    /// Host changes to one VM's EPT that a fault on another VM's core
+    /// caused: they wait for the end of the round (as a native fault's
+    /// shootdowns reach the other cores then).
+    deferred: Vec<EptChange>,
 }
 
-/// A range of guest frames whose EPT entries a host change removed or
-/// replaced: what the VM's cores must drop.
+/// A range of guest frames of VM `vm` whose EPT entries a host change
+/// removed or replaced: what that VM's cores must drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EptChange {
+    pub vm: usize,
     pub start: Gfn,
     pub end: Gfn,
 }
 
 impl Hypervisor {
     /// Boots the host (`virt.host` over `boot`'s memory, `boot.paging_levels`
-    /// being the EPT's depth) and starts the VM's process with guest memory
-    /// mapped and nothing backed.
-    pub fn boot(cfg: &VirtConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
+    /// being the EPT's depth) and starts one process per VM, of
+    /// `guest_mems[i]` bytes of guest memory each, mapped and nothing
+    /// backed. Their sum may exceed host memory (overcommit): the run stops
+    /// when a backing finds no free host frame.
+    pub fn boot(cfg: &VirtConfig, guest_mems: &[u64], boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
         let mut host = crate::systems::boot(&cfg.host, boot, freq_ghz, seed)?;
-        let host_asid = host.spawn(ProcessSpec { colors: Vec::new(), auto_vma: false, opt_out: Vec::new() })?;
-        host.mmap(host_asid, VirtAddr::new(0), cfg.guest_mem.bytes(), true, GUEST_MEM_VMA)?;
-        let vm = Vm { vpid: 1, host_asid, guest_frames: cfg.guest_mem.bytes() >> 12 };
-        Ok(Hypervisor { host, vm, costs: cfg.costs.clone(), backing: cfg.backing, counters: HostCounters::default() })
+        let mut vms = Vec::new();
+        for (i, &bytes) in guest_mems.iter().enumerate() {
+            let host_asid = host.spawn(ProcessSpec { colors: Vec::new(), auto_vma: false, opt_out: Vec::new() })?;
+            host.mmap(host_asid, VirtAddr::new(0), bytes, true, GUEST_MEM_VMA)?;
+            vms.push(Vm { vpid: i as u16 + 1, host_asid, guest_frames: bytes >> 12 });
+        }
+        Ok(Hypervisor {
+            host,
+            vms,
+            costs: cfg.costs.clone(),
+            backing: cfg.backing,
+            counters: HostCounters::default(),
+            deferred: Vec::new(),
+        })
     }
 
-    /// The VM's EPT.
+    /// VM `vm`'s process in the host (whose page table is its EPT).
     #[inline]
-    pub fn ept_mut(&mut self) -> &mut PageTable {
-        self.host.page_table_mut(self.vm.host_asid)
+    pub fn host_asid(&self, vm: usize) -> Asid {
+        self.vms[vm].host_asid
     }
 
-    pub fn ept(&self) -> &PageTable {
-        &self.host.proc(self.vm.host_asid).aspace.pt
+    /// VM `vm`'s EPT.
+    #[inline]
+    pub fn ept_mut(&mut self, vm: usize) -> &mut PageTable {
+        self.host.page_table_mut(self.vms[vm].host_asid)
     }
 
-    /// The host frame backing `gfn` and the size of its EPT leaf, if it is
-    /// backed (a software walk: no hardware reference).
-    pub fn backing_of(&self, gfn: Gfn) -> Option<(Pfn, PageSize)> {
-        let m = self.ept().lookup(gfn.addr().as_host_virt())?;
+    pub fn ept(&self, vm: usize) -> &PageTable {
+        &self.host.proc(self.vms[vm].host_asid).aspace.pt
+    }
+
+    /// The host frame backing `gfn` of VM `vm` and the size of its EPT
+    /// leaf, if it is backed (a software walk: no hardware reference).
+    pub fn backing_of(&self, vm: usize, gfn: Gfn) -> Option<(Pfn, PageSize)> {
+        let m = self.ept(vm).lookup(gfn.addr().as_host_virt())?;
         Some((m.frame.add(gfn.raw() & (m.size.nr_pages() - 1)), m.size))
     }
 
-    /// An EPT violation at `gfn`: the VM exits, the host faults the page
-    /// in through its chain of systems. Returns the cycles it cost.
-    pub fn handle_violation(&mut self, gfn: Gfn) -> Result<f64> {
-        if gfn.raw() >= self.vm.guest_frames {
+    /// An EPT violation at `gfn` of VM `vm`: the VM exits, the host faults
+    /// the page in through its chain of systems. Returns the cycles it cost.
+    pub fn handle_violation(&mut self, vm: usize, gfn: Gfn) -> Result<f64> {
+        let Vm { vpid, host_asid, guest_frames } = self.vms[vm];
+        if gfn.raw() >= guest_frames {
             return Err(Error::Workload(format!(
-                "the guest referenced guest frame {gfn}, beyond its {} frames of memory",
-                self.vm.guest_frames
+                "the guest referenced guest frame {gfn}, beyond its {guest_frames} frames of memory"
             )));
         }
-        let outcome =
-            self.host.handle_fault(self.vm.host_asid, gfn.addr().as_host_virt(), true).map_err(|e| match e {
-                // No swap: an overcommitted host stops here.
-                Error::OutOfMemory(why) => Error::OutOfMemory(format!(
-                    "host memory exhausted backing guest frame {gfn} (there is no swap): {why}"
-                )),
-                other => other,
-            })?;
+        let outcome = self.host.handle_fault(host_asid, gfn.addr().as_host_virt(), true).map_err(|e| match e {
+            // No swap: an overcommitted host stops here.
+            Error::OutOfMemory(why) => Error::OutOfMemory(format!(
+                "host memory exhausted backing guest frame {gfn} of VM {vpid} (vms[{vm}]; there is no swap, and \
+                 no ballooning or deduplication freed memory): {why}"
+            )),
+            other => other,
+        })?;
         self.counters.faults += 1;
         Ok(self.costs.vm_exit + self.costs.ept_violation + outcome.cycles)
     }
 
     /// Backs every frame of [start, start + count) not backed yet (the
     /// guest zeroed them). Returns the violations taken and their cycles.
-    pub fn back_range(&mut self, start: Gfn, count: u64) -> Result<(u64, f64)> {
+    pub fn back_range(&mut self, vm: usize, start: Gfn, count: u64) -> Result<(u64, f64)> {
         let (mut violations, mut cycles) = (0, 0.0);
         let mut gfn = start.raw();
         while gfn < start.raw() + count {
-            let size = match self.backing_of(Gfn::new(gfn)) {
+            let size = match self.backing_of(vm, Gfn::new(gfn)) {
                 Some((_, size)) => size,
                 None => {
-                    cycles += self.handle_violation(Gfn::new(gfn))?;
+                    cycles += self.handle_violation(vm, Gfn::new(gfn))?;
                     violations += 1;
-                    self.backing_of(Gfn::new(gfn)).expect("a handled violation backs its frame").1
+                    self.backing_of(vm, Gfn::new(gfn)).expect("a handled violation backs its frame").1
                 }
             };
             // Skip the rest of the leaf that backs this frame.
@@ -156,39 +182,52 @@ impl Hypervisor {
         Ok((violations, cycles))
     }
 
-    /// The host changes to the VM's EPT since the last call (the host
-    /// kernel's shootdowns of the VM's process), as guest-frame ranges.
+    /// The host changes to the VMs' EPTs since the last call (the host
+    /// kernel's shootdowns of the VMs' processes), as guest-frame ranges.
     pub fn drain_ept_changes(&mut self) -> Vec<EptChange> {
-        let asid = self.vm.host_asid;
+        let vms = &self.vms;
         let changes: Vec<EptChange> = self
             .host
             .drain_shootdowns()
-            .filter(|s| s.asid == asid)
-            .map(|s| EptChange { start: Gfn::new(s.start.raw()), end: Gfn::new(s.end.raw()) })
+            .filter_map(|s| {
+                let vm = vms.iter().position(|v| v.host_asid == s.asid)?;
+                Some(EptChange { vm, start: Gfn::new(s.start.raw()), end: Gfn::new(s.end.raw()) })
+            })
             .collect();
         self.counters.invepts += changes.len() as u64;
-        changes
+        if self.deferred.is_empty() {
+            return changes;
+        }
+        let mut all = std::mem::take(&mut self.deferred);
+        all.extend(changes);
+        all
+    }
+
+    /// Keeps a change that `drain_ept_changes` gave for the next call.
+    pub fn defer_ept_change(&mut self, change: EptChange) {
+        self.deferred.push(change);
     }
 
     /// Gives guest frames [start, start + count) back to the host (the
     /// host frees them and removes their EPT entries, as a balloon's
     /// MADV_DONTNEED does); the next reference faults them in again.
-    pub fn discard(&mut self, start: Gfn, count: u64) -> Result<()> {
+    pub fn discard(&mut self, vm: usize, start: Gfn, count: u64) -> Result<()> {
         let (addr, len) = (start.addr().as_host_virt(), count << 12);
-        self.host.munmap(self.vm.host_asid, addr, len)?;
-        self.host.mmap(self.vm.host_asid, addr, len, true, GUEST_MEM_VMA)
+        let host_asid = self.vms[vm].host_asid;
+        self.host.munmap(host_asid, addr, len)?;
+        self.host.mmap(host_asid, addr, len, true, GUEST_MEM_VMA)
     }
 
     /// Guest frames in use by the guest (user pages and page tables) that
     /// the host has not backed: frames the guest allocated and nothing has
     /// touched yet (with first-touch backing, or a frame the guest's
     /// khugepaged copied into). A scan of guest memory: for reports.
-    pub fn untouched_guest_frames(&self, guest: &Kernel) -> u64 {
+    pub fn untouched_guest_frames(&self, vm: usize, guest: &Kernel) -> u64 {
         (0..guest.mem.nr_frames())
             .filter(|&f| {
                 let owner = guest.mem.owner(Pfn::new(f));
                 matches!(owner, FrameOwner::User { .. } | FrameOwner::PageTable { .. })
-                    && self.backing_of(Gfn::of_guest_kernel(Pfn::new(f))).is_none()
+                    && self.backing_of(vm, Gfn::of_guest_kernel(Pfn::new(f))).is_none()
             })
             .count() as u64
     }

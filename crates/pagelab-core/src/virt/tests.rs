@@ -47,35 +47,35 @@ fn hypervisor(policy: &str) -> Hypervisor {
         colors: cfg.color_map().unwrap(),
         costs: cfg.virt.host.fault_cost.clone(),
     };
-    Hypervisor::boot(&cfg.virt, boot, 3.0, 1).unwrap()
+    Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], boot, 3.0, 1).unwrap()
 }
 
 #[test]
 fn an_ept_violation_is_a_host_fault_in_the_vm_process() {
     let mut hv = hypervisor("base");
-    assert_eq!(hv.backing_of(Gfn::new(7)), None, "nothing is backed at boot");
-    let cycles = hv.handle_violation(Gfn::new(7)).unwrap();
+    assert_eq!(hv.backing_of(0, Gfn::new(7)), None, "nothing is backed at boot");
+    let cycles = hv.handle_violation(0, Gfn::new(7)).unwrap();
     let costs = VirtCosts::default();
     assert_eq!(cycles, costs.vm_exit + costs.ept_violation + hv.host.costs.base);
-    let (frame, size) = hv.backing_of(Gfn::new(7)).unwrap();
+    let (frame, size) = hv.backing_of(0, Gfn::new(7)).unwrap();
     assert_eq!(size, PageSize::Size4K);
     let owner = hv.host.mem.owner(frame);
-    assert_eq!(owner, crate::phys::FrameOwner::User { asid: hv.vm.host_asid, vpn: crate::units::Vpn::new(7) });
+    assert_eq!(owner, crate::phys::FrameOwner::User { asid: hv.vms[0].host_asid, vpn: crate::units::Vpn::new(7) });
     assert_eq!(hv.counters.faults, 1);
 }
 
 #[test]
 fn a_host_thp_backs_the_whole_2m_region_and_back_range_skips_it() {
     let mut hv = hypervisor("thp");
-    let (violations, _) = hv.back_range(Gfn::new(0), 1024).unwrap();
+    let (violations, _) = hv.back_range(0, Gfn::new(0), 1024).unwrap();
     assert_eq!(violations, 2, "two 2 MiB host pages");
-    assert_eq!(hv.backing_of(Gfn::new(600)).unwrap().1, PageSize::Size2M);
+    assert_eq!(hv.backing_of(0, Gfn::new(600)).unwrap().1, PageSize::Size2M);
 }
 
 #[test]
 fn a_reference_beyond_guest_memory_is_a_clear_error() {
     let mut hv = hypervisor("base");
-    let e = hv.handle_violation(Gfn::new(1 << 20)).unwrap_err().to_string();
+    let e = hv.handle_violation(0, Gfn::new(1 << 20)).unwrap_err().to_string();
     assert!(e.contains("beyond its 16384 frames"), "{e}");
 }
 
@@ -91,19 +91,19 @@ fn host_memory_running_out_stops_with_a_message() {
         colors: cfg.color_map().unwrap(),
         costs: cfg.virt.host.fault_cost.clone(),
     };
-    let mut hv = Hypervisor::boot(&cfg.virt, boot, 3.0, 1).unwrap();
-    let e = hv.back_range(Gfn::new(0), 16384).unwrap_err().to_string();
+    let mut hv = Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], boot, 3.0, 1).unwrap();
+    let e = hv.back_range(0, Gfn::new(0), 16384).unwrap_err().to_string();
     assert!(e.contains("host memory exhausted"), "{e}");
 }
 
 #[test]
 fn a_discard_frees_the_host_frames_and_reports_the_change() {
     let mut hv = hypervisor("base");
-    hv.back_range(Gfn::new(10), 4).unwrap();
+    hv.back_range(0, Gfn::new(10), 4).unwrap();
     let free = hv.host.mem.free_pages();
-    hv.discard(Gfn::new(11), 2).unwrap();
+    hv.discard(0, Gfn::new(11), 2).unwrap();
     assert_eq!(hv.host.mem.free_pages(), free + 2);
-    assert_eq!(hv.drain_ept_changes(), vec![EptChange { start: Gfn::new(11), end: Gfn::new(13) }]);
-    assert!(hv.backing_of(Gfn::new(10)).is_some() && hv.backing_of(Gfn::new(11)).is_none());
-    hv.handle_violation(Gfn::new(11)).unwrap();
+    assert_eq!(hv.drain_ept_changes(), vec![EptChange { vm: 0, start: Gfn::new(11), end: Gfn::new(13) }]);
+    assert!(hv.backing_of(0, Gfn::new(10)).is_some() && hv.backing_of(0, Gfn::new(11)).is_none());
+    hv.handle_violation(0, Gfn::new(11)).unwrap();
 }

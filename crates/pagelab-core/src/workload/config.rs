@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::units::ByteSize;
+use crate::virt::PageData;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -129,6 +130,12 @@ pub struct WorkloadConfig {
     /// (default 0.0). Refused for stream, pointer-chase, kv (see
     /// `get_ratio`) and graph, whose writes are the program's own.
     pub write_fraction: Option<f64>,
+    /// What the workload's stores write, for the host's page comparisons
+    /// (virtualized runs; `virt::contents`): `none` (default), `unique`,
+    /// `zero`, `shared`. Carried for the hypervisor; generators do not read
+    /// it.
+    #[serde(skip_serializing_if = "PageData::is_none")]
+    pub contents: PageData,
     /// Page colors the OS may give this workload (empty = all). Carried for
     /// the OS; generators do not read it.
     pub colors: Vec<u32>,
@@ -203,6 +210,7 @@ impl Default for WorkloadConfig {
             seed: 1,
             graph_seed: None,
             write_fraction: None,
+            contents: PageData::None,
             colors: Vec::new(),
             chp: true,
             init: InitMode::Pages,
