@@ -1,8 +1,8 @@
 //! The extension points of the OS: a [`System`] is one paging system (a
 //! baseline such as `thp` or `coloring`, or a paper's system such as
 //! `chp`), plugged into the kernel's chain; a [`Daemon`] is background
-//! work on the simulated clock (khugepaged; later CoalaKhugepaged, Leshy,
-//! HugeScope's scanner, KSM).
+//! work on the simulated clock (khugepaged, CoalaKhugepaged, online Leshy;
+//! later HugeScope's scanner and KSM).
 //!
 //! The kernel keeps the mechanism (memory, processes, VMAs, page tables,
 //! shootdowns, costs, shared counters) and calls the systems at fixed
