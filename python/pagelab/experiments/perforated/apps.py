@@ -35,10 +35,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape
+from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-fig9"
@@ -160,23 +160,14 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files, paper = write_outputs(__file__, ID, t, plot, measured(t, df), out)
     phys, scale, n, _, _ = SCALES[variant]
-    text = f"""# {ID}: the paper's programs (analogues) under fragmentation
+    head = f"""# {ID}: the paper's programs (analogues) under fragmentation
 
 Variant `{variant}`: the paper's machine (preset `gem5-skylake`), {phys >> 20} MiB of
 memory, analogues of the eight programs at {scale:g} of their footprints,
 {n:,} measured accesses each, allocated holes. `speedup` is cycles of
 `base-4k` over the system's. The analogues keep the programs' access
-patterns, not their code: expect trends, not the paper's band.
-
-## Against the paper
-
-{markdown_table(paper)}
-
-{markdown_table(t)}
-
-docs/systems/perforated-results.md discusses the differences.
-"""
-    files.append(write_text(text, out / f"{ID}.md"))
+patterns, not their code: expect trends, not the paper's band."""
+    files.append(write_up(out / f"{ID}.md", head, paper, t))
     return files
 
 

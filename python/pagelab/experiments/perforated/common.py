@@ -5,7 +5,11 @@ systems and the fragmentation scenario (`os.holes`)."""
 
 from __future__ import annotations
 
-from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB, seeds
+from pathlib import Path
+
+import pandas as pd
+
+from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB, markdown_table, seeds, write_text
 from pagelab.sweep import Sweep
 
 #: System -> its `os` keys. `base-2m-4k` is a conventional kernel under the
@@ -112,3 +116,17 @@ def sweep(exp_id: str, variant: str, systems: list[str]) -> Sweep:
         seeds=seeds(variant),
         shape=shape,
     )
+
+
+#: Where the package's write-ups send the reader for the discussion.
+DISCUSSED = "docs/systems/perforated-results.md discusses the differences."
+
+
+def write_up(path: Path, head: str, paper: pd.DataFrame, table: pd.DataFrame, reading: list[str] = (),
+             section: str = "Against the paper", closing: str | None = DISCUSSED) -> Path:
+    """An experiment's ID.md: `head` (its title and set-up), then the
+    paper's values beside pagelab's, the reading of them, the table, and
+    where the results page discusses them."""
+    middle = "\n".join([markdown_table(paper), *reading])
+    tail = f"\n{closing}\n" if closing else ""
+    return write_text(f"{head}\n\n## {section}\n\n{middle}\n\n{markdown_table(table)}\n{tail}", path)

@@ -25,10 +25,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, with_spread, write_figure,
-                                        write_outputs, write_text)
+from pagelab.experiments.common import (error_bars, mean_over_seeds, paired, pyplot, with_spread, write_figure,
+                                        write_outputs)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep
+from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep, write_up
 
 KEYS = ["distribution", "hole_kind", "degree", "portion"]
 #: The L2 TLB's entry kinds of Fig. 8.
@@ -141,23 +141,13 @@ def fig7_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig7_table(df)
     files, paper = write_outputs(__file__, FIG7, t, fig7_plot, fig7_measured(t), out)
     phys, fp, n = SCALES[variant][:3]
-    text = f"""# {FIG7}: sensitivity to the portion and degree of fragmentation
+    head = f"""# {FIG7}: sensitivity to the portion and degree of fragmentation
 
 Variant `{variant}`: the paper's machine (preset `gem5-skylake`, Table II),
 {phys >> 20} MiB of memory, random loads over {fp >> 20} MiB ({n:,} measured
 accesses after the first touches). `speedup` is cycles of `base-4k` over
-the system's; `dtlb_l2_mpki` its page walks per thousand instructions.
-
-## Against the paper
-
-{markdown_table(paper)}
-{chr(10).join(fig7_reading(t))}
-
-{markdown_table(t)}
-
-docs/systems/perforated-results.md discusses the differences.
-"""
-    files.append(write_text(text, out / f"{FIG7}.md"))
+the system's; `dtlb_l2_mpki` its page walks per thousand instructions."""
+    files.append(write_up(out / f"{FIG7}.md", head, paper, t, fig7_reading(t)))
     return files
 
 
@@ -201,20 +191,13 @@ def fig8_measured(t: pd.DataFrame) -> dict[str, object]:
 def fig8_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = fig8_table(df)
     files, paper = write_outputs(__file__, FIG8, t, fig8_plot, fig8_measured(t), out)
-    text = f"""# {FIG8}: the L2 TLB's contents under perforated pages
+    head = f"""# {FIG8}: the L2 TLB's contents under perforated pages
 
 Variant `{variant}`, the runs of `{FIG7}`'s `perforated` system. Shares are
 the mean share of the L2 TLB's valid entries of each kind, sampled after
-every quantum of the measured accesses.
-
-## Against the paper (clustered against dispersed holes)
-
-{markdown_table(paper)}
-{chr(10).join(fig8_reading(t))}
-
-{markdown_table(t)}
-"""
-    files.append(write_text(text, out / f"{FIG8}.md"))
+every quantum of the measured accesses."""
+    section = "Against the paper (clustered against dispersed holes)"
+    files.append(write_up(out / f"{FIG8}.md", head, paper, t, fig8_reading(t), section=section, closing=None))
     return files
 
 

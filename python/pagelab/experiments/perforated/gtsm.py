@@ -24,10 +24,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_csv, write_figure)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine
+from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-gtsm"
@@ -137,22 +137,14 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     paper, path = beside_paper(__file__, ID, measured(t), out)
     files.append(path)
     phys, fp, n, _ = SCALES[variant]
-    text = f"""# {ID}: perforated pages against GTSM on faulty memory
+    head = f"""# {ID}: perforated pages against GTSM on faulty memory
 
 Variant `{variant}`: the paper's machine (preset `gem5-skylake`), {phys >> 20} MiB
 of memory, {FAULTY:.1%} of it faulty (each 4 KiB frame, or each 64 KiB block, with
 that probability), workloads over {fp >> 20} MiB ({n:,} measured accesses).
-`ideal-2m` runs on memory without faults.
-
-## Against the paper
-
-{markdown_table(paper)}
-
-{markdown_table(t)}
-
-docs/systems/perforated-results.md discusses the two readings of the paper's 5.5%.
-"""
-    files.append(write_text(text, out / f"{ID}.md"))
+`ideal-2m` runs on memory without faults."""
+    closing = "docs/systems/perforated-results.md discusses the two readings of the paper's 5.5%."
+    files.append(write_up(out / f"{ID}.md", head, paper, t, closing=closing))
     return files
 
 

@@ -33,10 +33,10 @@ import pandas as pd
 
 from pagelab import _pagelab
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine
+from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-realfrag"
@@ -213,23 +213,14 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files, paper = write_outputs(__file__, ID, t, plot, measured(t), out)
     phys, fp, n = SCALES[variant][:3]
-    text = f"""# {ID}: a 2 GB allocation on fragmented machines
+    head = f"""# {ID}: a 2 GB allocation on fragmented machines
 
 Variant `{variant}`. Shares: of 2 GB (1024 regions), from the snapshot's
 free blocks under the stated assumptions (`realfrag.allocation`).
 `speedup_gain`: cycles of `base-2m-4k` over `perforated`, minus 1, on
 random loads over {fp >> 20} MiB ({n:,} measured accesses), the paper's
-machine with {phys >> 20} MiB, the regions fragmented as the shares say.
-
-## Against the paper
-
-{markdown_table(paper)}
-
-{markdown_table(t)}
-
-docs/systems/perforated-results.md discusses the differences.
-"""
-    files.append(write_text(text, out / f"{ID}.md"))
+machine with {phys >> 20} MiB, the regions fragmented as the shares say."""
+    files.append(write_up(out / f"{ID}.md", head, paper, t))
     return files
 
 

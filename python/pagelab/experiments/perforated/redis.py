@@ -22,10 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, pyplot, seeds, with_spread,
+                                        write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels, paper_machine
+from pagelab.experiments.perforated.common import labels, paper_machine, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-redis"
@@ -102,22 +102,13 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files, paper = write_outputs(__file__, ID, t, plot, measured(t), out)
     phys, objects, gets = SCALES[variant]
-    text = f"""# {ID}: a Redis-like store of 16 KiB objects under random GETs
+    head = f"""# {ID}: a Redis-like store of 16 KiB objects under random GETs
 
 Variant `{variant}`: the paper's machine (preset `gem5-skylake`: L2 TLB of
 1536 entries, 12 ways), {phys >> 20} MiB of memory, {objects:,} objects of 16 KiB
 ({objects * OBJECT >> 20} MiB of values; the paper: 4 million, 64 GiB), about
-{gets:,} uniformly random GETs (the paper: 1 million) measured after the load.
-
-## Against the paper
-
-{markdown_table(paper)}
-
-{markdown_table(t)}
-
-docs/systems/perforated-results.md discusses the differences.
-"""
-    files.append(write_text(text, out / f"{ID}.md"))
+{gets:,} uniformly random GETs (the paper: 1 million) measured after the load."""
+    files.append(write_up(out / f"{ID}.md", head, paper, t))
     return files
 
 
