@@ -133,8 +133,8 @@ def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
         assert fp / (entries * (32 << 20)) == 64 * 1024 / (1280 * 32)
         m = a.machine(variant)
         assert m["tlb"]["l2_entries"] % 5 == 0 and m["tlb"]["l2_ways"] == 5
-    # XSBench has no analogue: no row is run under its name.
-    assert "xsbench" not in a.APPS and set(a.ORDER) == set(a.APPS)
+    # SVM and XSBench have no analogue: no row is run under their names.
+    assert "xsbench" not in a.APPS and "svm" not in a.APPS and set(a.ORDER) == set(a.APPS)
     # The offline run reads what the profiling run of its workload and
     # seed writes, and no other system is pointed at a hint file.
     cfgs = {}

@@ -246,8 +246,8 @@ def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, NATIVE, t, plot_native, native_measured(t), out)
     text = f"""# {NATIVE}: the paper's Figure 8 (native, no fragmentation)
 
-{_setup(variant)} Hawkeye is not built: its rows are left out. XSBench has
-no analogue (`analogues.py` says why).
+{_setup(variant)} Hawkeye is not built: its rows are left out. SVM and
+XSBench have no analogue (`analogues.py` says why).
 
 ## Against the artifact
 
