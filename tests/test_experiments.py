@@ -17,7 +17,7 @@ DECLARED = {
     "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
     "virt": {"virt-splinter", "virt-walks"},
     "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-realfrag", "pp-redis"},
-    "elastic": {"et-hugetlb"},
+    "elastic": {"et-hugetlb", "et-native", "et-sizes"},
 }
 
 ROOT = Path(experiments.__file__).parent
@@ -119,3 +119,28 @@ def test_chp_spec_analogues_scatter_their_hot_sets():
         w = app_workload(app, 1 << 30, 1000)
         assert w["hot_layout"] == "scattered" and w["hot_chunk"] == 4096
         assert w["hot_chunk"] <= w["hot_set"] <= w["footprint"] // 2
+
+
+def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
+    from pagelab.experiments.elastic import analogues as a
+    from pagelab.experiments.elastic import native
+
+    # 64 GiB against 1280 x 2 MiB and 1280 x 32 MiB: 25.6 and 1.6.
+    for variant in ("full", "quick"):
+        fp = a.SCALE[variant][2]
+        entries = a.l2_entries(variant)
+        assert fp / (entries * (2 << 20)) == 64 * 1024 / (1280 * 2)
+        assert fp / (entries * (32 << 20)) == 64 * 1024 / (1280 * 32)
+        m = a.machine(variant)
+        assert m["tlb"]["l2_entries"] % 5 == 0 and m["tlb"]["l2_ways"] == 5
+    # SVM and XSBench have no analogue: no row is run under their names.
+    assert "xsbench" not in a.APPS and "svm" not in a.APPS and set(a.ORDER) == set(a.APPS)
+    # The offline run reads what the profiling run of its workload and
+    # seed writes, and no other system is pointed at a hint file.
+    cfgs = {}
+    for system in ("elastic-offline", "elastic-profile", "elastic"):
+        c: dict = {}
+        native.shape(c, {"system": system, "workload": "gups", "seed": 2}, hints_dir=Path("/h"))
+        cfgs[system] = c["os"]["elastic"]
+    assert cfgs["elastic-offline"]["hints"] == cfgs["elastic-profile"]["leshy_hints_out"] == "/h/gups-seed2.hints"
+    assert cfgs["elastic"] == {}

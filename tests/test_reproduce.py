@@ -23,6 +23,11 @@ COLUMNS = {
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
+    "et-native": {"workload", "system", "cycles_norm", "dtlb_l2_mpki"},
+    "et-sizes": {
+        "workload", "system", "share_4k", "share_64k", "share_2m", "share_32m", "share_1g",
+        "count_4k", "count_64k", "count_2m", "count_32m", "count_1g",
+    },
     "pp-fig7": {"distribution", "hole_kind", "degree", "portion", "system", "speedup", "dtlb_l2_mpki"},
     "pp-fig9": {"workload", "distribution", "degree", "portion", "system", "speedup"},
     "pp-gtsm": {"workload", "system", "speedup", "huge_share"},
@@ -123,6 +128,35 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert (df[df.page_size == "4k"].cycles_norm == 1.0).all()
         g = df[df.workload == "gups"].set_index("page_size").cycles_norm
         assert g["2m"] < g["4k"] and g["1g"] <= g["32m"] <= g["2m"]
+    elif exp_id == "et-native":
+        assert_columns(df, ["workload", "system", "cycles_norm", "dtlb_l2_mpki"])
+        # Hawkeye is not built: no row of it; 1 GiB pages only where the
+        # footprint holds one (not in tiny); every other system ran.
+        assert set(df.system) == {"4k", "thp", "mthp", "elastic", "elastic-offline"}
+        assert (df[df.system == "4k"].cycles_norm == 1.0).all()
+        # GUPS over 128 MiB against a 10-entry L2 TLB: 4 KiB pages (40 KiB
+        # of reach) miss on almost every update, 2 MiB pages (20 MiB) on
+        # most; 32 MiB ranges (320 MiB) hold the whole table, whether
+        # greedy ET made them at fault time or the profile's hints did.
+        g = df[df.workload == "gups"].set_index("system")
+        assert g.dtlb_l2_mpki["thp"] < g.dtlb_l2_mpki["4k"]
+        for system in ("elastic", "elastic-offline"):
+            assert g.dtlb_l2_mpki[system] < 0.01 * g.dtlb_l2_mpki["4k"], system
+        assert g.cycles_norm["elastic"] < 1.0 and g.cycles_norm["thp"] < 1.0
+        # The profiling runs wrote the hints the offline runs read.
+        assert sorted(p.name for p in (tmp_path / "et-hints").glob("*.hints")) == [
+            "canneal-seed1.hints", "gups-seed1.hints", "streamcluster-seed1.hints"]
+    elif exp_id == "et-sizes":
+        cols = ["workload", "system"] + [f"{k}_{s}" for k in ("share", "count") for s in ("4k", "64k", "2m", "32m", "1g")]
+        assert_columns(df, cols)
+        shares = df[[c for c in cols if c.startswith("share_")]]
+        assert ((shares.sum(axis=1) - 1.0).abs() < 1e-9).all(), "each run's shares sum to 1"
+        s = df.set_index(["workload", "system"])
+        # 4 KiB pages map everything with 4 KiB translations; greedy ET
+        # maps GUPS's large VMA with 32 MiB ones.
+        assert s.loc[("gups", "4k"), "share_4k"] == 1.0
+        assert s.loc[("gups", "elastic"), "share_32m"] > 0
+        assert s.loc[("gups", "4k"), "count_4k"] >= (128 << 20) // 4096, "GUPS's whole table in 4 KiB pages"
     elif exp_id == "baseline-thp":
         assert set(df.policy) == {"base", "thp", "hugetlb-2m", "hugetlb-1g"}
         assert set(df.workload) == {"gups", "bfs", "kv", "stream"}

@@ -43,6 +43,10 @@ class Experiment:
     #: (runs, out dir, variant) -> files written.
     analyze: Callable[[pd.DataFrame, Path, str], list[Path]]
     paper: str | None = None
+    #: Runs what the sweep's runs depend on before them (e.g. profiling
+    #: runs whose files the measured runs read) and returns the sweep to
+    #: run: (sweep, out dir, run_sweep's keyword arguments) -> sweep.
+    prepare: Callable[[Sweep, Path, dict], Sweep] | None = None
 
 
 REGISTRY: dict[str, Experiment] = {}
@@ -59,10 +63,12 @@ def register(exp: Experiment) -> Experiment:
     return exp
 
 
-def declare(id: str, title: str, sweep: Callable[[str], Sweep], analyze, paper: str | None = None) -> Experiment:
+def declare(id: str, title: str, sweep: Callable[[str], Sweep], analyze, paper: str | None = None,
+            prepare=None) -> Experiment:
     """Registers an experiment whose sweeps are `sweep(variant)` for every
     variant."""
-    return register(Experiment(id=id, title=title, sweeps={v: sweep(v) for v in VARIANTS}, analyze=analyze, paper=paper))
+    sweeps = {v: sweep(v) for v in VARIANTS}
+    return register(Experiment(id=id, title=title, sweeps=sweeps, analyze=analyze, paper=paper, prepare=prepare))
 
 
 def _owner(exp: Experiment) -> str | None:
@@ -135,6 +141,8 @@ def reproduce(
         sweep = dataclasses.replace(sweep, seeds=list(range(1, seeds + 1)))
     out = Path(out)
     started = time.perf_counter()
+    if exp.prepare is not None:
+        sweep = exp.prepare(sweep, out, dict(jobs=jobs, executor=executor, address=address, log=log))
     outcome = run_sweep(sweep, out, jobs=jobs, executor=executor, address=address, experiment=exp.id, log=log)
     if outcome.errors:
         raise RuntimeError(f"{len(outcome.errors)} run(s) of {exp_id} failed: {next(iter(outcome.errors.values()))}")

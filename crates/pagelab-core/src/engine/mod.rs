@@ -644,10 +644,14 @@ impl Simulation {
         &self.timeseries
     }
 
-    /// Ends the run: flushes and closes the physical-reference export.
+    /// Ends the run: flushes and closes the physical-reference export;
+    /// each kernel's daemons finish (Leshy writes a profile's hints).
     pub fn finish(&mut self) -> Result<()> {
         if let Some(e) = self.export.take() {
             e.finish()?;
+        }
+        for vm in 0..self.nr_guests() {
+            self.guest_mut(vm).finish()?;
         }
         Ok(())
     }

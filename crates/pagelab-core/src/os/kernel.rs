@@ -310,6 +310,15 @@ impl Kernel {
         self.daemons = daemons;
     }
 
+    /// The run ended: each daemon's `finish`, in order (the first error
+    /// stops it).
+    pub fn finish(&mut self) -> Result<()> {
+        let mut daemons = std::mem::take(&mut self.daemons);
+        let result = daemons.iter_mut().try_for_each(|d| d.finish(self));
+        self.daemons = daemons;
+        result
+    }
+
     /// Explicit compaction towards a free block of `order` (Linux's
     /// compact_zone). Returns the cycles it cost.
     pub fn compact(&mut self, order: Order) -> f64 {

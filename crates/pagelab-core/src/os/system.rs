@@ -100,6 +100,12 @@ pub trait Daemon: std::fmt::Debug + Send {
     /// workloads are its shootdowns, queued in the kernel.
     fn run_due(&mut self, k: &mut Kernel, now: f64);
 
+    /// The run ended (`Simulation::finish`): last work, e.g. writing
+    /// what the run profiled. An error fails the run's end.
+    fn finish(&mut self, _k: &mut Kernel) -> Result<()> {
+        Ok(())
+    }
+
     fn report(&self, _out: &mut Stats) {}
 
     fn reset_stats(&mut self) {}

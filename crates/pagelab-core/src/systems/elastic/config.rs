@@ -65,6 +65,11 @@ pub struct ElasticConfig {
     /// How many epochs' samples each run of online Leshy merges
     /// (`epochs.sh` concatenates the current and the previous one).
     pub leshy_epochs: u32,
+    /// A file that Leshy's placement over the whole run's observations is
+    /// written to when the run ends (`online` or `access-bit`), in the
+    /// artifact's format, for `leshy = "offline"` to read: the profiling
+    /// run of the artifact's "ET-offline".
+    pub leshy_hints_out: Option<String>,
 }
 
 impl Default for ElasticConfig {
@@ -79,6 +84,7 @@ impl Default for ElasticConfig {
             leshy_coverage: 1.0,
             leshy_epoch_ms: 5000.0,
             leshy_epochs: 2,
+            leshy_hints_out: None,
         }
     }
 }
@@ -93,6 +99,16 @@ impl ElasticConfig {
                 key("hints"),
                 "offline Leshy needs hints: a file, or a list of \"0xSTART-0xEND\"",
             ));
+        }
+        let profiling = matches!(self.leshy, LeshyMode::Online | LeshyMode::AccessBit);
+        if used && self.leshy_hints_out.is_some() && !profiling {
+            return Err(Error::config(
+                key("leshy_hints_out"),
+                "only a run that profiles writes hints: needs leshy = \"online\" or \"access-bit\"",
+            ));
+        }
+        if self.leshy_hints_out.as_deref() == Some("") {
+            return Err(Error::config(key("leshy_hints_out"), "an empty file name"));
         }
         if let Some(HintSource::Ranges(ranges)) = &self.hints {
             super::hints::Hints::parse(ranges.iter().map(String::as_str), &key("hints"))?;

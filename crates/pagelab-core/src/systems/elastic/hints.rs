@@ -120,6 +120,30 @@ impl Hints {
     }
 }
 
+impl Hints {
+    /// The hints in the artifact's file format, one `0xSTART-0xEND` per
+    /// line in load order (best first, as Leshy wrote them): what
+    /// [`Hints::parse`] reads back.
+    pub fn to_text(&self) -> String {
+        self.regions().map(|(base, size)| format!("{base:#x}-{:#x}\n", base + size.bytes())).collect()
+    }
+
+    /// Writes [`Hints::to_text`] to `path` whole or not at all: under a
+    /// temporary name beside it, then renamed over it, so that an error
+    /// (or a crash) never leaves a half-written hint file for an offline
+    /// run to read. `key` names the setting in the error.
+    pub fn write_file(&self, path: &str, key: &str) -> Result<()> {
+        let target = std::path::Path::new(path);
+        let name = target.file_name().ok_or_else(|| Error::config(key, format!("{path:?} is not a file name")))?;
+        let tmp = target.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+        let written = std::fs::write(&tmp, self.to_text()).and_then(|_| std::fs::rename(&tmp, target));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::config(key, format!("cannot write {path}: {e}"))
+        })
+    }
+}
+
 fn parse_hex(s: &str) -> Option<u64> {
     let s = s.trim();
     u64::from_str_radix(s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?, 16).ok()

@@ -21,11 +21,19 @@
 //! previous epoch's are not reloaded (CoalaKhugepaged's marks survive);
 //! other hints replace the process's old ones, all marked again (the
 //! script's `echo 1 > /proc/PID/coala_hints` then `prctl --khuge`).
+//!
+//! With `os.elastic.leshy_hints_out` Leshy also keeps the whole run's
+//! observations per 4 KiB page and, when the run ends, places them once
+//! more under the same budget and coverage and writes the hints to that
+//! file: the artifact's profiling run (`bin/sample.sh` records the whole
+//! run, `bin/hints/generate_hints.sh` runs `leshy` over it), whose file
+//! `os.elastic.leshy = "offline"` reads back.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hints::{lock, Hints, SharedHints};
 use super::placement::{place, roll_up_counts, Region, Size};
+use crate::error::Result;
 use crate::os::{Daemon, Kernel};
 use crate::paging::pte::ACCESSED;
 use crate::units::{Asid, PageSize, VirtAddr};
@@ -33,6 +41,10 @@ use crate::units::{Asid, PageSize, VirtAddr};
 /// What one epoch observed of a page: (address space, address, count,
 /// latency sum).
 type Observation = (Asid, u64, u64, u64);
+
+/// The whole run's observations for the profile: (count, latency sum) by
+/// (address space, 4 KiB page).
+type Profile = BTreeMap<(Asid, u64), (u64, u64)>;
 
 /// Where the observations come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +68,14 @@ pub struct Leshy {
     coverage: f64,
     /// Pages of hints loaded per epoch at most.
     max_pages: u64,
+    /// Where the profile's hints go at the end of the run, if anywhere.
+    hints_out: Option<String>,
+    /// Kept only with `hints_out`.
+    profile: Profile,
 }
 
 /// Leshy's settings (from `os.elastic` and khugepaged's `os.thp`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LeshySettings {
     pub source: Source,
     pub epoch_ms: f64,
@@ -68,6 +84,8 @@ pub struct LeshySettings {
     pub coverage: f64,
     pub pages_to_scan: u64,
     pub scan_sleep_ms: f64,
+    /// `os.elastic.leshy_hints_out`.
+    pub hints_out: Option<String>,
 }
 
 impl Leshy {
@@ -85,11 +103,46 @@ impl Leshy {
             budget: s.budget,
             coverage: s.coverage,
             max_pages,
+            hints_out: s.hints_out,
+            profile: Profile::new(),
         }
+    }
+
+    /// Adds observations to the whole run's profile (when one is kept).
+    fn record(&mut self, observed: &[Observation]) {
+        if self.hints_out.is_none() {
+            return;
+        }
+        for &(asid, addr, count, latency) in observed {
+            let e = self.profile.entry((asid, addr & !4095)).or_default();
+            e.0 += count;
+            e.1 += latency;
+        }
+    }
+
+    /// The placement over the whole run's observations, every process's
+    /// in the order of their address spaces (the file has no process: an
+    /// offline run gives its hints to every process; a range overlapping
+    /// an earlier process's is left out).
+    pub fn profile_hints(&self) -> Hints {
+        let mut by_asid: BTreeMap<Asid, Vec<(u64, u64, u64)>> = BTreeMap::new();
+        for (&(asid, page), &(count, latency)) in &self.profile {
+            by_asid.entry(asid).or_default().push((page, count, latency));
+        }
+        let mut all = Hints::default();
+        for observed in by_asid.into_values() {
+            for (base, size) in
+                Hints::from_regions(&place(&roll_up_counts(observed), self.budget, self.coverage)).regions()
+            {
+                all.insert(base, size);
+            }
+        }
+        all
     }
 
     /// The end of an epoch: this epoch's observations in, new hints out.
     pub fn end_epoch(&mut self, observed: Vec<Observation>) {
+        self.record(&observed);
         self.epochs.push_back(observed);
         while self.epochs.len() > self.keep {
             self.epochs.pop_front();
@@ -168,5 +221,16 @@ impl Daemon for Leshy {
             self.end_epoch(observed);
             self.next_epoch = if self.period > 0.0 { self.next_epoch + self.period } else { now + 1.0 };
         }
+    }
+
+    /// With `hints_out`: the observations since the last epoch join the
+    /// profile, and its hints are written.
+    fn finish(&mut self, k: &mut Kernel) -> Result<()> {
+        let Some(path) = self.hints_out.clone() else {
+            return Ok(());
+        };
+        let rest = observe(k, self.source);
+        self.record(&rest);
+        self.profile_hints().write_file(&path, "os.elastic.leshy_hints_out")
     }
 }

@@ -270,16 +270,22 @@ fn a_hinted_64k_range_is_promoted_to_one_contiguous_block() {
 /// table by the first epoch: a PMD with none would send the promotion to
 /// its 2 MiB fallback.)
 fn hot_32m_run(mode: &str) -> Simulation {
-    let cfg = arm(&[
-        &format!("os.elastic.leshy=\"{mode}\""),
-        "os.elastic.vma_threshold_32m=\"1GiB\"",
-        "os.elastic.leshy_sample_period=16",
-        "os.elastic.leshy_budget=4",
-        "os.elastic.leshy_epoch_ms=0.05",
-        "os.thp.scan_sleep_ms=0.05",
-        "os.thp.pages_to_scan=8192",
-        "run.check_translations=true",
-    ]);
+    hot_32m_run_with(mode, &[])
+}
+
+fn hot_32m_run_with(mode: &str, extra: &[&str]) -> Simulation {
+    let mut keys = vec![
+        format!("os.elastic.leshy=\"{mode}\""),
+        "os.elastic.vma_threshold_32m=\"1GiB\"".into(),
+        "os.elastic.leshy_sample_period=16".into(),
+        "os.elastic.leshy_budget=4".into(),
+        "os.elastic.leshy_epoch_ms=0.05".into(),
+        "os.thp.scan_sleep_ms=0.05".into(),
+        "os.thp.pages_to_scan=8192".into(),
+        "run.check_translations=true".into(),
+    ];
+    keys.extend(extra.iter().map(|k| k.to_string()));
+    let cfg = arm(&keys.iter().map(String::as_str).collect::<Vec<_>>());
     let pass = every(BASE, 20 << 10, MIB32 / (20 << 10));
     let mut batches = vec![batch(vec![mmap(BASE, MIB32)], every(BASE.add(0x3000), MIB2, 16))];
     batches.extend((0..7).map(|_| batch(vec![], pass.clone())));
@@ -320,4 +326,77 @@ fn access_bit_hints_also_find_the_hot_32m_region_without_a_tlb_miss_sample() {
     assert_eq!(stat(&sim, "leshy.samples"), 0.0, "no TLB-miss sampling");
     assert_eq!(stat(&sim, "elastic.promotions.32m"), 1.0);
     assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
+}
+
+#[test]
+fn hints_written_as_text_read_back_the_same_in_the_same_order() {
+    let mut hints = Hints::default();
+    for (base, size) in [(0x7f00_0200_0000, Size::Size32M), (0x10_0000, Size::Size64K), (0x40_0000, Size::Size2M)] {
+        hints.insert(base, size);
+    }
+    let text = hints.to_text();
+    assert_eq!(text, "0x7f0002000000-0x7f0004000000\n0x100000-0x110000\n0x400000-0x600000\n");
+    assert_eq!(Hints::parse(text.lines(), "h").unwrap(), hints);
+}
+
+/// A fresh path under the system's temporary directory.
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pagelab-leshy-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn a_profiling_run_writes_its_hints_and_an_offline_run_maps_the_hinted_region_with_its_size() {
+    // The hot 32 MiB run of the online test, profiled: over the whole
+    // run, with a budget of 4 entries, the one 32 MiB region covers every
+    // sample where 4 pages, ranges or PMDs do not: one 32 MiB hint.
+    let path = temp_path("hot32m.hints");
+    let out = format!("os.elastic.leshy_hints_out={:?}", path.to_str().unwrap());
+    let mut sim = hot_32m_run_with("online", &[&out]);
+    assert!(!path.exists(), "written when the run ends, not before");
+    sim.finish().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text, format!("{:#x}-{:#x}\n", BASE.raw(), BASE.raw() + MIB32));
+    // Deterministic: the same run writes the same bytes.
+    let mut again = hot_32m_run_with("online", &[&out]);
+    again.finish().unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let dir_entries = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
+    assert_eq!(dir_entries, 1, "no temporary file left beside it");
+
+    // Offline from the file, without CoalaKhugepaged: the faults alone map
+    // the hinted region as one 32 MiB translation (16 PMDs of an order-13
+    // block, each 2 MiB page placed at its offset, the bit set).
+    let hints = format!("os.elastic.hints={:?}", path.to_str().unwrap());
+    let cfg =
+        arm(&["os.elastic.leshy=\"offline\"", &hints, "os.elastic.khugepaged=false", "run.check_translations=true"]);
+    let sim = simulate(cfg, vec![batch(vec![mmap(BASE, MIB32)], every(BASE.add(0x3000), MIB2, 16))]).unwrap();
+    assert_eq!(stat(&sim, "os.faults.elastic_2m"), 16.0);
+    assert_eq!(stat(&sim, "mem.mapped.32m"), MIB32 as f64);
+    assert!(contiguous(&sim, BASE) && contiguous(&sim, BASE.add(MIB32 - 4096)));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn writing_hints_is_refused_without_a_profile_and_a_bad_path_is_named() {
+    let text = "[workload]\nkind = \"gups\"\n";
+    let over = |mode: &str| {
+        vec![
+            "os.policy=\"elastic\"".to_string(),
+            format!("os.elastic.leshy=\"{mode}\""),
+            "os.elastic.leshy_hints_out=\"h.txt\"".to_string(),
+        ]
+    };
+    let err = crate::config::parse_config(text, "t.toml", &over("off")).unwrap_err().to_string();
+    assert!(err.contains("os.elastic.leshy_hints_out") && err.contains("online"), "{err}");
+    assert!(crate::config::parse_config(text, "t.toml", &over("online")).is_ok());
+    // A directory that does not exist: the run's end fails, naming the
+    // key and the file, and leaves nothing behind.
+    let path = temp_path("missing-dir").join("h.hints");
+    let out = format!("os.elastic.leshy_hints_out={:?}", path.to_str().unwrap());
+    let mut sim = hot_32m_run_with("online", &[&out]);
+    let err = sim.finish().unwrap_err().to_string();
+    assert!(err.contains("os.elastic.leshy_hints_out") && err.contains("missing-dir"), "{err}");
+    assert!(!path.parent().unwrap().exists());
 }

@@ -85,6 +85,7 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
             coverage: cfg.leshy_coverage,
             pages_to_scan: b.os.thp.pages_to_scan as u64,
             scan_sleep_ms: b.os.thp.scan_sleep_ms,
+            hints_out: cfg.leshy_hints_out.clone(),
         };
         k.add_daemon(Box::new(leshy::Leshy::new(hints.clone(), settings, b.freq_ghz)));
     }
