@@ -11,8 +11,9 @@ the virtualized (2D) walk does not build coalesced entries yet, so the
 `virtualized = true` rows are not produced (docs/systems/elastic.md).
 
 Workloads (pagelab's generators; the artifact's fig2 runs astar, omnetpp,
-streamcluster, hashjoin, svm and canneal, whose analogues are not built
-yet): `gups` (uniform random read-modify-writes: the GUPS benchmark, and
+streamcluster, hashjoin, svm and canneal, whose analogues `et-native` now
+has in `elastic/analogues.py` (not svm), on a scaled machine; this
+experiment still runs its two on the unscaled N1): `gups` (uniform random read-modify-writes: the GUPS benchmark, and
 the random probes of hashjoin) and `chase` (dependent random loads over
 one array: the pointer chasing of canneal and omnetpp). Footprints are not
 the paper's (33-124 GiB): `full` uses 4 GiB, 1.6 times the N1 L2 TLB's
