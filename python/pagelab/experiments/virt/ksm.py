@@ -132,7 +132,7 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
 
 Variant `{variant}`. Two VMs of {guest} on a host of {host} (4 KiB pages in
 both layers), each initialising a {buffer} gups table with the same data
-(`contents = "shared"`) and then making {n:,} updates at random, {WRITE_FRACTION:.0%}
+(`contents = "shared"`) and then making {n:,} updates at random, {WRITE_FRACTION:.1%}
 of them stores. KSM wakes every {sleep_ms} ms of simulated time (Linux: 20)
 and scans `pages_to_scan` pages a wake-up.
 
