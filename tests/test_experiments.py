@@ -15,7 +15,7 @@ from pagelab import experiments
 DECLARED = {
     "baseline": {"baseline-thp", "frag-sweep"},
     "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
-    "virt": {"virt-splinter", "virt-walks"},
+    "virt": {"virt-ksm", "virt-splinter", "virt-walks"},
     "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-realfrag", "pp-redis"},
     "elastic": {"et-hugetlb", "et-native", "et-sizes"},
 }

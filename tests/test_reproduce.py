@@ -22,6 +22,7 @@ COLUMNS = {
     "chp-table4": {"scenario", "faults", "fault_cycles_avg", "fault_cycles_p99", "fault_cycles_total"},
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
+    "virt-ksm": {"pages_to_scan", "pages_shared", "pages_sharing", "memory_saved_mib", "cow_breaks", "runtime"},
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
     "et-native": {"workload", "system", "cycles_norm", "dtlb_l2_mpki"},
     "et-sizes": {
@@ -47,7 +48,7 @@ def assert_columns(df, columns):
 
 
 #: Numeric grid labels: keys, not quantities (no spread).
-KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings"}
+KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -116,6 +117,20 @@ def test_reproduce_tiny(tmp_path, exp_id):
         # Guest THP on host base pages keeps 4 KiB reach; THP on THP does not.
         assert g.loc[("thp", "base"), "dtlb_l2_misses"] > 0.9 * g.loc[("base", "base"), "dtlb_l2_misses"]
         assert g.loc[("thp", "thp"), "dtlb_l2_misses"] < 0.5 * g.loc[("thp", "base"), "dtlb_l2_misses"]
+    elif exp_id == "virt-ksm":
+        cols = ["pages_to_scan", "pages_shared", "pages_sharing", "memory_saved_mib", "cow_breaks", "full_scans", "runtime"]
+        assert_columns(df, cols)
+        off, on = df[df.pages_to_scan == 0], df[df.pages_to_scan > 0].sort_values("pages_to_scan")
+        # KSM off saves nothing; on, memory saved is pages_sharing x 4 KiB;
+        # a faster scan completes at least as many full scans; a page merges
+        # at its second full scan at the earliest, so a rate that did not
+        # finish two saved nothing; the fastest merged pages, and the
+        # guests' stores copied some back.
+        assert (off.memory_saved_mib == 0).all() and (off.runtime == 1.0).all()
+        assert (on.memory_saved_mib == on.pages_sharing * 4096 / (1 << 20)).all()
+        assert on.full_scans.is_monotonic_increasing
+        assert (on[on.full_scans < 2].memory_saved_mib == 0).all() and (on.full_scans < 2).any()
+        assert on.memory_saved_mib.iloc[-1] > 0 and on.cow_breaks.iloc[-1] > 0
     elif exp_id.startswith("pp-"):
         PP_CHECKS[exp_id](df)
     elif exp_id == "et-hugetlb":

@@ -141,6 +141,9 @@ def _core_seed(seed: int, core: int) -> int:
 
 
 def _workload_tables(config: dict) -> list[dict]:
+    if "vms" in config:
+        # Several VMs (`[[vms]]`): each VM's workload or workloads.
+        return [w for vm in config["vms"] for w in _workload_tables(vm)]
     return config["workloads"] if "workloads" in config else [config.setdefault("workload", {})]
 
 

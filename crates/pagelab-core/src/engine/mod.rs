@@ -20,6 +20,8 @@ pub mod core;
 mod export;
 pub mod functional;
 pub mod host_budget;
+#[cfg(test)]
+mod ksm_tests;
 pub mod mmu;
 mod sampling;
 #[cfg(test)]

@@ -237,6 +237,9 @@ enum Walk2d {
     GuestFault,
     /// The EPT has no translation for this guest frame.
     EptViolation(Gfn),
+    /// A store to a guest frame whose EPT leaf is read-only (a KSM page):
+    /// an EPT violation the host serves by copying.
+    WriteProtected(Gfn),
     /// The check mode found a cached entry that no longer matches the
     /// tables (what it says).
     Stale(String),
@@ -299,13 +302,16 @@ impl Walker2d<'_> {
             TlbLookup::Resolve => unreachable!("a resolving TLB entry kind in a virtualized run"),
         };
         if let Some(t) = hit {
-            if write && !t.dirty {
-                self.dirty_assist(asid, tag, vaddr);
+            // A combined entry of a write-protected EPT leaf is never dirty:
+            // a store through it takes this (existing) cold path.
+            let copied = write && !t.dirty && self.store_through_clean(asid, tag, vaddr, t.writable)?;
+            if !copied {
+                if self.mmu.check {
+                    check_combined(self.guest, self.hv, self.nested.vm, asid, vaddr, t.pfn)?;
+                    check_write_protection(self.guest, self.hv, self.nested.vm, asid, vaddr, t.dirty)?;
+                }
+                return Ok(t.pfn);
             }
-            if self.mmu.check {
-                check_combined(self.guest, self.hv, self.nested.vm, asid, vaddr, t.pfn)?;
-            }
-            return Ok(t.pfn);
         }
         loop {
             match self.walk(asid, tag, vaddr, write) {
@@ -318,6 +324,7 @@ impl Walker2d<'_> {
                     self.violation(gfn)?;
                     self.stats.ept_violations_walk += 1;
                 }
+                Walk2d::WriteProtected(gfn) => self.copy_on_write(gfn)?,
                 Walk2d::Stale(what) => return Err(Error::Workload(format!("stale translation: {what}"))),
             }
         }
@@ -346,7 +353,7 @@ impl Walker2d<'_> {
         // (The last: whether this access sets the leaf's dirty bit.)
         let (frame, size, writable, dirty, newly_dirty) = loop {
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
-                Ok((table, _)) => table,
+                Ok((table, _, _)) => table,
                 Err(miss) => return miss.into(),
             };
             let level = pt.node_level(node);
@@ -380,14 +387,20 @@ impl Walker2d<'_> {
         // The data's guest frame, then the combined entry at the smaller
         // of the two page sizes (both map that range contiguously).
         let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
-        let (host_frame, host_size) = match ept.translate(data_gfn) {
+        let (host_frame, host_size, host_writable) = match ept.translate(data_gfn) {
             Ok(t) => t,
             Err(miss) => return miss.into(),
         };
+        if write && !host_writable {
+            return Walk2d::WriteProtected(data_gfn);
+        }
         let combined = if size.bytes() <= host_size.bytes() { size } else { host_size };
         let vbase = vaddr.align_down(combined.bytes()).vpn();
         let base = Pfn::new(host_frame.raw() - vaddr.vpn().offset_from(vbase));
-        Walk2d::Leaf(TlbEntry::page(tag, vbase, combined, base, writable, dirty))
+        // Permissions combine: a read-only EPT leaf makes a clean,
+        // read-only entry, so the next store through it faults.
+        let entry = TlbEntry::page(tag, vbase, combined, base, writable && host_writable, dirty && host_writable);
+        Walk2d::Leaf(entry)
     }
 
     /// An EPT violation: the host backs the frame; the VM's translations a
@@ -398,6 +411,36 @@ impl Walker2d<'_> {
         self.count_violations(1, cycles);
         self.apply_ept_changes();
         Ok(())
+    }
+
+    /// A store to a KSM page: the host copies it (a VM exit, the copy);
+    /// the INVEPT of the change is applied to this core now, to the VM's
+    /// others at the end of the round.
+    #[cold]
+    #[inline(never)]
+    fn copy_on_write(&mut self, gfn: Gfn) -> Result<()> {
+        let contents = self.contents.as_mut().map(|(c, _)| &mut **c);
+        let cycles = self.hv.break_cow(self.nested.vm, gfn, contents)?;
+        self.count_violations(1, cycles);
+        self.apply_ept_changes();
+        Ok(())
+    }
+
+    /// A store through a TLB entry that is not dirty: a KSM page's
+    /// (`writable` false and the EPT leaf read-only) is copied, and the
+    /// caller walks again (true); otherwise the dirty-bit assist.
+    #[cold]
+    #[inline(never)]
+    fn store_through_clean(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, writable: bool) -> Result<bool> {
+        if !writable {
+            let gfn = guest_frame_of(self.guest, asid, vaddr);
+            if let Some(gfn) = gfn.filter(|&g| self.hv.write_protected(self.nested.vm, g)) {
+                self.copy_on_write(gfn)?;
+                return Ok(true);
+            }
+        }
+        self.dirty_assist(asid, tag, vaddr);
+        Ok(false)
     }
 
     fn count_violations(&mut self, n: u64, cycles: f64) {
@@ -428,7 +471,15 @@ impl Walker2d<'_> {
     fn guest_fault(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
         let outcome = self.guest.handle_fault(asid, vaddr, write)?;
         self.stats.record_fault(outcome.size, outcome.cycles);
-        if let Some((contents, _)) = self.contents.as_mut() {
+        if self.hv.ksm.is_some() {
+            // The zeroing stores break KSM pages among the frames.
+            for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
+                let contents = self.contents.as_mut().map(|(c, _)| &mut **c);
+                let (n, cycles) = self.hv.zeroed_by_guest(self.nested.vm, start, count, contents)?;
+                self.count_violations(n, cycles);
+            }
+        }
+        if let Some((contents, _)) = self.contents.as_mut().filter(|(_, data)| !data.is_none()) {
             // The guest's fault handler zeroed the new leaf's frames.
             if let Some(m) = self.guest.proc(asid).aspace.pt.lookup(vaddr) {
                 contents.zeroed(self.nested.vm, Gfn::of_guest_kernel(m.frame), m.size.nr_pages());
@@ -493,11 +544,12 @@ impl Ept<'_> {
         self.stats.walk_guest_refs += 1;
     }
 
-    /// The host frame of `gfn` and the size of its EPT leaf, or why not.
-    fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize), EptMiss> {
+    /// The host frame of `gfn`, the size of its EPT leaf and whether the
+    /// leaf allows stores, or why not.
+    fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize, bool), EptMiss> {
         self.stats.cycles_translation += self.nested.ntlb_latency;
         if let Some(hit) = self.nested.ntlb.lookup(self.nested.vpid, gfn) {
-            if self.check && self.hv.backing_of(self.nested.vm, gfn) != Some(hit) {
+            if self.check && self.stale_nested(gfn, hit) {
                 return Err(EptMiss::Stale(format!("the nested TLB maps guest frame {gfn} to {hit:?}")));
             }
             return Ok(hit);
@@ -516,7 +568,7 @@ impl Ept<'_> {
                 )));
             }
         }
-        let (frame, size) = loop {
+        let (frame, size, writable) = loop {
             let level = ept.node_level(node);
             if level == 1 {
                 let (pte, at) = ept.read_leaf_and_set(node, va, ACCESSED);
@@ -524,7 +576,7 @@ impl Ept<'_> {
                 if !pte.present() {
                     return Err(EptMiss::Violation(gfn));
                 }
-                break (pte.pfn(), PageSize::Size4K);
+                break (pte.pfn(), PageSize::Size4K, pte.writable());
             }
             let (pte, at, child) = ept.read_upper(node, va);
             push_ept(self.refs, self.stats, at);
@@ -533,15 +585,24 @@ impl Ept<'_> {
             }
             if pte.is_huge() {
                 ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, ACCESSED);
-                break (pte.pfn(), level_size(level));
+                break (pte.pfn(), level_size(level), pte.writable());
             }
             let child: NodeId = child.expect("a present non-leaf entry has a child table");
             self.nested.ept_pwc.fill(host_asid, va, level, pte.pfn(), child.handle());
             node = child;
         };
         let host_frame = frame.add(gfn.raw() & (size.nr_pages() - 1));
-        self.nested.ntlb.fill_after_miss(self.nested.vpid, gfn, host_frame, size);
-        Ok((host_frame, size))
+        self.nested.ntlb.fill_after_miss(self.nested.vpid, gfn, host_frame, size, writable);
+        Ok((host_frame, size, writable))
+    }
+
+    /// The check mode: whether a nested-TLB hit differs from the EPT now
+    /// (frame, leaf size or store permission).
+    #[cold]
+    #[inline(never)]
+    fn stale_nested(&self, gfn: Gfn, hit: (Pfn, PageSize, bool)) -> bool {
+        let now = self.hv.backing_of(self.nested.vm, gfn);
+        now != Some((hit.0, hit.1)) || self.hv.write_protected(self.nested.vm, gfn) == hit.2
     }
 }
 
@@ -574,6 +635,13 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
     out
 }
 
+/// The guest frame the guest's table maps `vaddr` of `asid` to (a
+/// software walk, for the cold paths).
+fn guest_frame_of(guest: &Kernel, asid: Asid, vaddr: VirtAddr) -> Option<Gfn> {
+    let m = guest.proc(asid).aspace.pt.lookup(vaddr)?;
+    Some(Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)))
+}
+
 /// The check mode for a combined entry: its frame must be what the guest's
 /// table and then the EPT say now.
 #[cold]
@@ -586,13 +654,33 @@ pub fn check_combined(
     vaddr: VirtAddr,
     frame: Pfn,
 ) -> Result<()> {
-    let pt = &guest.proc(asid).aspace.pt;
-    let gfn = pt.lookup(vaddr).map(|m| Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)));
+    let gfn = guest_frame_of(guest, asid, vaddr);
     let expected = gfn.and_then(|g| hv.backing_of(vm, g)).map(|(f, _)| f);
     if expected != Some(frame) {
         return Err(Error::Workload(format!(
             "stale translation: the TLB maps guest {vaddr} to host frame {frame}, but the guest's table gives \
              guest frame {gfn:?} and the EPT host frame {expected:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The check mode for a combined entry's permission: a dirty entry over a
+/// write-protected EPT leaf would let stores skip their copy-on-write.
+#[cold]
+#[inline(never)]
+fn check_write_protection(
+    guest: &Kernel,
+    hv: &Hypervisor,
+    vm: usize,
+    asid: Asid,
+    vaddr: VirtAddr,
+    dirty: bool,
+) -> Result<()> {
+    let gfn = guest_frame_of(guest, asid, vaddr);
+    if dirty && gfn.is_some_and(|g| hv.write_protected(vm, g)) {
+        return Err(Error::Workload(format!(
+            "stale translation: the TLB holds a dirty entry for guest {vaddr} over a write-protected EPT leaf"
         )));
     }
     Ok(())
@@ -614,7 +702,9 @@ impl Simulation {
         let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
         let guest_asids = &virt.guest_asids[vm];
         let page_data = virt.page_data[i];
-        let contents = virt.contents.as_deref_mut().filter(|_| !page_data.is_none());
+        // (Unfiltered: a copy-on-write changes a page's content whatever
+        // the process declares.)
+        let contents = virt.contents.as_deref_mut();
         // One walker for the quantum: the core's MMU, buffer and counters
         // are reached through it.
         let mut w = Walker2d {
@@ -681,7 +771,7 @@ impl Simulation {
     /// belong to, each paying an INVEPT.
     pub(super) fn virt_round_end(&mut self, now: f64) {
         let Some(virt) = self.virt.as_deref_mut() else { return };
-        virt.hv.tick(now);
+        virt.hv.tick(now, virt.contents.as_deref());
         let changes = virt.hv.drain_ept_changes();
         for change in changes {
             let host_asid = virt.hv.host_asid(change.vm);

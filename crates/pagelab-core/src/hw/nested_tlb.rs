@@ -3,7 +3,9 @@
 //! paging-structure caches' leaves), consulted by the two-dimensional
 //! walker before each EPT walk (`engine::walk2d`). An entry holds what one
 //! EPT leaf says: the host frame of a guest frame range of the leaf's size
-//! (4 KiB, 2 MiB or 1 GiB), tagged with the VM's VPID.
+//! (4 KiB, 2 MiB or 1 GiB), tagged with the VM's VPID, and whether the leaf
+//! allows stores (a leaf KSM merged does not: a store through it is an EPT
+//! violation, `engine::walk2d`).
 //!
 //! Host changes drop entries by guest-physical range
 //! ([`NestedTlb::invalidate_range`]), the INVEPT the hypervisor issues.
@@ -55,6 +57,10 @@ impl NestedTlbConfig {
 const VPID_SHIFT: u32 = 48;
 const CLASS_SHIFT: u32 = 45;
 
+/// A read-only leaf's entry keeps this bit beside its base frame (host
+/// frames are below 2^40), so a hit yields the permission with the frame.
+const READ_ONLY: u64 = 1 << 63;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NestedTlbStats {
     pub hits: u64,
@@ -93,9 +99,10 @@ impl NestedTlb {
         (((key >> CLASS_SHIFT) & 7) - 1) as usize
     }
 
-    /// The host frame of `gfn` and the size of the EPT leaf it came from.
+    /// The host frame of `gfn`, the size of the EPT leaf it came from, and
+    /// whether that leaf allows stores.
     #[inline]
-    pub fn lookup(&mut self, vpid: u16, gfn: Gfn) -> Option<(Pfn, PageSize)> {
+    pub fn lookup(&mut self, vpid: u16, gfn: Gfn) -> Option<(Pfn, PageSize, bool)> {
         if self.array.is_disabled() {
             return None;
         }
@@ -103,7 +110,8 @@ impl NestedTlb {
             let (key, index) = Self::key(vpid, gfn, size);
             if let Some(base) = self.array.lookup(key, index) {
                 self.stats.hits += 1;
-                return Some((base.add(gfn.raw() & (size.nr_pages() - 1)), size));
+                let frame = Pfn::new((base.raw() & !READ_ONLY) + (gfn.raw() & (size.nr_pages() - 1)));
+                return Some((frame, size, base.raw() & READ_ONLY == 0));
             }
         }
         self.stats.misses += 1;
@@ -111,28 +119,29 @@ impl NestedTlb {
     }
 
     /// After an EPT walk found `gfn` in a leaf of `size` mapping to host
-    /// frame `frame` (of `gfn` itself).
-    pub fn fill(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize) {
+    /// frame `frame` (of `gfn` itself), `writable` or not.
+    pub fn fill(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool) {
         let (key, index) = Self::key(vpid, gfn, size);
         let fresh = self.array.peek(key, index).is_none();
-        self.fill_with(vpid, gfn, frame, size, fresh);
+        self.fill_with(vpid, gfn, frame, size, writable, fresh);
     }
 
     /// [`fill`](Self::fill) right after [`lookup`](Self::lookup) missed
     /// `gfn` (the walker's case): the entry cannot be present, so only the
     /// victim is searched for.
     #[inline]
-    pub fn fill_after_miss(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize) {
-        self.fill_with(vpid, gfn, frame, size, true);
+    pub fn fill_after_miss(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool) {
+        self.fill_with(vpid, gfn, frame, size, writable, true);
     }
 
     #[inline(always)]
-    fn fill_with(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, fresh: bool) {
+    fn fill_with(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool, fresh: bool) {
         if self.array.is_disabled() {
             return;
         }
         let (key, index) = Self::key(vpid, gfn, size);
-        let base = Pfn::new(frame.raw() - (gfn.raw() & (size.nr_pages() - 1)));
+        let read_only = if writable { 0 } else { READ_ONLY };
+        let base = Pfn::new((frame.raw() - (gfn.raw() & (size.nr_pages() - 1))) | read_only);
         let evicted =
             if fresh { self.array.insert_absent(key, index, base) } else { self.array.insert(key, index, base) };
         self.live[Self::live_row(key)] += fresh as u32;
@@ -182,24 +191,36 @@ mod tests {
     #[test]
     fn a_2m_leaf_translates_every_guest_frame_it_covers() {
         let mut t = ntlb(4, 0);
-        t.fill(1, Gfn::new(512 + 7), Pfn::new(4096 + 7), PageSize::Size2M);
-        assert_eq!(t.lookup(1, Gfn::new(512 + 300)), Some((Pfn::new(4096 + 300), PageSize::Size2M)));
+        t.fill(1, Gfn::new(512 + 7), Pfn::new(4096 + 7), PageSize::Size2M, true);
+        assert_eq!(t.lookup(1, Gfn::new(512 + 300)), Some((Pfn::new(4096 + 300), PageSize::Size2M, true)));
         assert_eq!(t.lookup(1, Gfn::new(1024)), None, "outside the leaf");
         assert_eq!(t.lookup(2, Gfn::new(512)), None, "another VM's");
         assert_eq!(t.stats(), NestedTlbStats { hits: 1, misses: 2, invalidations: 0 });
     }
 
     #[test]
+    fn a_read_only_leaf_gives_its_frame_and_no_store_permission() {
+        let mut t = ntlb(16, 0);
+        t.fill(1, Gfn::new(5), Pfn::new(77), PageSize::Size4K, false);
+        t.fill(1, Gfn::new(6), Pfn::new(78), PageSize::Size4K, true);
+        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(77), PageSize::Size4K, false)));
+        assert_eq!(t.lookup(1, Gfn::new(6)), Some((Pfn::new(78), PageSize::Size4K, true)));
+        // A refill after a copy-on-write makes it writable.
+        t.fill(1, Gfn::new(5), Pfn::new(90), PageSize::Size4K, true);
+        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(90), PageSize::Size4K, true)));
+    }
+
+    #[test]
     fn lru_keeps_the_last_entries_and_ranges_invalidate_what_they_touch() {
         let mut t = ntlb(2, 0);
         for g in [1, 2, 3] {
-            t.fill(1, Gfn::new(g), Pfn::new(100 + g), PageSize::Size4K);
+            t.fill(1, Gfn::new(g), Pfn::new(100 + g), PageSize::Size4K, true);
         }
         assert_eq!(t.lookup(1, Gfn::new(1)), None, "evicted");
-        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K)));
+        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true)));
         assert_eq!(t.invalidate_range(1, Gfn::new(3), Gfn::new(4)), 1);
         assert_eq!(t.lookup(1, Gfn::new(3)), None);
-        assert_eq!(t.lookup(1, Gfn::new(2)), Some((Pfn::new(102), PageSize::Size4K)));
+        assert_eq!(t.lookup(1, Gfn::new(2)), Some((Pfn::new(102), PageSize::Size4K, true)));
     }
 
     /// The live counts a lookup trusts, recounted from the array.
@@ -214,19 +235,19 @@ mod tests {
     #[test]
     fn live_counts_follow_fills_evictions_invalidations_and_flushes() {
         let mut t = ntlb(2, 0);
-        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M);
-        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K);
+        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M, true);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true);
         assert_eq!(t.live, [1, 1, 0]);
-        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true);
         assert_eq!(t.live, [1, 1, 0], "a refill of a present key adds nothing");
-        t.fill(1, Gfn::new(1 << 18), Pfn::new(1 << 18), PageSize::Size1G);
+        t.fill(1, Gfn::new(1 << 18), Pfn::new(1 << 18), PageSize::Size1G, true);
         assert_eq!(t.live, [1, 0, 1], "the LRU 2 MiB entry was evicted");
-        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K)));
+        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true)));
         assert_eq!(t.invalidate_range(1, Gfn::new(0), Gfn::new(1 << 19)), 2);
         assert_eq!(t.live, [0, 0, 0]);
         assert_eq!(t.lookup(1, Gfn::new(3)), None);
         for g in [7, 8, 9] {
-            t.fill(2, Gfn::new(g), Pfn::new(g), PageSize::Size4K);
+            t.fill(2, Gfn::new(g), Pfn::new(g), PageSize::Size4K, true);
             assert_eq!(t.live, recount(&t));
         }
         t.flush_all();
@@ -237,7 +258,7 @@ mod tests {
     #[test]
     fn zero_entries_is_off() {
         let mut t = ntlb(0, 0);
-        t.fill(1, Gfn::new(1), Pfn::new(1), PageSize::Size4K);
+        t.fill(1, Gfn::new(1), Pfn::new(1), PageSize::Size4K, true);
         assert_eq!(t.lookup(1, Gfn::new(1)), None);
         assert_eq!(t.stats().misses, 0, "a switched-off nested TLB counts nothing");
     }

@@ -7,6 +7,7 @@ use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
 use super::elastic::ElasticConfig;
 use super::hugetlb::HugetlbConfig;
+use super::ksm::KsmConfig;
 use super::perforated::{HolesConfig, PerforatedConfig};
 use super::thp::ThpConfig;
 use super::REGISTRY;
@@ -117,6 +118,9 @@ pub struct OsConfig {
     pub faulty_granularity: FaultyGranularity,
     pub elastic: ElasticConfig,
     pub fault_cost: FaultCosts,
+    /// Kernel Samepage Merging: only the hypervisor's (`virt.host.ksm`).
+    #[serde(skip_serializing_if = "KsmConfig::is_default")]
+    pub ksm: KsmConfig,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -144,6 +148,7 @@ impl Default for OsConfig {
             faulty_granularity: FaultyGranularity::default(),
             elastic: ElasticConfig::default(),
             fault_cost: FaultCosts::default(),
+            ksm: KsmConfig::default(),
         }
     }
 }
@@ -173,6 +178,8 @@ impl OsConfig {
             return Err(Error::config(format!("{prefix}.faulty_frames"), msg));
         }
         self.elastic.validate(prefix, self.chain().contains(&"elastic"))?;
+        // The hypervisor's OS table is the only one validated under this name.
+        self.ksm.validate(prefix, prefix == "virt.host")?;
         self.fault_cost.validate(prefix)
     }
 

@@ -26,6 +26,7 @@ pub mod elastic;
 pub mod extensions;
 pub mod gtsm;
 pub mod hugetlb;
+pub mod ksm;
 pub mod mthp;
 pub mod perforated;
 #[cfg(test)]

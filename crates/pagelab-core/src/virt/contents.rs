@@ -105,6 +105,14 @@ impl Contents {
         }
     }
 
+    /// A store changed VM `vm`'s guest frame `gfn` other than by writing
+    /// its declared data over it (the store that broke a copy-on-write
+    /// KSM page): it now holds data of its own.
+    pub fn rewritten(&mut self, vm: usize, gfn: Gfn) {
+        self.last_unique += 1;
+        self.by_frame.insert((vm, gfn), ContentId(self.last_unique));
+    }
+
     /// Frames with an identity, zero pages among them, and duplicates: the
     /// frames whose identity an earlier frame has (what merging every
     /// identical page would free).

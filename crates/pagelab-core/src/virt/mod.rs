@@ -21,11 +21,13 @@
 
 mod config;
 pub mod contents;
+pub mod ksm;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Backing, VirtConfig, VirtCosts};
 pub use contents::{ContentId, Contents, PageData};
+pub use ksm::Ksm;
 
 use crate::error::{Error, Result};
 use crate::os::{Boot, Kernel, ProcessSpec};
@@ -79,6 +81,8 @@ pub struct Hypervisor {
     pub costs: VirtCosts,
     pub backing: Backing,
     pub counters: HostCounters,
+    /// KSM's scanner and pages (`virt.host.ksm.enabled`); None costs nothing.
+    pub ksm: Option<Box<Ksm>>,
     /// Host changes to one VM's EPT that a fault on another VM's core
     /// caused: they wait for the end of the round (as a native fault's
     /// shootdowns reach the other cores then).
@@ -102,6 +106,7 @@ impl Hypervisor {
     /// when a backing finds no free host frame.
     pub fn boot(cfg: &VirtConfig, guest_mems: &[u64], boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
         let mut host = crate::systems::boot(&cfg.host, boot, freq_ghz, seed)?;
+        let ksm = cfg.host.ksm.enabled.then(|| Box::new(Ksm::new(&cfg.host.ksm, &host.chain(), freq_ghz)));
         let mut vms = Vec::new();
         for (i, &bytes) in guest_mems.iter().enumerate() {
             let host_asid = host.spawn(ProcessSpec { colors: Vec::new(), auto_vma: false, opt_out: Vec::new() })?;
@@ -114,6 +119,7 @@ impl Hypervisor {
             costs: cfg.costs.clone(),
             backing: cfg.backing,
             counters: HostCounters::default(),
+            ksm,
             deferred: Vec::new(),
         })
     }
@@ -160,6 +166,47 @@ impl Hypervisor {
         })?;
         self.counters.faults += 1;
         Ok(self.costs.vm_exit + self.costs.ept_violation + outcome.cycles)
+    }
+
+    /// Whether the EPT maps `gfn` of VM `vm` read-only: a KSM page, whose
+    /// stores fault (false at once when KSM is off).
+    pub fn write_protected(&self, vm: usize, gfn: Gfn) -> bool {
+        self.ksm.is_some() && self.ept(vm).lookup(gfn.addr().as_host_virt()).is_some_and(|m| !m.pte.writable())
+    }
+
+    /// A guest store to `gfn` of VM `vm` met a write-protected EPT leaf: a
+    /// VM exit, and the host copies the KSM page (copy-on-write) into a
+    /// frame of the VM's own, whose content becomes the VM's own too.
+    /// Returns the cycles it cost.
+    pub fn break_cow(&mut self, vm: usize, gfn: Gfn, contents: Option<&mut Contents>) -> Result<f64> {
+        let (frame, _) = self.backing_of(vm, gfn).expect("a write-protected frame is backed");
+        let ksm = self.ksm.as_deref_mut().expect("only KSM write-protects guest memory");
+        let copy = ksm.break_cow(&mut self.host, &self.vms[vm], gfn, frame, contents)?;
+        self.counters.faults += 1;
+        Ok(self.costs.vm_exit + self.costs.ept_violation + copy)
+    }
+
+    /// The guest's kernel zeroed [start, start + count) (a fault's new page
+    /// and tables): those KSM shares are broken as a store breaks them.
+    /// Returns the violations taken and their cycles.
+    pub fn zeroed_by_guest(
+        &mut self,
+        vm: usize,
+        start: Gfn,
+        count: u64,
+        mut contents: Option<&mut Contents>,
+    ) -> Result<(u64, f64)> {
+        let (mut violations, mut cycles) = (0, 0.0);
+        if self.ksm.is_none() {
+            return Ok((0, 0.0));
+        }
+        for gfn in (start.raw()..start.raw() + count).map(Gfn::new) {
+            if self.write_protected(vm, gfn) {
+                cycles += self.break_cow(vm, gfn, contents.as_deref_mut())?;
+                violations += 1;
+            }
+        }
+        Ok((violations, cycles))
     }
 
     /// Backs every frame of [start, start + count) not backed yet (the
@@ -214,6 +261,9 @@ impl Hypervisor {
     pub fn discard(&mut self, vm: usize, start: Gfn, count: u64) -> Result<()> {
         let (addr, len) = (start.addr().as_host_virt(), count << 12);
         let host_asid = self.vms[vm].host_asid;
+        if let Some(ksm) = self.ksm.as_deref_mut() {
+            ksm.unmerge(&mut self.host, &self.vms[vm], start, count)?;
+        }
         self.host.munmap(host_asid, addr, len)?;
         self.host.mmap(host_asid, addr, len, true, GUEST_MEM_VMA)
     }
@@ -232,9 +282,13 @@ impl Hypervisor {
             .count() as u64
     }
 
-    /// Runs the host's daemons due by `now`.
-    pub fn tick(&mut self, now: f64) {
+    /// Runs the host's daemons due by `now`, then ksmd (it compares the
+    /// pages by `contents`, the VMs' declared data).
+    pub fn tick(&mut self, now: f64, contents: Option<&Contents>) {
         self.host.tick(now);
+        if let Some(ksm) = self.ksm.as_deref_mut() {
+            ksm.run_due(&mut self.host, &self.vms, contents, now);
+        }
     }
 
     /// The host's statistics, each under `host.` (`host.mem.mapped.4k`,
@@ -245,10 +299,16 @@ impl Hypervisor {
         out.extend(host.into_iter().map(|(k, v)| (format!("host.{k}"), v)));
         out.insert("host.faults".into(), Stat::Int(self.counters.faults));
         put_ints(out, "virt.", &[("invepts", self.counters.invepts)]);
+        if let Some(ksm) = &self.ksm {
+            ksm.report(out);
+        }
     }
 
     pub fn reset_stats(&mut self) {
         self.host.reset_stats();
         self.counters = HostCounters::default();
+        if let Some(ksm) = self.ksm.as_deref_mut() {
+            ksm.reset_stats();
+        }
     }
 }

@@ -1,0 +1,150 @@
+//! Copy-on-write in the two-dimensional walker, worked by hand: after KSM
+//! merged two VMs' equal pages, a store faults once (an EPT violation on a
+//! read-only leaf), the host copies the page, and the next store hits; a
+//! store through a clean entry of a merged page takes the same path; whole
+//! runs with KSM scanning while the guests store keep every translation
+//! right (`run.check_translations`) and the sharing invariants.
+
+use super::testutil::*;
+use super::walk2d::Walker2d;
+use super::*;
+use crate::config::parse_config;
+use crate::hw::tlb::TlbLookup;
+use crate::units::{Gfn, Pfn};
+use crate::virt::{hw_tag, PageData};
+
+/// Two one-vCPU VMs of 64 MiB on a 256 MiB host, 4 KiB pages in both
+/// layers, both writing `shared` data, KSM on (waking every `sleep_ms`),
+/// every TLB hit checked.
+fn ksm_text(sleep_ms: f64) -> String {
+    let mut text = format!(
+        "[machine]\nphys_mem = \"256MiB\"\n[virt]\nenabled = true\n[run]\ncheck_translations = true\n\
+         [virt.host]\npolicy = \"base\"\n[virt.host.ksm]\nenabled = true\nsleep_ms = {sleep_ms}\n"
+    );
+    for _ in 0..2 {
+        text += "[[vms]]\nguest_mem = \"64MiB\"\n[vms.os]\npolicy = \"base\"\n[vms.workload]\nkind = \"gups\"\n\
+                 footprint = \"1MiB\"\ninit = \"none\"\ncontents = \"shared\"\n";
+    }
+    text
+}
+
+/// Both VMs' vCPUs run `accesses` (scripted) under `ksm_text(sleep_ms)`.
+fn run(sleep_ms: f64, accesses: Vec<crate::workload::Access>) -> Simulation {
+    let cfg = parse_config(&ksm_text(sleep_ms), "ksm.toml", &[]).unwrap();
+    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
+        .map(|_| {
+            let b = batch(vec![mmap(BASE, 4 << 20)], accesses.clone());
+            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
+        })
+        .collect();
+    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
+/// 8 pages stored to in both VMs, then KSM's first wake-ups (one full scan
+/// records, the next merges) with their INVEPTs delivered.
+fn merged() -> Simulation {
+    // (KSM sleeps 1 s: it does not wake during the stores.)
+    let mut sim = run(1000.0, stores(BASE, 8));
+    sim.virt_round_end(2.0 * 3e9);
+    let s = sim.stats();
+    assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
+    sim
+}
+
+/// One access of core 0 (VM 1's vCPU) through the 2D walker; its counters.
+fn access(sim: &mut Simulation, vaddr: crate::units::VirtAddr, write: bool) -> (Pfn, CoreStats) {
+    let virt = sim.virt.as_deref_mut().unwrap();
+    let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
+    let mut w = Walker2d {
+        mmu: &mut sim.cores[0].mmu,
+        nested: &mut virt.cores[0],
+        guest: &mut sim.kernel,
+        hv: &mut virt.hv,
+        refs: &mut refs,
+        stats: &mut stats,
+        guest_asids: &virt.guest_asids[0],
+        contents: virt.contents.as_deref_mut().map(|c| (c, PageData::Shared)),
+    };
+    let frame = w.translate(mmu::Request { asid: 1, vaddr, write, instr: false }).unwrap();
+    (frame, stats)
+}
+
+fn host_frame(sim: &Simulation, vm: usize, vaddr: crate::units::VirtAddr) -> Pfn {
+    let m = sim.guest(vm).proc(1).aspace.pt.lookup(vaddr).unwrap();
+    let gfn = Gfn::of_guest_kernel(m.frame);
+    sim.virt.as_ref().unwrap().hv.backing_of(vm, gfn).unwrap().0
+}
+
+#[test]
+fn a_store_to_a_merged_page_faults_once_copies_and_the_next_store_hits() {
+    let mut sim = merged();
+    let shared = host_frame(&sim, 0, BASE);
+    assert_eq!(shared, host_frame(&sim, 1, BASE), "one host frame for both VMs' page");
+    // The merges' INVEPTs emptied VM 1's combined entries.
+    assert!(matches!(sim.cores[0].mmu.tlb.lookup(hw_tag(1, 1), BASE, false), TlbLookup::Miss));
+    let (frame, s) = access(&mut sim, BASE, true);
+    // A walk ends at the read-only EPT leaf; the host copies; the walk
+    // restarts and fills a writable, dirty entry.
+    assert_eq!((s.walks, s.ept_violations, s.vm_exits, s.dirty_assists), (2, 1, 1, 0));
+    let virt = sim.virt.as_ref().unwrap();
+    let (costs, copy) = (&virt.hv.costs, virt.hv.host.costs.copy_4k);
+    assert_eq!(s.cycles_virt, costs.vm_exit + costs.ept_violation + copy + costs.invept);
+    assert_ne!(frame, shared);
+    assert_eq!(frame, host_frame(&sim, 0, BASE));
+    assert_eq!(host_frame(&sim, 1, BASE), shared, "VM 2 keeps the KSM page");
+    let (again, s) = access(&mut sim, BASE, true);
+    assert_eq!((again, s.walks, s.ept_violations, s.dtlb_l1_misses), (frame, 0, 0, 0));
+    let stats = sim.stats();
+    assert_eq!(stats["ksm.cow_breaks"].as_f64(), 1.0);
+    assert_eq!((stats["ksm.pages_shared"].as_f64(), stats["ksm.pages_sharing"].as_f64()), (8.0, 7.0));
+}
+
+#[test]
+fn a_store_through_a_clean_entry_of_a_merged_page_copies_it() {
+    let mut sim = merged();
+    let va = BASE.add(4096);
+    let shared = host_frame(&sim, 0, va);
+    // A load fills a clean, read-only combined entry of the KSM page...
+    let (frame, s) = access(&mut sim, va, false);
+    assert_eq!((frame, s.walks, s.ept_violations), (shared, 1, 0));
+    // ...a store through it faults instead of assisting the dirty bit.
+    let (frame, s) = access(&mut sim, va, true);
+    assert_eq!((s.walks, s.ept_violations, s.dirty_assists), (1, 1, 0));
+    assert_ne!(frame, shared);
+    let (_, s) = access(&mut sim, va, true);
+    assert_eq!((s.walks, s.ept_violations), (0, 0));
+}
+
+#[test]
+fn runs_with_ksm_scanning_while_the_guests_store_keep_translations_right() {
+    // KSM wakes every 0.01 ms while both VMs store to 64 pages, load them,
+    // and store to them again: merges, copy-on-writes and INVEPTs meet
+    // the check mode on every TLB hit.
+    let mut accesses = stores(BASE, 64);
+    accesses.extend((0..64).map(|i| crate::workload::Access::load(BASE.add(i * 4096), 8, 1)));
+    for _ in 0..20 {
+        accesses.extend((0..64).map(|i| crate::workload::Access::load(BASE.add(i * 4096), 8, 1)));
+    }
+    accesses.extend(stores(BASE, 64));
+    let sim = run(0.01, accesses);
+    let s = sim.stats();
+    assert!(s["ksm.merges"].as_f64() > 0.0, "KSM merged during the run");
+    assert!(s["ksm.cow_breaks"].as_f64() > 0.0, "the second stores broke merged pages");
+    let virt = sim.virt.as_ref().unwrap();
+    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+}
+
+#[test]
+fn ksm_statistics_exist_only_when_it_runs() {
+    let with = run(1000.0, stores(BASE, 2)).stats();
+    for name in ["ksm.pages_shared", "ksm.pages_sharing", "ksm.cow_breaks", "ksm.full_scans", "ksm.cpu_cycles"] {
+        assert!(with.contains_key(name), "{name}");
+    }
+    let text = ksm_text(1000.0).replace("enabled = true\nsleep_ms", "enabled = false\nsleep_ms");
+    let cfg = parse_config(&text, "off.toml", &[]).unwrap();
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run().unwrap();
+    assert!(!sim.stats().keys().any(|k| k.starts_with("ksm.")));
+}

@@ -1,0 +1,83 @@
+//! The `ksm` table of an OS: Kernel Samepage Merging's knobs, with Linux's
+//! defaults (/sys/kernel/mm/ksm). Only the hypervisor's OS may switch it on
+//! (`virt.host.ksm`): the scanner merges guest memory by the page contents
+//! the VMs' workloads declare, so its mechanism is a hypervisor service
+//! (`virt::ksm`); this file holds only the table, here because the OS
+//! table (`OsConfig`) that carries it sits at this layer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which host huge pages KSM may split to merge one of their 4 KiB parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KsmSplit {
+    /// Never: only guest memory the host maps with 4 KiB EPT leaves is
+    /// scanned; huge leaves are skipped (not counted as scanned).
+    Never,
+    /// Every huge leaf the scanner meets is split first (HugeScope's "base
+    /// page only"): all guest memory becomes 4 KiB-mapped.
+    All,
+    /// A huge leaf is split when one of its 4 KiB parts has a duplicate
+    /// (Linux: `try_to_merge_one_page` splits a THP it merges into).
+    #[default]
+    AnyDuplicate,
+}
+
+/// `virt.host.ksm`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KsmConfig {
+    /// ksmd runs (`run` = 1).
+    pub enabled: bool,
+    /// Present 4 KiB pages scanned per wake-up (Linux's default 100).
+    pub pages_to_scan: u32,
+    /// Simulated milliseconds between wake-ups (`sleep_millisecs`, 20).
+    pub sleep_ms: f64,
+    pub split: KsmSplit,
+    /// Sharers of one KSM page at most; more duplicates start another KSM
+    /// page of the same content (Linux's default 256).
+    pub max_page_sharing: u32,
+}
+
+impl Default for KsmConfig {
+    fn default() -> Self {
+        KsmConfig {
+            enabled: false,
+            pages_to_scan: 100,
+            sleep_ms: 20.0,
+            split: KsmSplit::default(),
+            max_page_sharing: 256,
+        }
+    }
+}
+
+impl KsmConfig {
+    /// Whether it is all defaults (then the OS table does not show it).
+    pub fn is_default(&self) -> bool {
+        *self == KsmConfig::default()
+    }
+
+    /// `host`: whether this is the hypervisor's OS table (the only one
+    /// that may switch KSM on).
+    pub fn validate(&self, prefix: &str, host: bool) -> Result<()> {
+        if self.enabled && !host {
+            return Err(Error::config(
+                format!("{prefix}.ksm.enabled"),
+                "KSM merges VMs' guest memory: switch it on for the hypervisor (virt.host.ksm.enabled) in a \
+                 virtualized run",
+            ));
+        }
+        if self.pages_to_scan == 0 {
+            return Err(Error::config(format!("{prefix}.ksm.pages_to_scan"), "must be at least 1"));
+        }
+        if !(self.sleep_ms >= 0.0 && self.sleep_ms.is_finite()) {
+            return Err(Error::config(format!("{prefix}.ksm.sleep_ms"), "must be a number of milliseconds >= 0"));
+        }
+        if self.max_page_sharing < 2 {
+            return Err(Error::config(format!("{prefix}.ksm.max_page_sharing"), "must be at least 2"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! KSM, Kernel Samepage Merging, as the hypervisor runs it over its VMs'
+//! memory (mm/ksm.c; Documentation/admin-guide/mm/ksm.rst): ksmd wakes
+//! every `sleep_ms` of simulated time, scans `pages_to_scan` guest-backed
+//! host 4 KiB pages in a fixed order (VM by VM, guest frame by guest
+//! frame, from where it stopped) and merges pages of identical content
+//! (`virt::contents`) into one write-protected host frame, across VMs and
+//! within one. A guest store to a merged page is an EPT violation that
+//! copies it (copy-on-write, [`Ksm::break_cow`]).
+//!
+//! As Linux 6.x does:
+//! - a page's content must be the same at two consecutive scans before it
+//!   is compared with anything (`oldchecksum`): a page changing between
+//!   scans is volatile, and a fresh page merges at its second scan at the
+//!   earliest;
+//! - the stable tree (the KSM pages, by content) is searched first, then
+//!   the unstable tree (pages seen unchanged this full scan), which is
+//!   emptied after each full scan; two unstable matches merge into the
+//!   frame of the page found in the tree, which becomes the KSM page;
+//! - one KSM page has at most `max_page_sharing` sharers; zero pages merge
+//!   with each other like any content (`use_zero_pages = 0`, the default);
+//! - a KSM page stays one (counted in `pages_shared`) while one sharer is
+//!   left; a store to it still copies; the last sharer's copy frees it.
+//!
+//! Not modelled: the smart-scan skipping of Linux 6.7 (pages that failed
+//! to merge are not skipped), the checksum's own cost beyond a per-page
+//! charge, and NUMA (`merge_across_nodes`). KSM frames are owned by
+//! [`KSM_POOL`]: compaction does not move them and a host munmap of
+//! guest memory releases them through [`Ksm::unmerge`].
+
+mod scan;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::contents::{ContentId, Contents};
+use super::Vm;
+use crate::error::{Error, Result};
+use crate::os::Kernel;
+use crate::paging::pte::WRITABLE;
+use crate::phys::{FrameOwner, Migratetype};
+use crate::stat::{put_ints, Stat, Stats};
+use crate::systems::ksm::KsmConfig;
+use crate::units::{Gfn, Order, Pfn, VirtAddr};
+
+pub use crate::systems::ksm::KsmSplit;
+
+/// The host pool id of KSM pages (the host's other pools: hugetlb 1,
+/// colors 2, CHP 3).
+pub const KSM_POOL: u8 = 4;
+
+/// One KSM page: its content and how many guest frames map it.
+#[derive(Debug, Clone, Copy)]
+struct KsmPage {
+    content: ContentId,
+    sharers: u32,
+}
+
+/// ksmd's counters (`ksm.*`, docs/stats.md).
+#[derive(Debug, Default, Clone)]
+struct KsmCounters {
+    wakeups: u64,
+    pages_scanned: u64,
+    full_scans: u64,
+    merges: u64,
+    cow_breaks: u64,
+    /// Host huge pages split to merge a part.
+    splits: u64,
+    /// ksmd's own CPU time (its core, not the workloads'), cycles.
+    cpu_cycles: f64,
+}
+
+/// The scanner's state and the KSM pages.
+#[derive(Debug)]
+pub struct Ksm {
+    cfg: KsmConfig,
+    period: f64,
+    next_wake: f64,
+    /// Where the scan resumes: VM index and guest frame.
+    cursor: (usize, u64),
+    /// The content each scanned page had at its last scan (Linux's
+    /// `rmap_item->oldchecksum`), by (VM, guest frame).
+    last_seen: HashMap<(usize, Gfn), ContentId>,
+    /// This full scan's unstable tree: a page seen unchanged, by content.
+    unstable: HashMap<ContentId, (usize, Gfn)>,
+    /// The stable tree: the KSM pages of each content, in creation order.
+    stable: HashMap<ContentId, Vec<Pfn>>,
+    /// Every KSM page by frame (ordered: reports and checks iterate it).
+    pages: BTreeMap<Pfn, KsmPage>,
+    /// Whether host huge leaves may be split at all (not hugetlb's pages:
+    /// Linux never merges them).
+    may_split: bool,
+    counters: KsmCounters,
+}
+
+impl Ksm {
+    /// ksmd of a host whose chain is `host_chain`, on a clock of
+    /// `freq_ghz`.
+    pub fn new(cfg: &KsmConfig, host_chain: &[&str], freq_ghz: f64) -> Ksm {
+        let period = cfg.sleep_ms * 1e6 * freq_ghz;
+        Ksm {
+            cfg: cfg.clone(),
+            period,
+            next_wake: period,
+            cursor: (0, 0),
+            last_seen: HashMap::new(),
+            unstable: HashMap::new(),
+            stable: HashMap::new(),
+            pages: BTreeMap::new(),
+            may_split: !host_chain.contains(&"hugetlb") && cfg.split != KsmSplit::Never,
+            counters: KsmCounters::default(),
+        }
+    }
+
+    /// Whether `frame` is a KSM page.
+    #[inline]
+    pub fn is_ksm_page(&self, frame: Pfn) -> bool {
+        self.pages.contains_key(&frame)
+    }
+
+    /// The sharers of KSM page `frame` (0 if it is none).
+    pub fn sharers(&self, frame: Pfn) -> u32 {
+        self.pages.get(&frame).map_or(0, |p| p.sharers)
+    }
+
+    /// KSM pages in use and the sites sharing them beyond the first: what
+    /// Linux's `pages_shared` and `pages_sharing` say.
+    pub fn shared_and_sharing(&self) -> (u64, u64) {
+        let shared = self.pages.len() as u64;
+        let sites: u64 = self.pages.values().map(|p| p.sharers as u64).sum();
+        (shared, sites - shared)
+    }
+
+    /// Runs every wake-up due by `now`: each scans `pages_to_scan` pages.
+    /// Its host changes are queued as the host's shootdowns (INVEPTs).
+    pub fn run_due(&mut self, host: &mut Kernel, vms: &[Vm], contents: Option<&Contents>, now: f64) {
+        while now >= self.next_wake {
+            self.counters.wakeups += 1;
+            if let Some(contents) = contents {
+                self.scan(host, vms, contents);
+            }
+            // A zero period would wake forever: once per call is enough.
+            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
+        }
+    }
+
+    /// A store to guest frame `gfn` of `vm`, mapped to KSM page `frame`:
+    /// a fresh host frame gets a copy, the EPT leaf maps it writable, the
+    /// KSM page loses a sharer (freed with its last), and the page's
+    /// content becomes its own (the store changed it). Returns the cycles
+    /// of the copy (the VM exit is the caller's).
+    pub fn break_cow(
+        &mut self,
+        host: &mut Kernel,
+        vm: &Vm,
+        gfn: Gfn,
+        frame: Pfn,
+        contents: Option<&mut Contents>,
+    ) -> Result<f64> {
+        let owner = FrameOwner::User { asid: vm.host_asid, vpn: gfn.addr().as_host_virt().vpn() };
+        let copy = host.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(|| {
+            Error::OutOfMemory(format!(
+                "host memory exhausted copying KSM page {frame} for guest frame {gfn} of VM {} (there is no swap)",
+                vm.vpid
+            ))
+        })?;
+        remap(host, vm, gfn, copy, true);
+        self.release(host, frame);
+        if let Some(c) = contents {
+            c.rewritten(vm.vpid as usize - 1, gfn);
+        }
+        self.counters.cow_breaks += 1;
+        Ok(host.costs.copy_4k)
+    }
+
+    /// Before the host unmaps guest frames [start, start + count) of `vm`
+    /// (a balloon's discard): each merged one is given a private frame
+    /// (not copied: the range is about to go), so the unmap frees that
+    /// and the KSM page keeps its other sharers.
+    pub fn unmerge(&mut self, host: &mut Kernel, vm: &Vm, start: Gfn, count: u64) -> Result<()> {
+        let (first, end) = (start.addr().as_host_virt(), Gfn::new(start.raw() + count).addr().as_host_virt());
+        let ept = &host.proc(vm.host_asid).aspace.pt;
+        let merged: Vec<(VirtAddr, Pfn)> = ept
+            .leaves_in(first, end)
+            .into_iter()
+            .filter(|(_, m)| self.is_ksm_page(m.frame))
+            .map(|(va, m)| (va, m.frame))
+            .collect();
+        for (va, frame) in merged {
+            let gfn = Gfn::new(va.vpn().raw());
+            let owner = FrameOwner::User { asid: vm.host_asid, vpn: va.vpn() };
+            let private = host.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(|| {
+                Error::OutOfMemory(format!("host memory exhausted unmerging guest frame {gfn} of VM {}", vm.vpid))
+            })?;
+            remap(host, vm, gfn, private, true);
+            self.release(host, frame);
+        }
+        Ok(())
+    }
+
+    /// One sharer of KSM page `frame` is gone; the last one frees it.
+    fn release(&mut self, host: &mut Kernel, frame: Pfn) {
+        let page = self.pages.get_mut(&frame).expect("a KSM page");
+        page.sharers -= 1;
+        if page.sharers > 0 {
+            return;
+        }
+        let content = page.content;
+        self.pages.remove(&frame);
+        if let Some(frames) = self.stable.get_mut(&content) {
+            frames.retain(|&f| f != frame);
+            if frames.is_empty() {
+                self.stable.remove(&content);
+            }
+        }
+        host.mem.free(frame, Order::BASE);
+    }
+
+    /// `ksm.*` (docs/stats.md).
+    pub fn report(&self, out: &mut Stats) {
+        let (shared, sharing) = self.shared_and_sharing();
+        let c = &self.counters;
+        put_ints(
+            out,
+            "ksm.",
+            &[
+                ("pages_shared", shared),
+                ("pages_sharing", sharing),
+                ("cow_breaks", c.cow_breaks),
+                ("pages_scanned", c.pages_scanned),
+                ("full_scans", c.full_scans),
+                ("merges", c.merges),
+                ("splits", c.splits),
+                ("wakeups", c.wakeups),
+            ],
+        );
+        out.insert("ksm.cpu_cycles".into(), Stat::Float(c.cpu_cycles));
+    }
+
+    /// The end of warm-up: counters restart; the KSM pages stay.
+    pub fn reset_stats(&mut self) {
+        self.counters = KsmCounters::default();
+    }
+}
+
+/// Points the EPT leaf of `gfn` (a 4 KiB one) at `frame`, writable or
+/// write-protected, keeping its accessed and dirty bits, and queues the
+/// INVEPT of that frame.
+fn remap(host: &mut Kernel, vm: &Vm, gfn: Gfn, frame: Pfn, writable: bool) {
+    let va = gfn.addr().as_host_virt();
+    let pt = host.page_table_mut(vm.host_asid);
+    let slot = pt.leaf_slot(va).expect("a backed guest frame");
+    debug_assert_eq!(slot.level, 1, "KSM maps 4 KiB leaves only");
+    let pte = pt.entry(slot).with_pfn(frame);
+    pt.replace(slot, if writable { pte.with(WRITABLE) } else { pte.without(WRITABLE) });
+    host.shoot(vm.host_asid, va, va.add(4096));
+}
