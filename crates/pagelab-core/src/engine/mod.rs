@@ -747,3 +747,16 @@ fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
     };
     crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }
+
+/// What the hypervisor's kernel boots with: all of machine memory, the
+/// EPT's levels, the host's fault costs.
+pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
+    let m = &cfg.machine;
+    Ok(Boot {
+        frames: m.phys_mem.bytes() >> 12,
+        max_order: m.max_order,
+        paging_levels: cfg.virt.ept_levels,
+        colors: cfg.color_map()?,
+        costs: cfg.virt.host.fault_cost.clone(),
+    })
+}

@@ -188,16 +188,9 @@ pub(super) fn boot_virt(
         return Ok(None);
     }
     let m = &cfg.machine;
-    let boot = Boot {
-        frames: m.phys_mem.bytes() >> 12,
-        max_order: m.max_order,
-        paging_levels: v.ept_levels,
-        colors: cfg.color_map()?,
-        costs: v.host.fault_cost.clone(),
-    };
     // The host's own seed, so that its fragmentation is not the guest's.
     let guest_mems: Vec<u64> = cfg.guests().iter().map(|g| g.guest_mem.bytes()).collect();
-    let hv = Hypervisor::boot(v, &guest_mems, boot, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
+    let hv = Hypervisor::boot(v, &guest_mems, super::host_boot(cfg)?, m.freq_ghz, cfg.run.seed ^ 0x4057)?;
     let nested = cores
         .iter()
         .map(|c| {
@@ -471,9 +464,17 @@ impl Walker2d<'_> {
     fn guest_fault(&mut self, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
         let outcome = self.guest.handle_fault(asid, vaddr, write)?;
         self.stats.record_fault(outcome.size, outcome.cycles);
+        // The frames the guest's fault handler zeroed (its new tables and
+        // leaf), once, for KSM and for zeroing backing.
+        let zeroing = self.hv.backing == Backing::Zeroing;
+        let zeroed = if zeroing || self.hv.ksm.is_some() {
+            zeroed_by_fault(self.guest.page_table_mut(asid), vaddr)
+        } else {
+            Vec::new()
+        };
         if self.hv.ksm.is_some() {
             // The zeroing stores break KSM pages among the frames.
-            for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
+            for &(start, count) in &zeroed {
                 let contents = self.contents.as_mut().map(|(c, _)| &mut **c);
                 let (n, cycles) = self.hv.zeroed_by_guest(self.nested.vm, start, count, contents)?;
                 self.count_violations(n, cycles);
@@ -488,8 +489,8 @@ impl Walker2d<'_> {
         for s in self.guest.drain_shootdowns_for(asid) {
             self.mmu.shoot_down(&Shootdown { asid: tag, ..s });
         }
-        if self.hv.backing == Backing::Zeroing {
-            for (start, count) in zeroed_by_fault(self.guest.page_table_mut(asid), vaddr) {
+        if zeroing {
+            for (start, count) in zeroed {
                 let (n, cycles) = self.hv.back_range(self.nested.vm, start, count)?;
                 self.count_violations(n, cycles);
             }

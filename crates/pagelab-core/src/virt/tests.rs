@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::parse_config;
+use crate::engine::host_boot;
 
 const BASE_TOML: &str = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n";
 
@@ -40,14 +41,7 @@ fn bad_virt_keys_are_errors_naming_the_key() {
 fn hypervisor(policy: &str) -> Hypervisor {
     let sets = vec![format!("virt.host.policy=\"{policy}\""), "virt.guest_mem=\"64MiB\"".to_string()];
     let cfg = parse_config(BASE_TOML, "t.toml", &sets).unwrap();
-    let boot = Boot {
-        frames: cfg.machine.phys_mem.bytes() >> 12,
-        max_order: cfg.machine.max_order,
-        paging_levels: 4,
-        colors: cfg.color_map().unwrap(),
-        costs: cfg.virt.host.fault_cost.clone(),
-    };
-    Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], boot, 3.0, 1).unwrap()
+    Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], host_boot(&cfg).unwrap(), 3.0, 1).unwrap()
 }
 
 #[test]
@@ -84,13 +78,7 @@ fn host_memory_running_out_stops_with_a_message() {
     // 64 MiB of guest memory over 16 MiB of host memory: overcommitted.
     let sets = ["virt.guest_mem=\"64MiB\"".to_string()];
     let cfg = parse_config(BASE_TOML, "t.toml", &sets).unwrap();
-    let boot = Boot {
-        frames: 4096,
-        max_order: 10,
-        paging_levels: 4,
-        colors: cfg.color_map().unwrap(),
-        costs: cfg.virt.host.fault_cost.clone(),
-    };
+    let boot = Boot { frames: 4096, max_order: 10, ..host_boot(&cfg).unwrap() };
     let mut hv = Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], boot, 3.0, 1).unwrap();
     let e = hv.back_range(0, Gfn::new(0), 16384).unwrap_err().to_string();
     assert!(e.contains("host memory exhausted"), "{e}");

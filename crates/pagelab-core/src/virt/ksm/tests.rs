@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::config::parse_config;
-use crate::os::Boot;
+use crate::engine::host_boot;
 use crate::units::{PageSize, Vpn};
 use crate::virt::{Hypervisor, PageData};
 
@@ -29,14 +29,7 @@ fn hypervisor(vms: usize, extra: &[&str]) -> Hypervisor {
     ];
     sets.extend(extra.iter().map(|s| s.to_string()));
     let cfg = parse_config(BASE_TOML, "t.toml", &sets).unwrap();
-    let boot = Boot {
-        frames: cfg.machine.phys_mem.bytes() >> 12,
-        max_order: cfg.machine.max_order,
-        paging_levels: 4,
-        colors: cfg.color_map().unwrap(),
-        costs: cfg.virt.host.fault_cost.clone(),
-    };
-    Hypervisor::boot(&cfg.virt, &vec![64 << 20; vms], boot, 3.0, 1).unwrap()
+    Hypervisor::boot(&cfg.virt, &vec![64 << 20; vms], host_boot(&cfg).unwrap(), 3.0, 1).unwrap()
 }
 
 /// Runs ksmd's wake-ups up to the `n`-th.
