@@ -144,3 +144,23 @@ def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
         cfgs[system] = c["os"]["elastic"]
     assert cfgs["elastic-offline"]["hints"] == cfgs["elastic-profile"]["leshy_hints_out"] == "/h/gups-seed2.hints"
     assert cfgs["elastic"] == {}
+
+
+def test_et_native_leaves_out_a_hugetlb_run_that_mapped_no_1g_page():
+    # A hugetlb-1g run whose VMAs are all under 1 GiB is a 4 KiB run under
+    # another name: et-native drops it; one that mapped 1 GiB pages stays.
+    import pandas as pd
+
+    from pagelab.experiments.elastic import native
+
+    rows = []
+    for w, mapped_1g in (("gups", 2 << 30), ("bfs", 0)):
+        rows += [
+            {"workload": w, "system": "4k", "seed": 1, "cycles": 100.0, "dtlb.l2.mpki": 5.0, "mem.mapped.1g": 0},
+            {"workload": w, "system": "hugetlb-1g", "seed": 1, "cycles": 60.0 if mapped_1g else 100.0,
+             "dtlb.l2.mpki": 0.0 if mapped_1g else 5.0, "mem.mapped.1g": mapped_1g},
+        ]
+    t = native.native_table(pd.DataFrame(rows))
+    assert set(zip(t.workload, t.system)) == {("gups", "4k"), ("gups", "hugetlb-1g"), ("bfs", "4k")}
+    assert t[(t.workload == "gups") & (t.system == "hugetlb-1g")].cycles_norm.item() == pytest.approx(0.6)
+    assert "bfs" in native._unbacked_note(pd.DataFrame(rows))
