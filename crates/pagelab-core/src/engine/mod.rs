@@ -161,8 +161,13 @@ impl Simulation {
             let os = cfg.os_of_vm(vm);
             let kernel = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
             let auto_vma = os.auto_vma != AutoVma::Off;
-            let asid =
-                kernel.spawn(ProcessSpec { colors: w.colors.clone(), auto_vma, opt_out: w.opted_out_systems() })?;
+            let spec = ProcessSpec {
+                colors: w.colors.clone(),
+                auto_vma,
+                opt_out: w.opted_out_systems(),
+                untouched: workload.untouched_pages(),
+            };
+            let asid = kernel.spawn(spec)?;
             let mut workload = workload;
             if let Some(untouched) = systems::perforated::untouched_pages(&os.holes, cfg.run.seed, asid) {
                 workload.leave_untouched(&untouched);

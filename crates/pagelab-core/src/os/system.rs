@@ -42,6 +42,11 @@ pub struct ProcessSpec {
     /// Systems of the chain this process does not use, by name (the
     /// process's faults skip them): `workload.chp = false` is `["chp"]`.
     pub opt_out: Vec<&'static str>,
+    /// Pages the program declares it never touches (an allocator's pad
+    /// pages: `Workload::untouched_pages`), as 512-bit masks by 2 MiB
+    /// region, regions in order. A system may leave them unbacked where it
+    /// would back a whole region (perforated pages' unallocated holes).
+    pub untouched: Vec<(u64, [u64; 8])>,
 }
 
 /// A paging system: what backs a fault, and what happens to its mappings.

@@ -109,7 +109,7 @@ impl Hypervisor {
         let ksm = cfg.host.ksm.enabled.then(|| Box::new(Ksm::new(&cfg.host.ksm, &host.chain(), freq_ghz)));
         let mut vms = Vec::new();
         for (i, &bytes) in guest_mems.iter().enumerate() {
-            let host_asid = host.spawn(ProcessSpec { colors: Vec::new(), auto_vma: false, opt_out: Vec::new() })?;
+            let host_asid = host.spawn(ProcessSpec::default())?;
             host.mmap(host_asid, VirtAddr::new(0), bytes, true, GUEST_MEM_VMA)?;
             vms.push(Vm { vpid: i as u16 + 1, host_asid, guest_frames: bytes >> 12 });
         }

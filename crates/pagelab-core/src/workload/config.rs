@@ -154,6 +154,10 @@ pub struct WorkloadConfig {
     pub object_size: ByteSize,
     /// kv: bytes of the value a GET reads / a SET writes; 0 = all of it.
     pub value_prefix: ByteSize,
+    /// kv: jemalloc's `opt.cache_oblivious`: a value of 16 KiB or more
+    /// takes one page more than its class and starts at a random cache line
+    /// of its first page, leaving pages it never touches (`kv.rs`).
+    pub cache_oblivious: bool,
     pub distribution: KeyDistribution,
     /// kv zipf: YCSB's zipfian constant, in [0, 1).
     pub zipf_theta: f64,
@@ -219,6 +223,7 @@ impl Default for WorkloadConfig {
             objects: None,
             object_size: ByteSize(1000),
             value_prefix: ByteSize(0),
+            cache_oblivious: false,
             distribution: KeyDistribution::Zipf,
             zipf_theta: 0.99,
             hot_fraction: 0.2,
@@ -282,6 +287,12 @@ impl WorkloadConfig {
             return Err(Error::config(
                 key("graph_seed"),
                 format!("only for kind = \"graph\" (this workload is {})", self.kind.as_str()),
+            ));
+        }
+        if self.cache_oblivious && self.kind != WorkloadKind::Kv {
+            return Err(Error::config(
+                key("cache_oblivious"),
+                format!("only for kind = \"kv\" (this workload is {})", self.kind.as_str()),
             ));
         }
         match self.kind {
@@ -408,14 +419,15 @@ impl WorkloadConfig {
         if self.value_prefix.bytes() > size {
             return Err(Error::config(key("value_prefix"), "larger than object_size"));
         }
+        let stride = super::kv::value_stride(size, self.cache_oblivious);
         if let Some(n) = self.objects {
             if n == 0 || n >= u32::MAX as u64 {
                 return Err(Error::config(key("objects"), "must be in 1..2^32-1"));
             }
-            if super::kv::KvShape::new(n, size).footprint() > MAX_FOOTPRINT {
+            if super::kv::KvShape::new(n, stride).footprint() > MAX_FOOTPRINT {
                 return Err(Error::config(key("objects"), "objects x object_size exceeds 64TiB"));
             }
-        } else if super::kv::KvShape::from_footprint(self.footprint.bytes(), size).is_none() {
+        } else if super::kv::KvShape::from_footprint(self.footprint.bytes(), stride).is_none() {
             return Err(Error::config(key("footprint"), "too small for one object (or more than 2^32 objects)"));
         }
         if !(0.0..1.0).contains(&self.zipf_theta) {
@@ -517,6 +529,7 @@ mod tests {
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),
+            ("kind = \"gups\"\ncache_oblivious = true", "workload.cache_oblivious"),
             ("kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"", "workload.footprint"),
             ("kind = \"sparse\"\ntouched_pages = 0", "workload.touched_pages"),
             ("kind = \"sparse\"\ntouched_pages = 513", "workload.touched_pages"),

@@ -39,6 +39,10 @@ pub(crate) trait Generator: Send {
     fn leave_untouched(&mut self, _untouched: &super::UntouchedPages<'_>) -> bool {
         false
     }
+    /// [`Workload::untouched_pages`]; the default: none.
+    fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
+        Vec::new()
+    }
 }
 
 /// The parts of the configuration the driver applies.
@@ -311,6 +315,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
 
     fn leave_untouched(&mut self, untouched: &super::UntouchedPages<'_>) -> bool {
         self.gen.leave_untouched(untouched)
+    }
+
+    fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
+        self.gen.untouched_pages()
     }
 }
 

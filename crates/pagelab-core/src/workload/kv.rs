@@ -25,6 +25,12 @@
 //! value's `robj` header is folded into the value object. A SET overwrites
 //! the value in place (Redis allocates a new object and frees the old one,
 //! which jemalloc would usually place at the same size-class slot).
+//! With `workload.cache_oblivious` (jemalloc's `opt.cache_oblivious`, on by
+//! default in jemalloc 5), a value of a large class (16 KiB and up) is an
+//! extent of its class plus one page, and starts at a random cache line of
+//! its first page: the extent's pages the value does not reach are never
+//! touched (`Kv::untouched_pages`). A 16 KiB Redis value (an sds of 16,390
+//! bytes: class 20 KiB, extent 24 KiB) leaves one page in six untouched.
 //! Request parsing, networking and the reply buffer are not modelled as
 //! accesses; their instructions are (see `REQUEST_INSTRS`).
 
@@ -50,7 +56,19 @@ const COPY_LINE_INSTRS: u32 = 4;
 const META_BYTES: u64 = 64;
 const NONE: u32 = u32::MAX;
 
-/// The sizes of a store of `objects` values of `object_size` bytes.
+/// jemalloc's smallest large size class (4 KiB pages): the classes that
+/// take whole extents, and a pad page under `opt.cache_oblivious`.
+const LARGE_MINCLASS: u64 = 16 << 10;
+
+/// The bytes one value takes in the heap: its size class, and under
+/// `cache_oblivious` one page more for a large class (jemalloc's
+/// `sz_large_pad`).
+pub(crate) fn value_stride(object_size: u64, cache_oblivious: bool) -> u64 {
+    let class = size_class(object_size);
+    class + if cache_oblivious && class >= LARGE_MINCLASS { 4096 } else { 0 }
+}
+
+/// The sizes of a store of `objects` values `value_stride` bytes apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct KvShape {
     pub objects: u64,
@@ -59,15 +77,14 @@ pub(crate) struct KvShape {
 }
 
 impl KvShape {
-    pub(crate) fn new(objects: u64, object_size: u64) -> Self {
-        KvShape { objects, value_stride: size_class(object_size), buckets: objects.next_power_of_two() }
+    pub(crate) fn new(objects: u64, value_stride: u64) -> Self {
+        KvShape { objects, value_stride, buckets: objects.next_power_of_two() }
     }
 
     /// The most objects whose store fits in `footprint`, if at least one
     /// and fewer than 2^32 - 1 do.
-    pub(crate) fn from_footprint(footprint: u64, object_size: u64) -> Option<Self> {
-        let stride = size_class(object_size);
-        let fits = |n: u64| KvShape::new(n, object_size).footprint() <= footprint;
+    pub(crate) fn from_footprint(footprint: u64, stride: u64) -> Option<Self> {
+        let fits = |n: u64| KvShape::new(n, stride).footprint() <= footprint;
         // Each key costs more than META_BYTES + stride: `hi` never fits.
         // Binary search the largest n that does (footprint grows with n).
         let (mut lo, mut hi) = (0u64, footprint / (META_BYTES + stride) + 1);
@@ -79,7 +96,7 @@ impl KvShape {
                 hi = mid;
             }
         }
-        (lo > 0 && lo < u32::MAX as u64).then(|| KvShape::new(lo, object_size))
+        (lo > 0 && lo < u32::MAX as u64).then(|| KvShape::new(lo, stride))
     }
 
     fn values_offset(&self) -> u64 {
@@ -123,6 +140,12 @@ pub(crate) struct Kv {
     /// entry in front of k (usually none) instead of a walk from the head.
     newer: Vec<u32>,
     hash_seed: u64,
+    /// Under `cache_oblivious` with a large class: the seed of each value's
+    /// random cache-line offset in its first page.
+    offset_seed: Option<u64>,
+    /// Bytes from a value's start that its operations and its load touch
+    /// (its size, in whole lines).
+    value_span: u64,
     value_lines: u64,
     get_threshold: u64,
     all_gets: bool,
@@ -139,10 +162,10 @@ const LOOKAHEAD: usize = 16;
 
 /// The store's shape as `cfg` gives it.
 fn shape_of(cfg: &WorkloadConfig) -> KvShape {
-    let size = cfg.object_size.bytes();
+    let stride = value_stride(cfg.object_size.bytes(), cfg.cache_oblivious);
     match cfg.objects {
-        Some(n) => KvShape::new(n, size),
-        None => KvShape::from_footprint(cfg.footprint.bytes(), size).expect("validated"),
+        Some(n) => KvShape::new(n, stride),
+        None => KvShape::from_footprint(cfg.footprint.bytes(), stride).expect("validated"),
     }
 }
 
@@ -174,6 +197,8 @@ impl Kv {
             values_va: heap.add(shape.values_offset()),
             newer,
             hash_seed,
+            offset_seed: (shape.value_stride > size_class(size)).then(|| mix64(cfg.seed ^ 0x6a65_6d61_6c6c_6f63)),
+            value_span: size.div_ceil(64) * 64,
             value_lines: prefix.div_ceil(64),
             get_threshold: (cfg.get_ratio * 18_446_744_073_709_551_616.0) as u64,
             all_gets: cfg.get_ratio >= 1.0,
@@ -207,7 +232,44 @@ impl Kv {
     }
 
     fn value_va(&self, key: u64) -> VirtAddr {
-        self.values_va.add(key * self.shape.value_stride)
+        self.values_va.add(key * self.shape.value_stride + self.value_offset(key))
+    }
+
+    /// Where a value starts in its extent: jemalloc's random cache line of
+    /// the first page (`prng_lg_range_zu(.., LG_PAGE - LG_CACHELINE)`).
+    fn value_offset(&self, key: u64) -> u64 {
+        self.offset_seed.map_or(0, |seed| (mix64(key ^ seed) & 63) * 64)
+    }
+
+    /// Whether the value's extent has a byte at `at` (an offset in the
+    /// extent) on a page the value reaches.
+    fn reaches_page(&self, key: u64, at: u64) -> bool {
+        let (page, start) = (at & !4095, self.value_offset(key));
+        page < start + self.value_span && page + 4096 > start
+    }
+
+    /// The pages of the heap no operation and no load touch (the extents'
+    /// pad pages under `cache_oblivious`), as 512-bit masks by 2 MiB
+    /// region (the address shifted right by 21), regions in order.
+    pub(crate) fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
+        let mut masks: Vec<(u64, [u64; 8])> = Vec::new();
+        if self.offset_seed.is_none() {
+            return masks;
+        }
+        let stride = self.shape.value_stride;
+        for key in 0..self.shape.objects {
+            let extent = self.values_va.raw() + key * stride;
+            for at in (0..stride).step_by(4096).filter(|&at| !self.reaches_page(key, at)) {
+                let page = (extent + at) >> 12;
+                let region = page >> 9;
+                if masks.last().is_none_or(|m| m.0 != region) {
+                    masks.push((region, [0; 8]));
+                }
+                let m = &mut masks.last_mut().expect("pushed").1;
+                m[(page as usize & 511) / 64] |= 1 << (page & 63);
+            }
+        }
+        masks
     }
 
     /// One GET or SET: the lookup's dependent loads, then the value.
@@ -265,6 +327,19 @@ impl Generator for Kv {
         &self.arrays
     }
 
+    /// The load writes every page but the extents' pad pages.
+    fn init_touches(&mut self, addr: VirtAddr) -> bool {
+        let Some(rel) = addr.raw().checked_sub(self.values_va.raw()) else {
+            return true;
+        };
+        let key = rel / self.shape.value_stride;
+        self.offset_seed.is_none() || key >= self.shape.objects || self.reaches_page(key, rel % self.shape.value_stride)
+    }
+
+    fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
+        Kv::untouched_pages(self)
+    }
+
     fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool {
         while out.len() < target {
             if self.ops_done == self.shape.objects {
@@ -309,12 +384,12 @@ mod tests {
 
     #[test]
     fn shape_from_footprint_fits() {
-        let s = KvShape::from_footprint(1 << 30, 1000).unwrap();
+        let s = KvShape::from_footprint(1 << 30, size_class(1000)).unwrap();
         assert!(s.footprint() <= 1 << 30);
-        assert!(KvShape::new(s.objects + 1, 1000).footprint() > 1 << 30);
+        assert!(KvShape::new(s.objects + 1, size_class(1000)).footprint() > 1 << 30);
         // 1 GiB / (64 + 1024 + 8 MiB of buckets spread) ~ 979k keys.
         assert!((975_000..985_000).contains(&s.objects), "{}", s.objects);
-        assert_eq!(KvShape::from_footprint(4096, 1 << 20), None);
+        assert_eq!(KvShape::from_footprint(4096, size_class(1 << 20)), None);
     }
 
     #[test]
@@ -343,6 +418,42 @@ mod tests {
                 (value + 192, AccessKind::Load, 4),
             ]
         );
+    }
+
+    #[test]
+    fn cache_oblivious_extents_leave_a_redis_value_one_untouched_page_in_six() {
+        // A 16 KiB Redis value is an sds of 16,390 bytes: class 20 KiB, and
+        // the pad page makes its extent 24 KiB. Starting at a random line
+        // of the first page (offset <= 4032), its 257 lines end by 20,480:
+        // pages 0-4 of the extent are touched, page 5 never.
+        assert_eq!((value_stride(16390, false), value_stride(16390, true)), (20480, 24576));
+        assert_eq!(value_stride(1000, true), 1024, "small classes take no pad page");
+        let mut cfg = kv_config(24, 16390);
+        (cfg.cache_oblivious, cfg.init, cfg.get_ratio, cfg.accesses) = (true, InitMode::Pages, 0.5, 20_000);
+        let all = collect(&cfg, usize::MAX);
+        let heap = mapped_arrays(&all)[0];
+        let values = heap.start.raw() + 4096;
+        let pad: Vec<u64> = (0..24).map(|k| (values + k * 24576 + 20480) >> 12).collect();
+        let touched: std::collections::BTreeSet<u64> = all.accesses.iter().map(|a| a.vaddr.raw() >> 12).collect();
+        let heap_pages = (heap.start.raw() >> 12)..((heap.start.raw() + heap.len) >> 12);
+        assert_eq!(heap.len, 4096 + 24 * 24576);
+        for p in heap_pages.clone() {
+            assert_eq!(touched.contains(&p), !pad.contains(&p), "page {p:#x}");
+        }
+        // The declared masks name exactly the pad pages.
+        let declared: Vec<u64> = Kv::new(&cfg)
+            .untouched_pages()
+            .iter()
+            .flat_map(|&(r, m)| {
+                (0..512u64).filter(move |&i| m[i as usize / 64] >> (i % 64) & 1 == 1).map(move |i| r << 9 | i)
+            })
+            .collect();
+        assert_eq!(declared, pad);
+        // The values start at lines of their first page, not all at 0.
+        let starts: std::collections::BTreeSet<u64> = (0..24).map(|k| Kv::new(&cfg).value_offset(k)).collect();
+        assert!(starts.len() > 1 && starts.iter().all(|&o| o % 64 == 0 && o < 4096));
+        cfg.cache_oblivious = false;
+        assert!(Kv::new(&cfg).untouched_pages().is_empty());
     }
 
     /// Splits a run into operations (each starts with a bucket load) and

@@ -253,6 +253,13 @@ pub trait Workload: Send {
     fn leave_untouched(&mut self, _untouched: &UntouchedPages<'_>) -> bool {
         false
     }
+    /// The pages of its arrays the program itself never touches (an
+    /// allocator's pad pages), by 2 MiB region as in [`UntouchedPages`],
+    /// regions in order; empty when it touches them all. The kernel keeps
+    /// them as the process's declared untouched pages.
+    fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
+        Vec::new()
+    }
 }
 
 /// The pages a program never touches, by 2 MiB region (the virtual

@@ -5,7 +5,21 @@ paper's 1.5K-entry 12-way L2 TLB (preset `gem5-skylake`).
 Columns of `pp-redis`: `system, dtlb_l2_mpki, mem_bytes`. `dtlb_l2_mpki`
 = L2 TLB misses per thousand instructions over the measured GETs;
 `mem_bytes` = the physical memory the store's mappings hold at the end
-(`mem.mapped.4k + .2m + .1g`: with 2 MiB pages, whole huge pages).
+(`mem.mapped.4k + .2m + .1g`: with 2 MiB pages, whole huge pages; a
+perforated page's sub-pages are 4 KiB leaves of its hole table, so they
+count in `.4k`, and its unallocated holes do not).
+
+The heap as jemalloc 5 lays out Redis's values (`workload.cache_oblivious`,
+`kv.rs`): a 16 KiB value is an sds of 16,390 bytes (a 5-byte `sdshdr16`,
+the bytes, a NUL), size class 20 KiB, in an extent of 24 KiB (jemalloc's
+`opt.cache_oblivious` adds a page and starts the value at a random cache
+line of the first one): one page in six is never touched. 4 KiB pages
+leave it unbacked; THP backs it (the bloat: 24 / 20 = 1.2, the paper's
+92.9 / 77.7 GB = 1.196); the perforated system makes each whole 2 MiB
+region of the heap a perforated page whose holes are those pages,
+unallocated, their frames free (`ProcessSpec::untouched`). The pad pages
+set every filter bit, so the creation rule is opened as Fig. 7's is
+(`common.base_config`).
 Means over seeds, then `seeds` and each quantity's `<col>_std` and
 `<col>_ci95` (`common.mean_over_seeds`).
 
@@ -25,12 +39,15 @@ from pagelab.experiments import declare
 from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, pyplot, seeds, with_spread,
                                         write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.common import labels, paper_machine, write_up
+from pagelab.experiments.perforated.common import base_config, labels, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-redis"
 SYSTEMS = {"4k": {"policy": "base"}, "2m": {"policy": "thp"}, "perforated": {"policy": "perforated"}}
 OBJECT = 16 * 1024
+#: The allocation of one value: Redis's sds of OBJECT bytes (`sdshdr16`'s
+#: 5 bytes, the bytes, a NUL).
+SDS_BYTES = 5 + OBJECT + 1
 #: Accesses of one GET of a 16 KiB value: the bucket, the chain's entry
 #: and key, the value header, and one load per 64-byte line of the reply
 #: copy (about 260; `workload.accesses` counts accesses, not GETs).
@@ -38,7 +55,7 @@ ACCESSES_PER_GET = 260
 
 #: variant -> (phys_mem, objects, GETs)
 SCALES = {
-    "full": (24 * GIB, 1 << 20, 400_000),
+    "full": (32 * GIB, 1 << 20, 400_000),
     "quick": (8 * GIB, 1 << 18, 100_000),
     "tiny": (512 * MIB, 4096, 200),
 }
@@ -48,8 +65,8 @@ def store(objects: int, gets: int) -> dict:
     """pagelab's kv (docs: workload kv) as the paper's Redis: 16 KiB
     values, uniformly random keys, GETs only, every key loaded first (the
     init pass writes every page, as the load phase does)."""
-    return {"name": "redis", "kind": "kv", "objects": objects, "object_size": OBJECT, "distribution": "uniform",
-            "get_ratio": 1.0, "accesses": gets * ACCESSES_PER_GET}
+    return {"name": "redis", "kind": "kv", "objects": objects, "object_size": SDS_BYTES, "cache_oblivious": True,
+            "distribution": "uniform", "get_ratio": 1.0, "accesses": gets * ACCESSES_PER_GET}
 
 
 def shape(config: dict, params: dict) -> None:
@@ -60,7 +77,7 @@ def sweep(variant: str) -> Sweep:
     phys, objects, gets = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
-        base=paper_machine(phys),
+        base=base_config(phys),
         grid={"system": labels(list(SYSTEMS))},
         workloads=[store(objects, gets)],
         seeds=seeds(variant),

@@ -39,7 +39,7 @@ fn kernel(share: bool) -> Kernel {
 
 fn spawn(k: &mut Kernel, colors: &[u32], chp: bool) -> Asid {
     let opt_out = if chp { vec![] } else { vec!["chp"] };
-    k.spawn(ProcessSpec { colors: colors.to_vec(), auto_vma: false, opt_out }).unwrap()
+    k.spawn(ProcessSpec { colors: colors.to_vec(), opt_out, ..Default::default() }).unwrap()
 }
 
 /// Maps `len` bytes at `start` and faults every page in.

@@ -18,6 +18,13 @@
 //! - Hardware: the L2 entry kinds (`tlb.rs`), the walk steps (`walk.rs`),
 //!   the translation flow past the L2 entry (`translate.rs`).
 //!
+//! Where the program declares pages it never touches (an allocator's pad
+//! pages: `ProcessSpec::untouched`, the paper's III-B Redis case) and no
+//! scenario fragments the region, its first fault makes a perforated page
+//! whose holes are those pages, unallocated, their frames given back to
+//! the allocator: the memory a 2 MiB page would bloat by (the rule still
+//! decides; a region it refuses goes down the chain, to THP).
+//!
 //! The `holes` system is the same scenario on a conventional kernel (the
 //! paper's "Base 2MB + 4KB"): fragmented regions get 4 KiB pages, whole
 //! ones THP's (the chain `holes`, `thp`, `base`).
@@ -82,6 +89,7 @@ fn build(b: &Build, k: &mut Kernel, make: bool) -> Result<()> {
         bitmap_base,
         shadows: BTreeMap::new(),
         live: BTreeSet::new(),
+        declared: BTreeMap::new(),
         stats: PerforatedStats::default(),
         faulty: b.os.faulty_frames > 0.0,
         next_faulty_region: 0,
@@ -145,6 +153,9 @@ pub struct Perforated {
     shadows: BTreeMap<(Asid, u64), Pfn>,
     /// Perforated pages, by process and 2 MiB region.
     live: BTreeSet<(Asid, u64)>,
+    /// The pages each process declares it never touches, by process and
+    /// 2 MiB region (`ProcessSpec::untouched`; kept by `perforated` only).
+    declared: BTreeMap<(Asid, u64), HoleBits>,
     stats: PerforatedStats,
     /// Whether memory has faulty frames (`os.faulty_frames`).
     faulty: bool,
@@ -178,7 +189,29 @@ impl Perforated {
         let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
             return Ok(None);
         };
-        self.install(k, f, base, frame, holes, self.kind == HoleKind::Allocated)
+        let under = if self.kind == HoleKind::Allocated { Under::Remapped } else { Under::Unbacked };
+        self.install(k, f, base, frame, holes, under)
+    }
+
+    /// A region whose declared untouched pages become unallocated holes,
+    /// their frames freed; `None` (down the chain) when the rule refuses
+    /// or no 2 MiB block is free.
+    fn over_untouched(
+        &mut self,
+        k: &mut Kernel,
+        f: &Fault,
+        base: VirtAddr,
+        holes: HoleBits,
+    ) -> Result<Option<FaultOutcome>> {
+        if !self.rule_allows(&holes) {
+            self.stats.declined += 1;
+            return Ok(None);
+        }
+        let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn() };
+        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
+            return Ok(None);
+        };
+        self.install(k, f, base, frame, holes, Under::Freed)
     }
 
     /// Where memory has faulty frames and no free 2 MiB block is left
@@ -201,7 +234,7 @@ impl Perforated {
                 let taken = k.mem.alloc_specific(frame.add(i), Order::BASE, owner);
                 debug_assert!(taken, "frame {i} of the region was free");
             }
-            return self.install(k, f, base, frame, holes, true);
+            return self.install(k, f, base, frame, holes, Under::Remapped);
         }
         Ok(None)
     }
@@ -215,7 +248,7 @@ impl Perforated {
         base: VirtAddr,
         frame: Pfn,
         holes: HoleBits,
-        back_holes: bool,
+        under: Under,
     ) -> Result<Option<FaultOutcome>> {
         let (asid, writable) = (f.asid, f.vma.writable);
         for i in 0..512 {
@@ -226,13 +259,17 @@ impl Perforated {
                 k.map_user(asid, page, frame.add(i), PageSize::Size4K, writable)?;
                 continue;
             }
+            if under == Under::Freed {
+                k.mem.free(frame.add(i), Order::BASE);
+                continue;
+            }
             // The frame under a hole stands for the unmovable data that
             // made the region fragmented: it stays the kernel's (a faulty
             // one stays faulty).
             if k.mem.owner(frame.add(i)) != FrameOwner::Faulty {
                 k.mem.set_owner(frame.add(i), FrameOwner::Kernel);
             }
-            if back_holes {
+            if under == Under::Remapped {
                 let other = k.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(out_of_memory)?;
                 k.map_user(asid, page, other, PageSize::Size4K, writable)?;
             }
@@ -322,6 +359,20 @@ fn next_faulty_region(mem: &crate::phys::PhysMem, cursor: &mut u64) -> Option<(P
     None
 }
 
+/// What a perforated page's hole leaves of the frame under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Under {
+    /// The frame stands for unmovable data (the kernel's) and the page is
+    /// unbacked: a fragmentation scenario's unallocated hole.
+    Unbacked,
+    /// The same frame, and the page backed by a frame of its own (an
+    /// allocated hole, a faulty frame's).
+    Remapped,
+    /// The program never touches the page: its frame is given back to the
+    /// allocator and the page stays unbacked.
+    Freed,
+}
+
 fn out_of_memory() -> Error {
     Error::Workload("out of memory backing a perforated page's holes".into())
 }
@@ -335,6 +386,12 @@ impl System for Perforated {
         }
     }
 
+    fn spawn(&mut self, _k: &mut Kernel, asid: Asid, spec: &crate::os::ProcessSpec) {
+        if self.make {
+            self.declared.extend(spec.untouched.iter().map(|&(region, mask)| ((asid, region), mask)));
+        }
+    }
+
     /// A fragmented region's first fault: a perforated page, or 4 KiB
     /// pages; whole regions and later faults go down the chain.
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
@@ -342,7 +399,11 @@ impl System for Perforated {
         if !f.vma.covers(base, HUGE) || !k.range_is_empty(f.asid, base, PageSize::Size2M) {
             return Ok(None);
         }
-        let Some(holes) = self.scenario.holes(f.asid, base.raw() >> 21) else {
+        let region = base.raw() >> 21;
+        let Some(holes) = self.scenario.holes(f.asid, region) else {
+            if let Some(&holes) = self.declared.get(&(f.asid, region)) {
+                return self.over_untouched(k, f, base, holes);
+            }
             return self.over_faulty_frames(k, f, base);
         };
         if self.make {

@@ -17,6 +17,7 @@ use crate::engine::testutil::{batch, config, mmap, simulate, stat, stores, BASE}
 use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::{Tlb, TlbLookup, KIND_HOLE_BITMAP};
+use crate::phys::FrameOwner;
 use crate::systems::perforated::tlb::{KIND_HOLE, KIND_PERFORATED};
 use crate::units::{Pfn, VirtAddr};
 use crate::workload::MapEvent;
@@ -375,4 +376,50 @@ proptest! {
             prop_assert_eq!(f, frame_in_pt(&sim, page(a)));
         }
     }
+}
+
+fn redis_like(extra: &[&str]) -> Simulation {
+    let mut all = vec![
+        "os.holes.portion=0.0",
+        "os.perforated.max_filter_bits=8",
+        "workload.kind=\"kv\"",
+        "workload.objects=300",
+        "workload.object_size=16390",
+        "workload.cache_oblivious=true",
+        "workload.distribution=\"uniform\"",
+        "workload.get_ratio=1.0",
+        "workload.init=\"pages\"",
+        "workload.accesses=30000",
+    ];
+    all.extend_from_slice(extra);
+    let mut sim = Simulation::new(perforated_config(&all)).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
+#[test]
+fn declared_untouched_pages_become_unallocated_holes_whose_frames_are_free() {
+    // 300 values of a 24 KiB extent each (7 MiB): their pad pages, one in
+    // six, are declared untouched. Each whole 2 MiB region of the heap
+    // becomes a perforated page with exactly its pad pages as holes; THP
+    // backs those pages too (the bloat), 4 KiB pages never do.
+    let perforated = redis_like(&[]);
+    let (pages, holes) = (stat(&perforated, "perforated.pages"), stat(&perforated, "perforated.holes"));
+    assert!(pages >= 2.0, "{pages} perforated pages");
+    assert!((pages * 85.0..=pages * 86.0).contains(&holes), "{holes} holes in {pages} pages: 2 MiB / 24 KiB");
+    assert_eq!(stat(&perforated, "perforated.hole_walks"), 0.0, "no hole is ever touched");
+    let thp = redis_like(&["os.policy=\"thp\""]);
+    let base = redis_like(&["os.policy=\"base\""]);
+    // The program's frames (page tables, the shadow table and the bitmaps
+    // apart): each hole's frame went back to the allocator.
+    let user = |sim: &Simulation| {
+        let mem = &sim.kernel.mem;
+        (0..mem.nr_frames()).filter(|&f| matches!(mem.owner(Pfn::new(f)), FrameOwner::User { .. })).count() as u64
+    };
+    assert_eq!(user(&thp) - user(&perforated), holes as u64, "each hole's frame is free");
+    assert_eq!(user(&perforated), user(&base), "perforated pages back exactly the pages 4 KiB pages do");
+    // Refused by the rule (the holes set every filter bit): THP's page.
+    let refused = redis_like(&["os.perforated.max_filter_bits=4"]);
+    assert_eq!(stat(&refused, "perforated.pages"), 0.0);
+    assert_eq!(user(&refused), user(&thp));
 }
