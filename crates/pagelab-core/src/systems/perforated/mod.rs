@@ -492,6 +492,14 @@ fn punch_range(pt: &mut crate::paging::PageTable, base: VirtAddr, start: VirtAdd
 /// the rest of the page stays as it is). Shoots down the one sub-page
 /// (its 4 KiB entries, its bitmap entry, and the perforated entry, whose
 /// filter may change). Returns the new frame.
+///
+/// A perforated page other processes share (the same 2 MiB frame at the
+/// same address, as after a fork: the paper's Figure 1) shares its hole
+/// bitmap, which belongs to the physical region: each sharer gets the
+/// hole too, its hole PTE still mapping the original sub-page in the
+/// 2 MiB frame (a hole that maps its own place: right, at the cost of a
+/// hole walk), and the same shootdown. The original frame becomes the
+/// first sharer's.
 pub fn punch(k: &mut Kernel, asid: Asid, vaddr: VirtAddr) -> Result<Pfn> {
     let base = vaddr.align_down(HUGE);
     let mut p = perforation_at(&k.proc(asid).aspace.pt, base)
@@ -499,6 +507,7 @@ pub fn punch(k: &mut Kernel, asid: Asid, vaddr: VirtAddr) -> Result<Pfn> {
     let page = vaddr.align_down(4096);
     let owner = FrameOwner::User { asid, vpn: page.vpn() };
     let frame = k.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(out_of_memory)?;
+    let sharers = sharers(k, asid, base, p.frame);
     let pt = k.page_table_mut(asid);
     let slot = pt.leaf_slot(page).expect("a perforated page has its PTE page");
     let old = pt.entry(slot);
@@ -508,7 +517,8 @@ pub fn punch(k: &mut Kernel, asid: Asid, vaddr: VirtAddr) -> Result<Pfn> {
         if old.pfn() == p.frame.add(i as u64) {
             // The page being copied stays where it is, for whoever else
             // maps it: no longer this process's.
-            k.mem.set_owner(old.pfn(), FrameOwner::Kernel);
+            let keeper = sharers.first().map_or(FrameOwner::Kernel, |&q| FrameOwner::User { asid: q, vpn: page.vpn() });
+            k.mem.set_owner(old.pfn(), keeper);
         } else {
             k.mem.free(old.pfn(), Order::BASE);
         }
@@ -519,7 +529,23 @@ pub fn punch(k: &mut Kernel, asid: Asid, vaddr: VirtAddr) -> Result<Pfn> {
     p.filter = filter_of(&p.holes);
     set_perforated(k.page_table_mut(asid), base, &p);
     k.shoot(asid, page, page.add(4096));
+    for q in sharers {
+        let pt = k.page_table_mut(q);
+        let mut theirs = perforation_at(pt, base).expect("a sharer maps the perforated page");
+        set_hole(&mut theirs.holes, i, true);
+        theirs.filter = filter_of(&theirs.holes);
+        set_perforated(pt, base, &theirs);
+        k.shoot(q, page, page.add(4096));
+    }
     Ok(frame)
+}
+
+/// The other processes whose page table at `base` is a perforated page
+/// over the 2 MiB frame `frame`.
+fn sharers(k: &Kernel, asid: Asid, base: VirtAddr, frame: Pfn) -> Vec<Asid> {
+    (1..=k.procs.len() as Asid)
+        .filter(|&q| q != asid && perforation_at(&k.proc(q).aspace.pt, base).is_some_and(|p| p.frame == frame))
+        .collect()
 }
 
 /// Patches the hole at the sub-page of `vaddr`: its place in the 2 MiB

@@ -83,9 +83,13 @@ impl Probe {
         Probe { refs: RefBuf::default(), stats: CoreStats::default() }
     }
     fn access(&mut self, mmu: &mut Mmu, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<u64>, f64) {
+        self.access_as(1, mmu, sim, va)
+    }
+    fn access_as(&mut self, asid: u16, mmu: &mut Mmu, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<u64>, f64) {
         self.refs.clear();
         let before = self.stats.cycles_translation;
-        let frame = mmu.translate(&mut sim.kernel, crate::engine::testutil::req(va), &mut self.refs, &mut self.stats);
+        let req = crate::engine::mmu::Request { asid, ..crate::engine::testutil::req(va) };
+        let frame = mmu.translate(&mut sim.kernel, req, &mut self.refs, &mut self.stats);
         let refs = (0..self.refs.len()).map(|j| self.refs.get(j).0).collect();
         (frame.unwrap(), refs, self.stats.cycles_translation - before)
     }
@@ -422,4 +426,66 @@ fn declared_untouched_pages_become_unallocated_holes_whose_frames_are_free() {
     let refused = redis_like(&["os.perforated.max_filter_bits=4"]);
     assert_eq!(stat(&refused, "perforated.pages"), 0.0);
     assert_eq!(user(&refused), user(&thp));
+}
+
+/// Process 2 maps process 1's perforated page at BASE as a fork would:
+/// the same frames page by page (holes' own frames too), the same 2 MiB
+/// frame, filter and bitmap line (the bitmap belongs to the physical
+/// region), a shadow entry of its own. (Write protection is left out: the
+/// native MMU does not fault a store to a read-only page, and `punch` is
+/// what the copy-on-write fault would do.)
+fn fork_perforated(sim: &mut Simulation) -> Perforation {
+    let k = &mut sim.kernel;
+    assert_eq!(k.spawn(crate::os::ProcessSpec::default()).unwrap(), 2);
+    let p = perforation_at(&k.proc(1).aspace.pt, BASE).unwrap();
+    for i in 0..512 {
+        let frame = k.proc(1).aspace.pt.lookup(page(i)).unwrap().frame;
+        k.map_user(2, page(i), frame, crate::units::PageSize::Size4K, true).unwrap();
+    }
+    let shadow =
+        k.mem.alloc(crate::units::Order::BASE, crate::phys::Migratetype::Unmovable, FrameOwner::Kernel).unwrap();
+    let theirs = Perforation { shadow: shadow.addr(), ..p };
+    super::pagetable::set_perforated(k.page_table_mut(2), BASE, &theirs);
+    theirs
+}
+
+#[test]
+fn copy_on_write_of_a_shared_perforated_page_gives_every_sharer_the_hole() {
+    // The paper's Figure 1: two processes share a perforated page (holes
+    // 70 and 100, filter 0b10); process 2 writes page 7 (256 KiB region
+    // 0, no hole yet). Process 2 gets a copy; the bitmap, the physical
+    // region's, gets bit 7 for both, each process's filter bit 0; process
+    // 1's hole PTE still maps page 7's place in the 2 MiB frame. Each
+    // process's page 7 is shot down; nothing else changes.
+    let cfg = perforated_config(&[]);
+    let (mut sim, p) = known_page(&[]);
+    fork_perforated(&mut sim);
+    let (mut one, mut two) = (mmu(&sim, &cfg), mmu(&sim, &cfg));
+    let mut probe = Probe::new();
+    let both = |probe: &mut Probe, one: &mut Mmu, two: &mut Mmu, sim: &mut Simulation, i: u64| {
+        (probe.access_as(1, one, sim, page(i)).0, probe.access_as(2, two, sim, page(i)).0)
+    };
+    for i in 0..512 {
+        let (a, b) = both(&mut probe, &mut one, &mut two, &mut sim, i);
+        assert_eq!(a, b, "page {i} shared");
+    }
+    let copy = punch(&mut sim.kernel, 2, page(7)).unwrap();
+    let shot: Vec<_> = sim.kernel.drain_shootdowns().map(|s| (s.asid, s.start, s.end)).collect();
+    assert_eq!(shot, vec![(2, page(7).vpn(), page(8).vpn()), (1, page(7).vpn(), page(8).vpn())]);
+    for (asid, mmu) in [(1, &mut one), (2, &mut two)] {
+        mmu.tlb.invalidate_range(asid, page(7).vpn(), page(8).vpn());
+        let now = perforation_at(&sim.kernel.proc(asid).aspace.pt, BASE).unwrap();
+        assert_eq!((0..512).filter(|&i| is_hole(&now.holes, i)).collect::<Vec<_>>(), vec![7, 70, 100]);
+        assert_eq!((now.filter, now.frame, now.bitmap_line), (0b11, p.frame, p.bitmap_line));
+    }
+    assert_eq!(sim.kernel.mem.owner(p.frame.add(7)), FrameOwner::User { asid: 1, vpn: page(7).vpn() });
+    let holes_before = counters(&one).3;
+    for i in 0..512 {
+        let (a, b) = both(&mut probe, &mut one, &mut two, &mut sim, i);
+        match i {
+            7 => assert_eq!((a, b), (p.frame.add(7), copy)),
+            _ => assert_eq!(a, b, "page {i} still shared"),
+        }
+    }
+    assert_eq!(counters(&one).3 - holes_before, 1, "process 1 reaches its page 7 by a hole walk");
 }
