@@ -26,6 +26,7 @@ pub mod mmu;
 mod sampling;
 #[cfg(test)]
 mod sampling_tests;
+mod stage_virt;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -145,10 +146,16 @@ impl Simulation {
         let interval = m.timing.model == TimingModel::Interval;
         let mmu_latency = |cycles: u32| if interval { 0.0 } else { cycles as f64 };
         let mut cores = Vec::new();
-        // L2 TLB misses are sampled (for Leshy) or not, once for the run.
-        let miss_period = systems::elastic::miss_sample_period(&cfg.os);
-        if let Some(period) = miss_period {
-            kernel.miss_samples = crate::hw::tlb::MissSamples::new(period, cfg.nr_cores());
+        // L2 TLB misses are sampled (for Leshy) or not, once for the run:
+        // each kernel (a native run's, or a guest's) whose OS runs Leshy
+        // online gets its samplers.
+        let mut sample_misses = false;
+        for (vm, g) in cfg.guests().iter().enumerate() {
+            if let Some(period) = systems::elastic::miss_sample_period(g.os) {
+                let guest = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
+                guest.miss_samples = crate::hw::tlb::MissSamples::new(period, cfg.nr_cores());
+                sample_misses = true;
+            }
         }
         let mut expected_accesses = Some(0u64);
         let configs = cfg.workload_list();
@@ -213,7 +220,7 @@ impl Simulation {
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
         Ok(Simulation {
-            sample_misses: miss_period.is_some(),
+            sample_misses,
             // Sampling resets the statistics itself, window by window.
             warm: (cfg.run.warmup == 0 && !cfg.run.skip_init) || sampling.is_some(),
             sampling,
@@ -454,8 +461,10 @@ impl Simulation {
             } else {
                 self.translate_stage::<RECORD, false>(i, end)
             }
+        } else if self.sample_misses {
+            self.translate_stage_virt::<RECORD, true>(i, end)
         } else {
-            self.translate_stage_virt::<RECORD>(i, end)
+            self.translate_stage_virt::<RECORD, false>(i, end)
         }
     }
 

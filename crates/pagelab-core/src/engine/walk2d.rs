@@ -688,55 +688,6 @@ fn check_write_protection(
 }
 
 impl Simulation {
-    /// Stage 1 of a virtualized run: core `i`'s accesses [pos, end) through
-    /// the 2D walker (no host prefetching: a first version); with `RECORD`
-    /// (the interval model), what each translation did, for the window, as
-    /// the native stage does (VM exits serialise, like faults).
-    #[inline(never)]
-    pub(super) fn translate_stage_virt<const RECORD: bool>(&mut self, i: usize, end: usize) -> Result<()> {
-        let virt = self.virt.as_deref_mut().expect("a virtualized run");
-        let core = &mut self.cores[i];
-        core.refs.clear();
-        let asid = core.asid;
-        // The core's VM and its guest kernel: once per quantum.
-        let vm = virt.cores[i].vm;
-        let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
-        let guest_asids = &virt.guest_asids[vm];
-        let page_data = virt.page_data[i];
-        // (Unfiltered: a copy-on-write changes a page's content whatever
-        // the process declares.)
-        let contents = virt.contents.as_deref_mut();
-        // One walker for the quantum: the core's MMU, buffer and counters
-        // are reached through it.
-        let mut w = Walker2d {
-            mmu: &mut core.mmu,
-            nested: &mut virt.cores[i],
-            guest,
-            hv: &mut virt.hv,
-            refs: &mut core.refs,
-            stats: &mut core.stats,
-            guest_asids,
-            contents: contents.map(|c| (c, page_data)),
-        };
-        let mut by_kind = [0u64; 3];
-        for j in core.pos..end {
-            let a = core.batch.accesses[j];
-            core.ran += 1;
-            w.stats.instructions += a.instrs as u64;
-            core.retired += a.instrs as u64;
-            let (write, instr, kind) = super::request_of(a.kind);
-            by_kind[a.kind as usize] += 1;
-            let before = RECORD.then(|| super::translation_marks::<true>(w.stats));
-            let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
-            w.refs.push(frame.addr().add(a.vaddr.page_offset()), kind);
-            if RECORD {
-                super::record_translation::<true>(core.window.as_mut(), before, w.stats);
-            }
-        }
-        super::count_kinds(w.stats, by_kind);
-        Ok(())
-    }
-
     /// A guest's shootdown as the hardware sees it: its address space
     /// tagged with VM `vm`'s VPID (a native run's, unchanged).
     pub(super) fn hw_shootdown(&self, vm: usize, s: Shootdown) -> Shootdown {

@@ -67,10 +67,12 @@ impl MissSamples {
         MissSamples { samplers: vec![MissSampler::new(period); cores], ..Default::default() }
     }
 
-    /// Counts one L2 TLB miss of `core`; whether it is to be sampled.
+    /// Counts one L2 TLB miss of `core`; whether it is to be sampled. A
+    /// kernel that does not sample (a guest without Leshy beside one with
+    /// it) has no samplers: never.
     #[inline]
     pub fn on_miss(&mut self, core: usize) -> bool {
-        self.samplers[core].on_miss()
+        self.samplers.get_mut(core).is_some_and(MissSampler::on_miss)
     }
 
     pub fn push(&mut self, sample: MissSample) {

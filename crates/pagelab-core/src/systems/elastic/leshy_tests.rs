@@ -61,6 +61,39 @@ fn one_l2_tlb_miss_in_each_period_is_sampled_with_its_address() {
     assert_eq!(stat(&off, "leshy.samples"), 0.0);
 }
 
+#[test]
+fn a_guest_samples_its_l2_tlb_misses_through_the_two_dimensional_walk() {
+    // The same 128 first touches in a VM (guest `elastic` with online
+    // Leshy over host 4 KiB pages): one data-side L2 miss in 5 sampled
+    // into the guest kernel's buffer, with the guest-virtual address and
+    // the walk's references of both dimensions (more than a native walk).
+    let virt = [
+        "virt.enabled=true",
+        "virt.guest_mem=\"64MiB\"",
+        "os.elastic.leshy_sample_period=5",
+        "run.check_translations=true",
+    ];
+    let batches = vec![batch(vec![mmap(BASE, 8 << 20)], every(BASE, KIB64, 128))];
+    let sim = simulate(arm(&virt), batches.clone()).unwrap();
+    let misses = stat(&sim, "dtlb.l2.misses");
+    assert!(misses >= 128.0, "{misses}");
+    assert_eq!(stat(&sim, "leshy.samples"), (misses / 5.0).floor());
+    let samples = sim.kernel.miss_samples.pending();
+    assert_eq!(samples.len() as f64, (misses / 5.0).floor());
+    assert!(samples.iter().all(|s| s.asid == 1 && (s.vaddr.raw() - BASE.raw()) % KIB64 == 0));
+    let native = simulate(arm(&["os.elastic.leshy_sample_period=5"]), batches.clone()).unwrap();
+    let most = |sim: &Simulation| sim.kernel.miss_samples.pending().iter().map(|s| s.walk_refs).max().unwrap();
+    assert!(most(&sim) > most(&native), "a 2D walk reads guest and EPT entries");
+    // Sampling changes nothing else in the VM either.
+    let mut off = virt.to_vec();
+    off.push("os.elastic.leshy=\"off\"");
+    let off = simulate(arm(&off), batches).unwrap();
+    let (mut a, mut b) = (sim.stats(), off.stats());
+    a.remove("leshy.samples");
+    b.remove("leshy.samples");
+    assert_eq!(a, b);
+}
+
 /// Samples: `n` misses at each of the given addresses.
 fn histogram(spots: &[(u64, u64)]) -> [Vec<Region>; 4] {
     roll_up(spots.iter().flat_map(|&(addr, n)| std::iter::repeat_n((addr, 1), n as usize)))
