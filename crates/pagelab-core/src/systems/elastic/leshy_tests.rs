@@ -80,7 +80,7 @@ fn a_guest_samples_its_l2_tlb_misses_through_the_two_dimensional_walk() {
     assert_eq!(stat(&sim, "leshy.samples"), (misses / 5.0).floor());
     let samples = sim.kernel.miss_samples.pending();
     assert_eq!(samples.len() as f64, (misses / 5.0).floor());
-    assert!(samples.iter().all(|s| s.asid == 1 && (s.vaddr.raw() - BASE.raw()) % KIB64 == 0));
+    assert!(samples.iter().all(|s| s.asid == 1 && (s.vaddr.raw() - BASE.raw()).is_multiple_of(KIB64)));
     let native = simulate(arm(&["os.elastic.leshy_sample_period=5"]), batches.clone()).unwrap();
     let most = |sim: &Simulation| sim.kernel.miss_samples.pending().iter().map(|s| s.walk_refs).max().unwrap();
     assert!(most(&sim) > most(&native), "a 2D walk reads guest and EPT entries");
