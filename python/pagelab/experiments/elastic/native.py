@@ -132,7 +132,7 @@ def shape(config: dict, params: dict, hints_dir: Path = Path(HINTS_DIR)) -> None
         elastic["leshy_hints_out"] = hints_path(hints_dir, params)
 
 
-def _base(variant: str) -> dict:
+def base(variant: str) -> dict:
     return {
         "machine": machine(variant),
         # khugepaged every 1 ms, as the artifact's KHUGE_SLEEP=1000 (us).
@@ -142,31 +142,38 @@ def _base(variant: str) -> dict:
 
 
 def sweep(variant: str, exp_id: str = NATIVE) -> Sweep:
-    return Sweep(id=f"{exp_id}:{variant}", base=_base(variant), grid={"system": systems(variant)},
+    return Sweep(id=f"{exp_id}:{variant}", base=base(variant), grid={"system": systems(variant)},
                  workloads=workloads(variant), seeds=seeds(variant), shape=shape)
 
 
 def profile_sweep(variant: str, hints_dir: Path) -> Sweep:
-    return Sweep(id=f"{NATIVE}-profile:{variant}", base=_base(variant), grid={"system": [profiler(variant)]},
+    return Sweep(id=f"{NATIVE}-profile:{variant}", base=base(variant), grid={"system": [profiler(variant)]},
                  workloads=workloads(variant), seeds=seeds(variant),
                  shape=functools.partial(shape, hints_dir=hints_dir))
 
 
 def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
-    """Runs the profiling runs (those not stored yet), checks that each
-    wrote its hints, and returns the sweep reading them."""
+    """Runs the profiling runs of `main`'s workloads (those not stored
+    yet), checks that each wrote its hints, and returns the sweep reading
+    them."""
     variant = main.id.rsplit(":", 1)[1]
     hints_dir = Path(out) / HINTS_DIR
     hints_dir.mkdir(parents=True, exist_ok=True)
-    spec = dataclasses.replace(profile_sweep(variant, hints_dir), seeds=main.seeds)
-    outcome = run_sweep(spec, out, experiment=f"{NATIVE}-profile", **run)
+    spec = dataclasses.replace(profile_sweep(variant, hints_dir), seeds=main.seeds, workloads=main.workloads)
+    run_profiles(spec, out, run, f"{NATIVE}-profile", lambda params: hints_path(hints_dir, params))
+    return dataclasses.replace(main, shape=functools.partial(shape, hints_dir=hints_dir))
+
+
+def run_profiles(spec: Sweep, out: Path, run: dict, experiment: str, hints_of) -> None:
+    """Runs profiling sweep `spec` (stored as `experiment`) and checks that
+    every point wrote the hint file `hints_of(params)` names."""
+    outcome = run_sweep(spec, out, experiment=experiment, **run)
     if outcome.errors:
         raise RuntimeError(f"{len(outcome.errors)} profiling run(s) failed: {next(iter(outcome.errors.values()))}")
-    missing = [p for p in (hints_path(hints_dir, pt.params) for pt in outcome.points) if not Path(p).exists()]
+    missing = [p for p in (hints_of(pt.params) for pt in outcome.points) if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"profiling runs stored in {outcome.store_path} but their hints are gone ({missing[0]}): "
-                           "delete the store's et-native-profile runs or the output directory and run again")
-    return dataclasses.replace(main, shape=functools.partial(shape, hints_dir=hints_dir))
+                           f"delete the store's {experiment} runs or the output directory and run again")
 
 
 def _order(t: pd.DataFrame) -> pd.DataFrame:
