@@ -42,10 +42,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, MIB, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
+                                        write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
-from pagelab.experiments.elastic.analogues import SCALE, l2_entries, workload
+from pagelab.experiments.elastic.analogues import SCALE, workload
 from pagelab.sweep import Sweep
 
 FRAG = "et-frag"
@@ -147,17 +147,9 @@ def frag_measured(t: pd.DataFrame) -> dict[str, object]:
 def plot_frag(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, len(FMFIS), figsize=(11, 3.6), sharey=True)
-    shown = [s for s in FRAG_SYSTEMS if s != "4k"]
-    width = 0.8 / len(shown)
     for ax, f in zip(axes, FMFIS):
-        sub_f = t[t.fmfi == f]
-        ws = list(dict.fromkeys(sub_f.workload))
-        for i, system in enumerate(shown):
-            sub = sub_f[sub_f.system == system].set_index("workload").reindex(ws)
-            xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(ws))]
-            ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), capsize=2, label=system)
+        native.grouped_bars(ax, t[t.fmfi == f], "system", [s for s in FRAG_SYSTEMS if s != "4k"])
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
-        ax.set_xticks(range(len(ws)), ws, rotation=20)
         ax.set_title(f"FMFI {f:.0%}")
     axes[0].set_ylabel("cycles / 4 KiB pages' cycles")
     axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -168,17 +160,14 @@ def plot_frag(t: pd.DataFrame, path: Path) -> Path:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = frag_table(df)
     files, paper = write_outputs(__file__, FRAG, t, plot_frag, frag_measured(t), out)
-    s, phys, fp, n = SCALE[variant]
     text = f"""# {FRAG}: the paper's Figure 11 (native, fragmented memory)
 
-Variant `{variant}`: preset `ampere-altra` scaled by 1/{s} (L2 TLB {l2_entries(variant)} entries,
-{phys / 2**30:g} GiB of memory), each analogue over {fp / 2**20:,.0f} MiB, {n:,} measured accesses
-after the first touches, the interval timing model. Memory fragmented at boot to FMFI
+{native.setup_text(variant)} Memory fragmented at boot to FMFI
 {' and '.join(f'{f:.0%}' for f in FMFIS)} as the artifact's frag.sh and memfrag do
-(`os.fragmentation.fmfi`, slack {slack(variant) / 2**20:g} MiB: frag.sh's 1 GiB over {s}).
-Cycles over the 4 KiB run at the same FMFI, as the artifact's fig11. XSBench and SVM have no
-analogue; Hawkeye is not built. Setup and disagreements: `pagelab/experiments/elastic/frag.py`
-and docs/systems/elastic-results.md.
+(`os.fragmentation.fmfi`, slack {slack(variant) / 2**20:g} MiB: frag.sh's 1 GiB over
+{SCALE[variant][0]}). Cycles over the 4 KiB run at the same FMFI, as the artifact's fig11.
+XSBench and SVM have no analogue; Hawkeye is not built. The fragmentation and the systems:
+`pagelab/experiments/elastic/frag.py`.
 
 ## Against the artifact
 

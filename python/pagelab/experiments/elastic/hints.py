@@ -43,10 +43,10 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread, write_figure,
+                                        write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
-from pagelab.experiments.elastic.analogues import ORDER, SCALE, l2_entries, workloads
+from pagelab.experiments.elastic.analogues import ORDER, workloads
 from pagelab.sweep import Sweep
 
 HINTS = "et-hints"
@@ -120,16 +120,10 @@ def hints_measured(t: pd.DataFrame) -> dict[str, object]:
 
 def plot_hints(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
-    ws = list(dict.fromkeys(t.workload))
-    fig, axes = plt.subplots(1, 2, figsize=(max(9, 1.4 * len(ws)), 3.6))
-    width = 0.8 / len(SOURCES)
+    fig, axes = plt.subplots(1, 2, figsize=(max(9, 1.4 * t.workload.nunique()), 3.6))
     for ax, col, label in [(axes[0], "cycles_norm", "cycles / 4 KiB pages' cycles"),
                            (axes[1], "share_32m", "share of the footprint in 32 MiB")]:
-        for i, source in enumerate(SOURCES):
-            sub = t[t.source == source].set_index("workload").reindex(ws)
-            xs = [j + (i - (len(SOURCES) - 1) / 2) * width for j in range(len(ws))]
-            ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), capsize=2, label=source)
-        ax.set_xticks(range(len(ws)), ws, rotation=20)
+        native.grouped_bars(ax, t, "source", list(SOURCES), col)
         ax.set_ylabel(label)
     axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle("et-hints: ET-offline with hints from TLB-miss sampling or access bits")
@@ -139,16 +133,12 @@ def plot_hints(t: pd.DataFrame, path: Path) -> Path:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = hints_table(df)
     files, paper = write_outputs(__file__, HINTS, t, plot_hints, hints_measured(t), out)
-    s, phys, fp, n = SCALE[variant]
     text = f"""# {HINTS}: Leshy's source, TLB-miss sampling against access-bit tracking
 
-Variant `{variant}`: preset `ampere-altra` scaled by 1/{s} (L2 TLB {l2_entries(variant)} entries,
-{phys / 2**30:g} GiB of memory), each analogue over {fp / 2**20:,.0f} MiB, {n:,} measured accesses
-after the first touches, the interval timing model. ET-offline reading the hints of a profiling
-run whose Leshy sampled TLB misses (`os.elastic.leshy = "online"`) or read accessed bits
-(`"access-bit"`), as the artifact's Figure 13; cycles over the 4 KiB run. The artifact's hint
-files are the paper side below. Setup: `pagelab/experiments/elastic/hints.py`; discussion in
-docs/systems/elastic-results.md.
+{native.setup_text(variant)} ET-offline reading the hints of a profiling run whose Leshy
+sampled TLB misses (`os.elastic.leshy = "online"`) or read accessed bits (`"access-bit"`), as
+the artifact's Figure 13; cycles over the 4 KiB run. The artifact's hint files are the paper
+side below; the sources: `pagelab/experiments/elastic/hints.py`.
 
 {markdown_table(paper)}
 {markdown_table(t)}
