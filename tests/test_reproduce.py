@@ -23,6 +23,8 @@ COLUMNS = {
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
     "virt-ksm": {"pages_to_scan", "pages_shared", "pages_sharing", "memory_saved_mib", "cow_breaks", "runtime"},
+    "et-frag": {"workload", "fmfi", "system", "cycles_norm", "share_2m"},
+    "et-hints": {"workload", "source", "cycles_norm", "share_32m"},
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
     "et-native": {"workload", "system", "cycles_norm", "dtlb_l2_mpki"},
     "et-sizes": {
@@ -48,7 +50,7 @@ def assert_columns(df, columns):
 
 
 #: Numeric grid labels: keys, not quantities (no spread).
-KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan"}
+KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -161,6 +163,35 @@ def test_reproduce_tiny(tmp_path, exp_id):
         # The profiling runs wrote the hints the offline runs read.
         assert sorted(p.name for p in (tmp_path / "et-hints").glob("*.hints")) == [
             "canneal-seed1.hints", "gups-seed1.hints", "streamcluster-seed1.hints"]
+    elif exp_id == "et-frag":
+        assert_columns(df, ["workload", "fmfi", "system", "cycles_norm", "share_2m"])
+        assert set(df.fmfi) == {0.5, 0.99} and set(df.workload) == {"canneal", "hashjoin"}
+        assert set(df.system) == {"4k", "thp", "elastic", "elastic-offline"}
+        assert (df[df.system == "4k"].cycles_norm == 1.0).all() and (df[df.system == "4k"].share_2m == 0).all()
+        # 128 MiB footprints beside 8 MiB of slack: at 99% memfrag releases
+        # the footprint in 512 KiB chunks, so THP's 2 MiB pages come from
+        # the slack alone (at most 8 / 128 of the footprint); at 50% about
+        # half the footprint comes back in 32 MiB chunks.
+        thp = df[df.system == "thp"].set_index(["workload", "fmfi"]).share_2m
+        for w in ("canneal", "hashjoin"):
+            assert thp[(w, 0.99)] <= 8 / 128 < 0.3 < thp[(w, 0.5)], (w, thp.to_dict())
+        # ET-offline read the unfragmented profiling runs' hints.
+        assert sorted(p.name for p in (tmp_path / "et-hints").glob("*.hints")) == [
+            "canneal-seed1.hints", "hashjoin-seed1.hints"]
+    elif exp_id == "et-hints":
+        assert_columns(df, ["workload", "source", "cycles_norm", "share_32m"])
+        assert set(df.source) == {"tlb-miss", "access-bit"} and set(df.workload) == {"gups", "canneal", "streamcluster"}
+        # Each source's profiling runs wrote hints, and ET-offline read
+        # them: GUPS's 128 MiB table (within the 10-entry L2 TLB's reach at
+        # 32 MiB) in 32 MiB translations from either source, faster than
+        # 4 KiB pages. (Tiny cannot tell the sources apart: both hint every
+        # 32 MiB region; the quick grid's footprint exceeds the budget.)
+        for d in ("et-hints", "et-hints-access-bit"):
+            files = sorted((tmp_path / d).glob("*.hints"))
+            assert [p.name for p in files] == ["canneal-seed1.hints", "gups-seed1.hints", "streamcluster-seed1.hints"]
+            assert all(p.read_text().strip() for p in files), d
+        g = df[df.workload == "gups"].set_index("source")
+        assert (g.share_32m > 0.9).all() and (g.cycles_norm < 1.0).all()
     elif exp_id == "et-sizes":
         cols = ["workload", "system"] + [f"{k}_{s}" for k in ("share", "count") for s in ("4k", "64k", "2m", "32m", "1g")]
         assert_columns(df, cols)

@@ -200,6 +200,60 @@ fn fragmentation_is_injected_before_the_run() {
 }
 
 #[test]
+fn fmfi_fragmentation_leaves_thp_the_slack_at_99_and_half_the_footprint_at_50() {
+    // 512 MiB, a 128 MiB gups, 2 MiB of slack. At 0.99 memfrag releases
+    // the footprint in 512 KiB chunks, so only the slack's 2 MiB can back a
+    // huge page. At 0.5 (frag.sh's 1 - 128 x 0.5 / 130 = 0.508) it
+    // alternates 512 KiB presses with 32 MiB chunks: 64 MiB comes back in
+    // two 32 MiB chunks and 64 MiB in presses, so with the slack about half
+    // the footprint can be 2 MiB pages.
+    let mapped_2m = |fmfi: &str| {
+        let cfg = config(&[
+            "machine.phys_mem=\"512MiB\"",
+            "os.policy=\"thp\"",
+            "workload.footprint=\"128MiB\"",
+            "workload.accesses=100000",
+            "os.fragmentation.fmfi_slack=\"2MiB\"",
+            fmfi,
+        ]);
+        let mut sim = Simulation::new(cfg).unwrap();
+        sim.run().unwrap();
+        stat(&sim, "mem.mapped.2m") / (1 << 20) as f64
+    };
+    let at_99 = mapped_2m("os.fragmentation.fmfi=0.99");
+    let at_50 = mapped_2m("os.fragmentation.fmfi=0.5");
+    let unfragmented = mapped_2m("os.fragmentation.fmfi=0.0");
+    assert!(at_99 <= 2.0, "{at_99} MiB in 2 MiB pages at FMFI 0.99");
+    assert!((48.0..=66.0).contains(&at_50), "{at_50} MiB in 2 MiB pages at FMFI 0.5");
+    assert_eq!(unfragmented, 128.0);
+}
+
+#[test]
+fn fmfi_errors_name_the_key() {
+    let key_of = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        let text = "[machine]\nphys_mem = \"64MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"8MiB\"\n";
+        match parse_config(text, "test.toml", &overrides).and_then(Simulation::new) {
+            Err(crate::Error::Config { key, .. }) => key,
+            other => panic!("expected a config error, got {:?}", other.err()),
+        }
+    };
+    assert_eq!(key_of(&["os.fragmentation.fmfi=1.0"]), "os.fragmentation.fmfi");
+    assert_eq!(key_of(&["os.fragmentation.fmfi=-0.5"]), "os.fragmentation.fmfi");
+    assert_eq!(key_of(&["os.fragmentation.fmfi=0.5", "os.fragmentation.target=0.5"]), "os.fragmentation.fmfi");
+    assert_eq!(
+        key_of(&["os.fragmentation.fmfi=0.5", "os.fragmentation.fmfi_slack=\"64MiB\""]),
+        "os.fragmentation.fmfi_slack"
+    );
+    let trace = "[machine]\nphys_mem = \"64MiB\"\n[workload]\nkind = \"trace\"\npath = \"t.trace\"\n";
+    let cfg = parse_config(trace, "test.toml", &["os.fragmentation.fmfi=0.5".to_string()]).unwrap();
+    match vm_footprint(&cfg, 0, "os") {
+        Err(crate::Error::Config { key, .. }) => assert_eq!(key, "os.fragmentation.fmfi"),
+        other => panic!("expected a config error, got {other:?}"),
+    }
+}
+
+#[test]
 fn the_same_seed_gives_identical_statistics() {
     let run = |seed: &str| {
         let cfg = config(&["workload.accesses=20000", "os.policy=\"thp\"", seed, "workload.footprint=\"64MiB\""]);

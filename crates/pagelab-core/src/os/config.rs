@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::units::ByteSize;
 
 /// When the OS creates VMAs around touched addresses (for traces without
 /// mapping events).
@@ -56,6 +57,27 @@ pub struct FragmentationConfig {
     /// migratetype, scaled to its size (instead of `target`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// A target FMFI (the unusable free space index at order 9) in [0, 1),
+    /// reached as the Elastic Translations artifact's frag.sh and memfrag
+    /// reach it (`phys::fragmentation::memfrag`), scaled to the
+    /// workloads' footprint; 0 leaves memory alone (instead of `target`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fmfi: f64,
+    /// What memfrag leaves unfilled (frag.sh's `FRAG_SLACK`, 1 GiB): free
+    /// memory that stays in large blocks beside the released chunks.
+    #[serde(skip_serializing_if = "is_default_slack")]
+    pub fmfi_slack: ByteSize,
+}
+
+/// frag.sh's `FRAG_SLACK`.
+const DEFAULT_FMFI_SLACK: ByteSize = ByteSize(1 << 30);
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_default_slack(slack: &ByteSize) -> bool {
+    *slack == DEFAULT_FMFI_SLACK
 }
 
 impl Default for FragmentationConfig {
@@ -66,6 +88,8 @@ impl Default for FragmentationConfig {
             placement: FragPlacement::Random,
             holes: 1,
             snapshot: None,
+            fmfi: 0.0,
+            fmfi_slack: DEFAULT_FMFI_SLACK,
         }
     }
 }
@@ -79,6 +103,15 @@ impl FragmentationConfig {
             return Err(Error::config(
                 format!("{prefix}.fragmentation.snapshot"),
                 "give either a snapshot or a target, not both",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.fmfi) {
+            return Err(Error::config(format!("{prefix}.fragmentation.fmfi"), "must be in [0, 1)"));
+        }
+        if self.fmfi > 0.0 && (self.target > 0.0 || self.snapshot.is_some()) {
+            return Err(Error::config(
+                format!("{prefix}.fragmentation.fmfi"),
+                "give one of fmfi, target and snapshot, not several",
             ));
         }
         if self.holes == 0 || self.holes > 512 {

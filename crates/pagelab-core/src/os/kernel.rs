@@ -50,6 +50,10 @@ pub struct Boot {
     /// The page colors the OS uses.
     pub colors: ColorMap,
     pub costs: FaultCosts,
+    /// Bytes the workloads on this kernel declare (`workload.footprint`,
+    /// summed; a hypervisor's: its VMs' guest memory): what
+    /// `os.fragmentation.fmfi` scales to.
+    pub footprint: u64,
 }
 
 #[derive(Debug)]
@@ -119,8 +123,9 @@ impl Kernel {
     }
 
     /// Places the machine's starting fragmentation: a real machine's
-    /// snapshot, or unmovable frames up to a target F_i.
-    pub fn fragment(&mut self, f: &FragmentationConfig, seed: u64) -> Result<()> {
+    /// snapshot, unmovable frames up to a target F_i, or memfrag's held
+    /// memory up to a target FMFI over `footprint` bytes of workload.
+    pub fn fragment(&mut self, f: &FragmentationConfig, footprint: u64, seed: u64) -> Result<()> {
         let placement = match f.placement {
             super::FragPlacement::Random => fragmentation::Placement::Random,
             super::FragPlacement::Clustered => fragmentation::Placement::Clustered,
@@ -135,6 +140,9 @@ impl Kernel {
                 super::FragPattern::Clustered => fragmentation::Pattern::Clustered,
             };
             fragmentation::inject_placed(&mut self.mem, f.target, pattern, placement, f.holes, seed)?;
+        }
+        if f.fmfi > 0.0 {
+            fragmentation::memfrag(&mut self.mem, f.fmfi, footprint, f.fmfi_slack.bytes())?;
         }
         Ok(())
     }

@@ -19,6 +19,13 @@
 //! [`inject`] fragments a machine to a target F_i by pinning unmovable frames
 //! ("holes") in free pageblocks, dispersed or clustered as in the Perforated
 //! Pages paper's two scenarios.
+//!
+//! [`memfrag`] fragments it to a target FMFI (the Elastic Translations
+//! artifact's "free memory fragmentation index", which is
+//! [`unusable_free_index`] at order 9: its `memfrag` reads Linux's
+//! `extfrag/unusable_index`, its `fmfi.py` computes the same from
+//! buddyinfo) the way the artifact's `bin/frag.sh` and `memfrag` do: fill
+//! memory, then free fixed-size chunks of it.
 
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -279,6 +286,186 @@ fn pin_holes(mem: &mut PhysMem, pb: u64, offsets: &[u64]) {
     mem.set_pageblock_migratetype(Pfn::new(base), Migratetype::Unmovable);
 }
 
+// ---- FMFI, as the Elastic Translations artifact's memfrag makes it --------
+
+/// The order FMFI is measured at (frag.sh's `FRAG_ORDER`).
+pub const FMFI_ORDER: u8 = 9;
+/// memfrag frees chunks of this order, every other one, to raise FMFI
+/// (frag.sh's `FRAG_PRESS_ORDER`: 512 KiB, which no 2 MiB page can use).
+const PRESS_ORDER: u8 = 7;
+/// ... and whole chunks of this order to lower it (`FRAG_RELAX_ORDER`: 32 MiB).
+const RELAX_ORDER: u8 = 13;
+/// frag.sh scales every target to the footprint except its 99 (and 999).
+const UNSCALED_TARGET: f64 = 0.99;
+
+/// The FMFI of free blocks per order: [`unusable_free_index`] at order 9.
+pub fn fmfi(free: &[u64]) -> f64 {
+    unusable_free_index(free, FMFI_ORDER)
+}
+
+/// The FMFI that frag.sh hands memfrag for a `target` over a workload of
+/// `footprint` bytes with `slack` bytes left free: `1 - footprint x (1 -
+/// target) / (footprint + slack)`, so that (1 - target) of the footprint,
+/// not of all free memory, can be backed by 2 MiB pages. 0.99 and above are
+/// handed on unscaled, as frag.sh does its 99. (frag.sh works in whole
+/// percents and truncates; this is the exact value.)
+pub fn frag_sh_target(target: f64, footprint: u64, slack: u64) -> f64 {
+    if target >= UNSCALED_TARGET {
+        return target;
+    }
+    1.0 - footprint as f64 * (1.0 - target) / (footprint + slack) as f64
+}
+
+/// What [`memfrag`] did.
+#[derive(Clone, Copy, PartialEq, Debug, Default, serde::Serialize)]
+pub struct MemfragReport {
+    /// The target memfrag ran to ([`frag_sh_target`]).
+    pub target: f64,
+    /// FMFI after the release.
+    pub fmfi_reached: f64,
+    /// Frames memfrag freed back; it holds the rest of what it filled.
+    pub frames_released: u64,
+    pub frames_held: u64,
+}
+
+/// memfrag's buffer: the frames it filled, in the order it touched them
+/// (the i-th 4 KiB page of the buffer is `frames[i]`), `RELEASED` once freed.
+struct Buffer {
+    frames: Vec<u64>,
+}
+
+const RELEASED: u64 = u64::MAX;
+
+impl Buffer {
+    /// Takes `pages` single frames, as memfrag's populated mmap does: the
+    /// allocator hands them out lowest first, so a fresh machine's buffer
+    /// is physically contiguous and a chunk aligned in the buffer is a
+    /// buddy block. (On Linux the buffer's virtual alignment and the
+    /// frames' need not agree; memfrag assumes they do.)
+    fn fill(mem: &mut PhysMem, pages: u64) -> Buffer {
+        let frames = (0..pages)
+            .map(|_| {
+                let pfn = mem.alloc(Order::BASE, Migratetype::Movable, FrameOwner::Kernel);
+                pfn.expect("the fill takes fewer frames than are free").raw()
+            })
+            .collect();
+        Buffer { frames }
+    }
+
+    fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// `MADV_DONTNEED` on pages `first..first + len`: frees those still
+    /// held; returns how many it freed.
+    fn release(&mut self, mem: &mut PhysMem, first: usize, len: usize) -> u64 {
+        let mut freed = 0;
+        for frame in &mut self.frames[first..first + len] {
+            if *frame != RELEASED {
+                mem.free(Pfn::new(*frame), Order::BASE);
+                *frame = RELEASED;
+                freed += 1;
+            }
+        }
+        freed
+    }
+}
+
+/// memfrag's `over_target`: FMFI at or above the target.
+fn over_target(mem: &PhysMem, target: f64) -> bool {
+    fmfi(&mem.free_blocks_per_order()) >= target
+}
+
+/// Rounds `n` up to a multiple of the power of two `size` (memfrag's `align`).
+fn align_up(n: usize, size: usize) -> usize {
+    n.next_multiple_of(size)
+}
+
+/// Fragments `mem` as the artifact's frag.sh and memfrag do for a workload
+/// of `footprint` bytes: memfrag fills all free memory but `slack` bytes
+/// with single frames (`FrameOwner::Kernel`: memfrag holds them through the
+/// run and, with kcompactd off as in the artifact's runs, nothing moves
+/// them), then walks its buffer releasing, while FMFI is under the target
+/// ([`frag_sh_target`]), one 512 KiB chunk of every two (free, but in
+/// blocks of order 7), and while it is at or over it whole 32 MiB chunks
+/// (blocks of order 13, or of the largest order), until it has released
+/// the footprint. If the buffer ends first it releases the chunks it
+/// skipped, last first, until as much memory is free as the footprint.
+/// Deterministic: memfrag makes no random choice (it seeds a generator it
+/// never uses). Errors name `os.fragmentation.fmfi` and `.fmfi_slack`.
+pub fn memfrag(mem: &mut PhysMem, target: f64, footprint: u64, slack: u64) -> Result<MemfragReport> {
+    if !(0.0..1.0).contains(&target) {
+        return Err(Error::config(format!("{CONFIG_PREFIX}.fmfi"), format!("{target} is not a fraction in [0, 1)")));
+    }
+    if target == 0.0 {
+        return Ok(MemfragReport::default());
+    }
+    let free = mem.free_pages();
+    let slack_pages = slack.div_ceil(4096);
+    if slack_pages >= free {
+        let msg = format!("{slack} bytes is not less than the {} bytes free at boot", free << 12);
+        return Err(Error::config(format!("{CONFIG_PREFIX}.fmfi_slack"), msg));
+    }
+    let target = frag_sh_target(target, footprint, slack);
+    let release = footprint.div_ceil(4096);
+    let mut buf = Buffer::fill(mem, free - slack_pages);
+    let (press, relax) = (1usize << PRESS_ORDER, 1usize << RELAX_ORDER);
+    let mut pressed = vec![false; buf.len() / press];
+    let mut relaxed = vec![false; buf.len() / relax];
+    let mut released = 0u64;
+    let (mut addr, mut relax_end) = (0usize, false);
+    while released < release {
+        if relax_end || !over_target(mem, target) {
+            addr = align_up(addr, press);
+            if addr + press > buf.len() {
+                break;
+            }
+            pressed[addr / press] = true;
+            released += buf.release(mem, addr, press);
+            addr += 2 * press;
+        } else {
+            addr = align_up(addr, relax);
+            if addr + relax > buf.len() {
+                relax_end = true;
+                continue;
+            }
+            relaxed[addr / relax] = true;
+            released += buf.release(mem, addr, relax);
+            addr += relax;
+        }
+    }
+    release_skipped_chunks(mem, &mut buf, target, release, [(&pressed, press), (&relaxed, relax)]);
+    let held = buf.frames.iter().filter(|&&f| f != RELEASED).count() as u64;
+    let fmfi_reached = fmfi(&mem.free_blocks_per_order());
+    mem.debug_check_invariants();
+    Ok(MemfragReport { target, fmfi_reached, frames_released: buf.len() as u64 - held, frames_held: held })
+}
+
+/// memfrag's second pass, when its walk reached the buffer's end first:
+/// while less memory is free than the footprint, release a chunk it has
+/// not released yet, a 512 KiB one under the target and a 32 MiB one over
+/// it, each taken from the end of its list (memfrag's lists hold the even
+/// chunks, then the odd ones, and it pops the last).
+fn release_skipped_chunks(
+    mem: &mut PhysMem,
+    buf: &mut Buffer,
+    target: f64,
+    release: u64,
+    [(pressed, press), (relaxed, relax)]: [(&[bool], usize); 2],
+) {
+    let left = |done: &[bool]| {
+        let n = done.len();
+        let evens_then_odds: Vec<usize> = (0..n).step_by(2).chain((1..n).step_by(2)).filter(|&i| !done[i]).collect();
+        evens_then_odds
+    };
+    let (mut press_left, mut relax_left) = (left(pressed), left(relaxed));
+    while mem.free_pages() < release {
+        let (chunks, size) = if over_target(mem, target) { (&mut relax_left, relax) } else { (&mut press_left, press) };
+        let Some(chunk) = chunks.pop() else { break };
+        buf.release(mem, chunk * size, size);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +631,129 @@ mod tests {
             assert_eq!(eighths, (0..8).collect::<Vec<_>>());
         }
         mem.check_invariants().unwrap();
+    }
+
+    /// A 128 MiB machine with 32 MiB buddy blocks, as the N1's order 13.
+    fn n1_machine() -> PhysMem {
+        PhysMem::new(32768, 13).unwrap()
+    }
+
+    #[test]
+    fn memfrag_presses_to_the_scaled_target_then_relaxes_with_32_mib_chunks() {
+        // Footprint 48 MiB (12288 pages), slack 4 MiB (1024 frames), target
+        // 0.5: frag.sh's target is 1 - 48 x 0.5 / 52 = 0.5385. The fill takes
+        // pfns 0..31744; the slack is one free order-10 block at 31744.
+        let mut mem = n1_machine();
+        let report = memfrag(&mut mem, 0.5, 48 << 20, 4 << 20).unwrap();
+        assert!((report.target - (1.0 - 24.0 / 52.0)).abs() < 1e-12);
+        // Presses of 128 frames at 0, 256, 512...: after 9, FMFI is
+        // 1152 / 2176 = 0.529, after 10 it is 1280 / 2304 = 0.555 >= 0.5385.
+        // Then one 32 MiB chunk, aligned up from 2560 to 8192, frees an
+        // order-13 block and FMFI falls to 1280 / 10496 = 0.122; 22 more
+        // presses from 16384 reach the 12288 pages of the footprint with
+        // FMFI 4096 / 13312 = 0.3077 (Linux's index: 0.307): the 32 MiB
+        // step overshoots on a footprint this small.
+        let mut free = vec![0u64; 14];
+        free[7] = 32;
+        free[10] = 1;
+        free[13] = 1;
+        assert_eq!(mem.free_blocks_per_order(), free);
+        assert_eq!(report.fmfi_reached, 0.307);
+        assert_eq!(fmfi(&free), unusable_free_index(&free, 9));
+        assert_eq!((report.frames_released, report.frames_held), (12288, 31744 - 12288));
+        assert_eq!(mem.free_pages(), 12288 + 1024);
+        assert!(mem.is_free(Pfn::new(8192)) && mem.is_free(Pfn::new(16383)) && !mem.is_free(Pfn::new(2560)));
+        // The tenth press is at 2304, the first after the relax at 16384.
+        for pfn in [2304, 2431, 16384, 16384 + 21 * 256] {
+            assert!(mem.is_free(Pfn::new(pfn)), "{pfn}");
+        }
+        assert!(!mem.is_free(Pfn::new(16384 + 22 * 256)));
+        assert_eq!(mem.owner(Pfn::new(128)), FrameOwner::Kernel);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn memfrag_at_99_percent_presses_only_and_the_slack_bounds_the_fmfi() {
+        // 0.99 is not scaled; 16 MiB released as 32 order-7 blocks beside the
+        // 1024-frame slack never reach it (99 x 1024 frames would), so every
+        // chunk is a press: FMFI 4096 / 5120 = 0.8.
+        let mut mem = PhysMem::new(16384, 13).unwrap();
+        let report = memfrag(&mut mem, 0.99, 16 << 20, 4 << 20).unwrap();
+        assert_eq!(report.target, 0.99);
+        assert_eq!(report.fmfi_reached, 0.8);
+        let mut free = vec![0u64; 14];
+        free[7] = 32;
+        free[10] = 1;
+        assert_eq!(mem.free_blocks_per_order(), free);
+        // Linux's other index agrees that no 2 MiB request can fail here
+        // (an order-10 block is free) ...
+        assert_eq!(fragmentation_index(&free, 9), -1.0);
+        // ... and F_i counts the same usable frames against all memory.
+        assert_eq!(fi(&mem), 1.0 - 1024.0 / 16384.0);
+    }
+
+    #[test]
+    fn memfrag_runs_out_of_buffer_then_releases_the_skipped_chunks_last_first() {
+        // 16 MiB (4096 frames), slack 2 MiB (an order-9 block at 3584): a
+        // 3584-page buffer of 28 press chunks. Releasing 12 MiB at 0.99
+        // presses chunks 0, 2, ... 26 (7 MiB, FMFI 1792 / 2304 = 0.78) and
+        // reaches the buffer's end; then, still under target, it pops the
+        // odd chunks from the highest: 27, 25 (chunks 24-27 and the slack
+        // merge into an order-10 block), 23, 21, 19, 17, until 12 MiB is free.
+        let mut mem = PhysMem::new(4096, 10).unwrap();
+        let report = memfrag(&mut mem, 0.99, 12 << 20, 2 << 20).unwrap();
+        assert_eq!(mem.free_pages(), 3072);
+        assert_eq!(report.frames_released, 20 * 128);
+        let freed: Vec<u64> = (0..28).filter(|&c| mem.is_free(Pfn::new(c * 128))).collect();
+        let mut expected: Vec<u64> = (0..28).step_by(2).collect();
+        expected.extend([17, 19, 21, 23, 25, 27]);
+        expected.sort_unstable();
+        assert_eq!(freed, expected);
+        // Chunks 0..14 even stay order-7 blocks; 16-23 and 24-27 with the
+        // slack are two order-10 blocks: FMFI 1024 / 3072.
+        let mut free = vec![0u64; 11];
+        free[7] = 8;
+        free[10] = 2;
+        assert_eq!(mem.free_blocks_per_order(), free);
+        assert_eq!(report.fmfi_reached, 0.333);
+        mem.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn memfrag_is_deterministic_and_zero_leaves_memory_alone() {
+        let run = |target| {
+            let mut mem = n1_machine();
+            memfrag(&mut mem, target, 64 << 20, 2 << 20).unwrap();
+            (mem.free_blocks_per_order(), pinned(&mem))
+        };
+        assert_eq!(run(0.7), run(0.7));
+        assert_ne!(run(0.7), run(0.3));
+        let mut mem = n1_machine();
+        assert_eq!(memfrag(&mut mem, 0.0, 64 << 20, 2 << 20).unwrap(), MemfragReport::default());
+        assert_eq!(mem.free_pages(), 32768);
+    }
+
+    #[test]
+    fn memfrag_bad_targets_and_slack_name_their_keys() {
+        let key = |r: Result<MemfragReport>| match r {
+            Err(Error::Config { key, .. }) => key,
+            other => panic!("expected a config error, got {other:?}"),
+        };
+        let mut mem = PhysMem::new(4096, 10).unwrap();
+        assert_eq!(key(memfrag(&mut mem, 1.0, 1 << 20, 0)), "os.fragmentation.fmfi");
+        assert_eq!(key(memfrag(&mut mem, -0.1, 1 << 20, 0)), "os.fragmentation.fmfi");
+        assert_eq!(key(memfrag(&mut mem, f64::NAN, 1 << 20, 0)), "os.fragmentation.fmfi");
+        assert_eq!(key(memfrag(&mut mem, 0.5, 1 << 20, 16 << 20)), "os.fragmentation.fmfi_slack");
+    }
+
+    #[test]
+    fn frag_sh_scales_the_target_to_the_footprint() {
+        // GUPS in frag.sh: 33 GiB footprint, 1 GiB slack, target 50: 100 -
+        // 33 x 50 / 34 = 51.47 (frag.sh's integers: 52); 99 stays 99.
+        let gib = 1u64 << 30;
+        assert!((frag_sh_target(0.5, 33 * gib, gib) - (1.0 - 16.5 / 34.0)).abs() < 1e-12);
+        assert_eq!(frag_sh_target(0.99, 33 * gib, gib), 0.99);
+        assert_eq!(frag_sh_target(0.5, gib, 0), 0.5);
     }
 
     /// A 1 TiB machine fragmented to F_i = 0.9; run with

@@ -93,6 +93,7 @@ pub const REGISTRY: &[Registration] = &[
 /// fragmentation (after the systems, so that boot-time reservations such
 /// as a hugetlb pool predate it, as hugepages= does).
 pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kernel> {
+    let footprint = boot.footprint;
     let mut kernel = Kernel::new(boot)?;
     // Faulty frames fail before anything is allocated: no system's
     // boot-time reservation holds one.
@@ -102,7 +103,7 @@ pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kerne
         let reg = REGISTRY.iter().find(|r| r.name == name).expect("os.systems is validated against the registry");
         (reg.build)(&build, &mut kernel)?;
     }
-    kernel.fragment(&os.fragmentation, seed)?;
+    kernel.fragment(&os.fragmentation, footprint, seed)?;
     Ok(kernel)
 }
 

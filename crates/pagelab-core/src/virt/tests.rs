@@ -24,6 +24,7 @@ fn bad_virt_keys_are_errors_naming_the_key() {
         (&["virt.enabled=true", "virt.host.policy=\"nonesuch\""][..], "virt.host.policy"),
         (&["virt.enabled=true", "virt.host.systems=[\"thp\"]"][..], "virt.host.systems"),
         (&["virt.enabled=true", "virt.host.fragmentation.target=2.0"][..], "virt.host.fragmentation.target"),
+        (&["virt.enabled=true", "virt.host.fragmentation.fmfi=1.5"][..], "virt.host.fragmentation.fmfi"),
         (&["virt.enabled=true", "os.policy=\"chp\""][..], "os.policy"),
         (&["virt.enabled=true", "os.policy=\"perforated\""][..], "os.policy"),
         (&["virt.enabled=true", "virt.host.policy=\"perforated\""][..], "virt.host.policy"),
@@ -42,6 +43,29 @@ fn hypervisor(policy: &str) -> Hypervisor {
     let sets = vec![format!("virt.host.policy=\"{policy}\""), "virt.guest_mem=\"64MiB\"".to_string()];
     let cfg = parse_config(BASE_TOML, "t.toml", &sets).unwrap();
     Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], host_boot(&cfg).unwrap(), 3.0, 1).unwrap()
+}
+
+#[test]
+fn a_host_fmfi_target_releases_the_guests_memory_in_512k_chunks() {
+    // 256 MiB of host memory, one 64 MiB guest, 4 MiB of slack: at 0.99
+    // memfrag holds all but the slack, then releases the guest's 64 MiB
+    // as 128 chunks of 512 KiB, which stay order-7 blocks. (The VM's host
+    // page table, made after, splits the slack's block: one order-7 more.)
+    let sets: Vec<String> = [
+        "virt.guest_mem=\"64MiB\"",
+        "virt.host.fragmentation.fmfi=0.99",
+        "virt.host.fragmentation.fmfi_slack=\"4MiB\"",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cfg = parse_config(BASE_TOML, "t.toml", &sets).unwrap();
+    let hv = Hypervisor::boot(&cfg.virt, &[cfg.virt.guest_mem.bytes()], host_boot(&cfg).unwrap(), 3.0, 1).unwrap();
+    assert_eq!(hv.host.mem.free_blocks_per_order()[7], 129);
+    let mem = &hv.host.mem;
+    let held =
+        (0..mem.nr_frames()).filter(|&p| mem.owner(crate::units::Pfn::new(p)) == crate::phys::FrameOwner::Kernel);
+    assert_eq!(held.count() as u64, (256 - 68) << 8);
 }
 
 #[test]

@@ -133,7 +133,7 @@ def shape(config: dict, params: dict, hints_dir: Path = Path(HINTS_DIR)) -> None
         elastic["leshy_hints_out"] = hints_path(hints_dir, params)
 
 
-def _base(variant: str) -> dict:
+def base(variant: str) -> dict:
     return {
         "machine": machine(variant),
         # khugepaged every 1 ms, as the artifact's KHUGE_SLEEP=1000 (us).
@@ -143,31 +143,38 @@ def _base(variant: str) -> dict:
 
 
 def sweep(variant: str, exp_id: str = NATIVE) -> Sweep:
-    return Sweep(id=f"{exp_id}:{variant}", base=_base(variant), grid={"system": systems(variant)},
+    return Sweep(id=f"{exp_id}:{variant}", base=base(variant), grid={"system": systems(variant)},
                  workloads=workloads(variant), seeds=seeds(variant), shape=shape)
 
 
 def profile_sweep(variant: str, hints_dir: Path) -> Sweep:
-    return Sweep(id=f"{NATIVE}-profile:{variant}", base=_base(variant), grid={"system": [profiler(variant)]},
+    return Sweep(id=f"{NATIVE}-profile:{variant}", base=base(variant), grid={"system": [profiler(variant)]},
                  workloads=workloads(variant), seeds=seeds(variant),
                  shape=functools.partial(shape, hints_dir=hints_dir))
 
 
 def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
-    """Runs the profiling runs (those not stored yet), checks that each
-    wrote its hints, and returns the sweep reading them."""
+    """Runs the profiling runs of `main`'s workloads (those not stored
+    yet), checks that each wrote its hints, and returns the sweep reading
+    them."""
     variant = main.id.rsplit(":", 1)[1]
     hints_dir = Path(out) / HINTS_DIR
     hints_dir.mkdir(parents=True, exist_ok=True)
-    spec = dataclasses.replace(profile_sweep(variant, hints_dir), seeds=main.seeds)
-    outcome = run_sweep(spec, out, experiment=f"{NATIVE}-profile", **run)
+    spec = dataclasses.replace(profile_sweep(variant, hints_dir), seeds=main.seeds, workloads=main.workloads)
+    run_profiles(spec, out, run, f"{NATIVE}-profile", lambda params: hints_path(hints_dir, params))
+    return dataclasses.replace(main, shape=functools.partial(shape, hints_dir=hints_dir))
+
+
+def run_profiles(spec: Sweep, out: Path, run: dict, experiment: str, hints_of) -> None:
+    """Runs profiling sweep `spec` (stored as `experiment`) and checks that
+    every point wrote the hint file `hints_of(params)` names."""
+    outcome = run_sweep(spec, out, experiment=experiment, **run)
     if outcome.errors:
         raise RuntimeError(f"{len(outcome.errors)} profiling run(s) failed: {next(iter(outcome.errors.values()))}")
-    missing = [p for p in (hints_path(hints_dir, pt.params) for pt in outcome.points) if not Path(p).exists()]
+    missing = [p for p in (hints_of(pt.params) for pt in outcome.points) if not Path(p).exists()]
     if missing:
         raise RuntimeError(f"profiling runs stored in {outcome.store_path} but their hints are gone ({missing[0]}): "
-                           "delete the store's et-native-profile runs or the output directory and run again")
-    return dataclasses.replace(main, shape=functools.partial(shape, hints_dir=hints_dir))
+                           f"delete the store's {experiment} runs or the output directory and run again")
 
 
 def _order(t: pd.DataFrame) -> pd.DataFrame:
@@ -227,24 +234,31 @@ def native_measured(t: pd.DataFrame) -> dict[str, object]:
     }
 
 
+def grouped_bars(ax, t: pd.DataFrame, by: str, groups: list[str], col: str = "cycles_norm") -> None:
+    """`col` of table `t` as bars per workload, one per value of column
+    `by` in `groups`' order, with their 95% intervals."""
+    ws = list(dict.fromkeys(t.workload))
+    width = 0.8 / len(groups)
+    for i, g in enumerate(groups):
+        sub = t[t[by] == g].set_index("workload").reindex(ws)
+        xs = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(ws))]
+        ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), capsize=2, label=g)
+    ax.set_xticks(range(len(ws)), ws, rotation=20)
+
+
 def plot_native(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     ws = list(dict.fromkeys(t.workload))
     fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(ws)), 3.6))
-    width = 0.8 / len(SYSTEMS)
-    for i, system in enumerate(SYSTEMS):
-        sub = t[t.system == system].set_index("workload").reindex(ws)
-        xs = [j + (i - (len(SYSTEMS) - 1) / 2) * width for j in range(len(ws))]
-        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), capsize=2, label=system)
+    grouped_bars(ax, t, "system", SYSTEMS)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
-    ax.set_xticks(range(len(ws)), ws, rotation=20)
     ax.set_ylabel("cycles / 4 KiB pages' cycles")
     ax.set_title("et-native: Neoverse N1 (scaled), native, no fragmentation")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return write_figure(fig, path)
 
 
-def _setup(variant: str) -> str:
+def setup_text(variant: str) -> str:
     s, phys, fp, n = SCALE[variant]
     return (f"Variant `{variant}`: preset `ampere-altra` scaled by 1/{s} (L2 TLB {l2_entries(variant)} entries, "
             f"{phys / 2**30:g} GiB of memory), each analogue over {fp / 2**20:,.0f} MiB, {n:,} measured accesses "
@@ -257,7 +271,7 @@ def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, NATIVE, t, plot_native, native_measured(t), out)
     text = f"""# {NATIVE}: the paper's Figure 8 (native, no fragmentation)
 
-{_setup(variant)} Hawkeye is not built: its rows are left out. SVM and
+{setup_text(variant)} Hawkeye is not built: its rows are left out. SVM and
 XSBench have no analogue (`analogues.py` says why).
 
 ## Against the artifact
@@ -327,7 +341,7 @@ def analyze_sizes(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, SIZES_ID, t, plot_sizes, sizes_measured(t), out)
     text = f"""# {SIZES_ID}: translation sizes of the mapped footprint
 
-{_setup(variant)} The same runs as `{NATIVE}` (the results store shares
+{setup_text(variant)} The same runs as `{NATIVE}` (the results store shares
 them). A share is a size's mapped bytes over all mapped bytes at the end
 of the run (`mem.mapped.*`); a count is how many translations of that
 size map them (64 KiB and 32 MiB: contiguous ranges).
