@@ -62,7 +62,7 @@ impl Kbinmanager {
         let table = lock(&self.candidates);
         for (&asid, bins) in &table.by_asid {
             for base in bins.regions() {
-                if within_one_vma(k, asid, base) {
+                if mapped_by_ptes(k, asid, base) {
                     k.proc_mut(asid).aspace.accessed_leaves(base, base.add(HPAGE), true);
                 }
             }
@@ -78,25 +78,24 @@ impl Kbinmanager {
     }
 }
 
-fn within_one_vma(k: &Kernel, asid: Asid, base: VirtAddr) -> bool {
-    k.proc(asid).aspace.find_vma(base).is_some_and(|v| v.covers(base, HPAGE))
+/// Whether the region is inside one VMA and mapped through a page table
+/// of PTEs (not a huge page, not empty): the regions whose bits
+/// kbinmanager clears (`ohp_clear_pte_accessed_range`) and counts.
+fn mapped_by_ptes(k: &Kernel, asid: Asid, base: VirtAddr) -> bool {
+    let aspace = &k.proc(asid).aspace;
+    aspace.find_vma(base).is_some_and(|v| v.covers(base, HPAGE))
+        && aspace.pt.leaf_slot(base).is_some_and(|slot| slot.level == 1)
 }
 
 /// The region's accessed 4 KiB pages (`ohp_nr_accessed`): invalid when it
 /// is not inside one VMA, has no page table or is a huge page already.
 /// The bits are only read: the next round clears them.
 fn coverage(k: &mut Kernel, asid: Asid, base: VirtAddr) -> Coverage {
-    if !within_one_vma(k, asid, base) {
+    if !mapped_by_ptes(k, asid, base) {
         return Coverage::Invalid;
     }
-    let aspace = &mut k.proc_mut(asid).aspace;
-    match aspace.pt.leaf_slot(base) {
-        Some(slot) if slot.level == 1 => {
-            let leaves = aspace.accessed_leaves(base, base.add(HPAGE), false);
-            Coverage::Accessed(leaves.iter().filter(|(_, size)| *size == PageSize::Size4K).count() as u32)
-        }
-        _ => Coverage::Invalid,
-    }
+    let leaves = k.proc_mut(asid).aspace.accessed_leaves(base, base.add(HPAGE), false);
+    Coverage::Accessed(leaves.iter().filter(|(_, size)| *size == PageSize::Size4K).count() as u32)
 }
 
 impl Daemon for Kbinmanager {
