@@ -3,6 +3,7 @@
 //! returns what it removed so the OS can free frames and shoot down TLBs.
 
 use super::pagetable::{Mapping, PageTable};
+use super::pte::ACCESSED;
 use super::vma::{Vma, VmaTree};
 use crate::error::Result;
 use crate::phys::PhysMem;
@@ -123,6 +124,25 @@ impl AddressSpace {
         }
         self.vmas.protect(start, end, writable);
         Ok(splits)
+    }
+
+    /// The leaves in [start, end) whose accessed bit is set, each as (its
+    /// first address, its size), in address order. With `clear` the bits
+    /// are cleared, without a shootdown, as Linux's idle page tracking and
+    /// HawkEye's scanner clear them (`pte_mkold`): a translation a TLB
+    /// still holds sets no bit until it is fetched again. Leshy's
+    /// access-bit source and HawkEye's access coverage both read them here.
+    pub fn accessed_leaves(&mut self, start: VirtAddr, end: VirtAddr, clear: bool) -> Vec<(VirtAddr, PageSize)> {
+        let mut accessed = Vec::new();
+        for (va, m) in self.pt.leaves_in(start, end).into_iter().filter(|(_, m)| m.pte.raw() & ACCESSED != 0) {
+            let base = va.align_down(m.size.bytes());
+            if clear {
+                let slot = self.pt.leaf_slot(base).expect("a leaf just listed");
+                self.pt.clear_bits(slot, ACCESSED);
+            }
+            accessed.push((base, m.size));
+        }
+        accessed
     }
 
     /// Frees every table page (process exit; frames of pages are the

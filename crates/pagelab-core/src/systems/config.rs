@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
 use super::elastic::ElasticConfig;
+use super::hawkeye::HawkeyeConfig;
 use super::hugetlb::HugetlbConfig;
 use super::ksm::KsmConfig;
 use super::perforated::{HolesConfig, PerforatedConfig};
@@ -47,6 +48,10 @@ pub enum PolicyKind {
     /// Trident at fault time: 1 GiB, else 2 MiB, else 4 KiB (the Elastic
     /// Translations paper's baseline; needs `machine.max_order = 18`).
     Trident,
+    /// HawkEye: huge pages at fault as THP, and promotion of the most
+    /// accessed 2 MiB regions first, by access-bit sampling (the Elastic
+    /// Translations paper's baseline).
+    Hawkeye,
 }
 
 impl PolicyKind {
@@ -63,6 +68,7 @@ impl PolicyKind {
             PolicyKind::Elastic => "elastic",
             PolicyKind::Mthp => "mthp",
             PolicyKind::Trident => "trident",
+            PolicyKind::Hawkeye => "hawkeye",
         }
     }
 
@@ -81,6 +87,7 @@ impl PolicyKind {
             PolicyKind::Elastic => &["elastic", "base"],
             PolicyKind::Mthp => &["thp", "mthp", "base"],
             PolicyKind::Trident => &["trident", "thp", "base"],
+            PolicyKind::Hawkeye => &["hawkeye", "base"],
         }
     }
 }
@@ -117,6 +124,10 @@ pub struct OsConfig {
     #[serde(skip_serializing_if = "is_default_granularity")]
     pub faulty_granularity: FaultyGranularity,
     pub elastic: ElasticConfig,
+    /// HawkEye's table: written out only when changed, so that every
+    /// other configuration's text (and hash) stays what it was.
+    #[serde(skip_serializing_if = "HawkeyeConfig::is_default")]
+    pub hawkeye: HawkeyeConfig,
     pub fault_cost: FaultCosts,
     /// Kernel Samepage Merging: only the hypervisor's (`virt.host.ksm`).
     #[serde(skip_serializing_if = "KsmConfig::is_default")]
@@ -147,6 +158,7 @@ impl Default for OsConfig {
             faulty_frames: 0.0,
             faulty_granularity: FaultyGranularity::default(),
             elastic: ElasticConfig::default(),
+            hawkeye: HawkeyeConfig::default(),
             fault_cost: FaultCosts::default(),
             ksm: KsmConfig::default(),
         }
@@ -178,6 +190,7 @@ impl OsConfig {
             return Err(Error::config(format!("{prefix}.faulty_frames"), msg));
         }
         self.elastic.validate(prefix, self.chain().contains(&"elastic"))?;
+        self.hawkeye.validate(prefix)?;
         // The hypervisor's OS table is the only one validated under this name.
         self.ksm.validate(prefix, prefix == "virt.host")?;
         self.fault_cost.validate(prefix)

@@ -25,6 +25,7 @@ mod config;
 pub mod elastic;
 pub mod extensions;
 pub mod gtsm;
+pub mod hawkeye;
 pub mod hugetlb;
 pub mod ksm;
 pub mod mthp;
@@ -86,6 +87,7 @@ pub const REGISTRY: &[Registration] = &[
     elastic::REGISTRATION,
     mthp::REGISTRATION,
     trident::REGISTRATION,
+    hawkeye::REGISTRATION,
 ];
 
 /// Boots the kernel with the chain `os` names (after the faulty frames),

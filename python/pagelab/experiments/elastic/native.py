@@ -21,8 +21,12 @@ with its common settings (khugepaged every 1 ms, `KHUGE_SLEEP=1000`):
 - `4k` (`PGSZ=pte`): `os.policy = "base"`.
 - `thp`: `os.policy = "thp"`, khugepaged on.
 - `mthp` (`PGSZ=thp-mthp`): 2 MiB, else 64 KiB, else 4 KiB at fault.
-- `hawkeye`: **not built** in pagelab; its rows are left out (no other
-  system is run under its name).
+- `hawkeye` (`RUN=hwk`, `MODE=hawkeye`, `env/hwk.env`): `os.policy =
+  "hawkeye"`: huge pages at fault as THP (`HWK_THP=1`), kbinmanager's
+  access-bit sampling and khugepaged promoting the most covered 2 MiB
+  regions first (`promotion_metric = 2`, no fallback to Linux's scan).
+  Its sampling window, 30 s in the artifact's kernel, and its 1 s sleep
+  are scaled as Leshy's epoch is (1/1000): 30 ms and 1 ms.
 - `elastic` ("ET": `UNHINTED_FAULTS=1 MODE=etonline`): greedy faults,
   online Leshy every epoch over TLB-miss samples with 70% of the L2 TLB as
   its budget (`epochs.sh`'s slack), CoalaKhugepaged promoting its hints.
@@ -74,11 +78,14 @@ from pagelab.sweep import Sweep, run_sweep
 
 NATIVE = "et-native"
 SIZES_ID = "et-sizes"
-SYSTEMS = ["4k", "thp", "mthp", "elastic", "elastic-offline", "hugetlb-1g"]
+SYSTEMS = ["4k", "thp", "mthp", "hawkeye", "elastic", "elastic-offline", "hugetlb-1g"]
 #: Where a profiling run's hints go, below the output directory.
 HINTS_DIR = "et-hints"
 #: The artifact's ET clocks, scaled (see the module's docstring).
 ET_CLOCKS = {"leshy_epoch_ms": 5.0, "leshy_sample_period": 64}
+#: HawkEye's kbinmanager clocks (30 s window, 1 s sleep), scaled alike.
+HAWKEYE = {"name": "hawkeye", "os.policy": "hawkeye", "os.hawkeye.access_window_ms": 30.0,
+           "os.hawkeye.rescan_sleep_ms": 1.0}
 
 
 def systems(variant: str) -> list[dict]:
@@ -90,6 +97,7 @@ def systems(variant: str) -> list[dict]:
         {"name": "4k", "os.policy": "base"},
         {"name": "thp", "os.policy": "thp"},
         {"name": "mthp", "os.policy": "mthp"},
+        HAWKEYE,
         {"name": "elastic", **online},
         {"name": "elastic-offline", "os.policy": "elastic", "os.elastic.leshy": "offline",
          "os.elastic.leshy_budget": budget},
@@ -271,8 +279,8 @@ def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, NATIVE, t, plot_native, native_measured(t), out)
     text = f"""# {NATIVE}: the paper's Figure 8 (native, no fragmentation)
 
-{setup_text(variant)} Hawkeye is not built: its rows are left out. SVM and
-XSBench have no analogue (`analogues.py` says why).
+{setup_text(variant)} SVM and XSBench have no analogue (`analogues.py` says
+why).
 
 ## Against the artifact
 

@@ -35,7 +35,6 @@ use super::hints::{lock, Hints, SharedHints};
 use super::placement::{place, roll_up_counts, Region, Size};
 use crate::error::Result;
 use crate::os::{Daemon, Kernel};
-use crate::paging::pte::ACCESSED;
 use crate::units::{Asid, PageSize, VirtAddr};
 
 /// What one epoch observed of a page: (address space, address, count,
@@ -184,12 +183,8 @@ pub(super) fn scan_access_bits(k: &mut Kernel, asid: Asid) -> Vec<Observation> {
     let ranges: Vec<(u64, u64)> = aspace.vmas.iter().map(|v| (v.start.raw(), v.end.raw())).collect();
     let mut hits = Vec::new();
     for (start, end) in ranges {
-        let leaves = aspace.pt.leaves_in(VirtAddr::new(start), VirtAddr::new(end));
-        for (va, m) in leaves.into_iter().filter(|(_, m)| m.pte.raw() & ACCESSED != 0) {
-            let base = va.align_down(m.size.bytes());
-            let slot = aspace.pt.leaf_slot(base).expect("a leaf just listed");
-            aspace.pt.clear_bits(slot, ACCESSED);
-            let pages = if m.size == PageSize::Size4K { 1 } else { m.size.nr_pages() };
+        for (base, size) in aspace.accessed_leaves(VirtAddr::new(start), VirtAddr::new(end), true) {
+            let pages = if size == PageSize::Size4K { 1 } else { size.nr_pages() };
             hits.extend((0..pages).map(|i| (asid, base.raw() + i * 4096, 1, 0)));
         }
     }

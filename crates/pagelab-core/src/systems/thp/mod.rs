@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
-use crate::units::{Order, PageSize};
+use crate::units::{Order, PageSize, VirtAddr};
 
 pub const REGISTRATION: Registration = Registration {
     name: "thp",
@@ -34,6 +34,24 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         k.add_daemon(Box::new(Khugepaged::new(&b.os.thp, b.freq_ghz)));
     }
     Ok(())
+}
+
+/// The 2 MiB range a fault would take a huge page for
+/// (do_huge_pmd_anonymous_page's test): inside the VMA, nothing mapped.
+pub fn huge_fault_range(k: &Kernel, f: &Fault) -> Option<VirtAddr> {
+    let base = f.vaddr.align_down(2 << 20);
+    (f.vma.covers(base, 2 << 20) && k.range_is_empty(f.asid, base, PageSize::Size2M)).then_some(base)
+}
+
+/// Maps an order-9 block at `base` for the fault (a `thp` fault), or
+/// `None` when no order-9 block is free.
+pub fn map_huge_at_fault(k: &mut Kernel, f: &Fault, base: VirtAddr) -> Result<Option<FaultOutcome>> {
+    let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn() };
+    let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
+        return Ok(None);
+    };
+    k.map_user(f.asid, base, frame, PageSize::Size2M, f.vma.writable)?;
+    Ok(Some(FaultOutcome { kind: "thp", size: PageSize::Size2M, cycles: k.costs.thp }))
 }
 
 #[derive(Debug, Default)]
@@ -59,17 +77,12 @@ impl System for Thp {
         if !self.fault {
             return Ok(None);
         }
-        let base = f.vaddr.align_down(2 << 20);
-        if !f.vma.covers(base, 2 << 20) || !k.range_is_empty(f.asid, base, PageSize::Size2M) {
-            return Ok(None);
-        }
-        let owner = FrameOwner::User { asid: f.asid, vpn: base.vpn() };
-        let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
-            self.fault_fallback += 1;
+        let Some(base) = huge_fault_range(k, f) else {
             return Ok(None);
         };
-        k.map_user(f.asid, base, frame, PageSize::Size2M, f.vma.writable)?;
-        Ok(Some(FaultOutcome { kind: "thp", size: PageSize::Size2M, cycles: k.costs.thp }))
+        let outcome = map_huge_at_fault(k, f, base)?;
+        self.fault_fallback += outcome.is_none() as u64;
+        Ok(outcome)
     }
 
     fn report(&self, _: &Kernel, out: &mut Stats) {
