@@ -29,8 +29,9 @@ BTree, Hashjoin (XSBench and SVM have none, `analogues.py` says why).
 
 **Systems**, fig11's columns (`FRAG_SYSTEMS`, one list: a system built
 later joins it there), as `et-native` runs them (`native.systems`): `4k`
-(the normalizer), `thp`, `elastic` (ET: online Leshy) and
-`elastic-offline` (ET-offline). ET-offline's hints are the unfragmented
+(the normalizer), `thp`, `hawkeye` (not a fig11 column: the slides
+compare Leshy's 2 MiB memory with HawkEye's under fragmentation),
+`elastic` (ET: online Leshy) and `elastic-offline` (ET-offline). ET-offline's hints are the unfragmented
 profiling runs of `et-native` (`native.prepare`, stored as
 `et-native-profile`, shared with `et-native` when both run into one
 output directory): the artifact keeps one hint file per benchmark
@@ -53,7 +54,7 @@ from pagelab.sweep import Sweep
 
 FRAG = "et-frag"
 #: fig11's columns, the normalizer first.
-FRAG_SYSTEMS = ["4k", "thp", "elastic", "elastic-offline"]
+FRAG_SYSTEMS = ["4k", "thp", "hawkeye", "elastic", "elastic-offline"]
 #: fig11's FMFI targets (`run-eval-base.sh`: FRAG_TARGET=50 and 99).
 FMFIS = [0.5, 0.99]
 #: fig11's workloads that have an analogue, in its order.
