@@ -744,6 +744,8 @@ fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
         paging_levels: m.paging_levels,
         colors: cfg.color_map_of(guest.os, &guest.os_key)?,
         costs: guest.os.fault_cost.clone(),
+        // The tiers are the host's: a guest sees one node.
+        nodes: if cfg.virt.enabled { Vec::new() } else { crate::phys::tiers::node_frames(&m.memory.tiers) },
     };
     crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }
@@ -758,5 +760,6 @@ pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
         paging_levels: cfg.virt.ept_levels,
         colors: cfg.color_map()?,
         costs: cfg.virt.host.fault_cost.clone(),
+        nodes: crate::phys::tiers::node_frames(&m.memory.tiers),
     })
 }

@@ -166,6 +166,7 @@ pub(super) fn boot_other_guests(cfg: &SimConfig) -> Result<Vec<Kernel>> {
                 paging_levels: m.paging_levels,
                 colors: cfg.color_map_of(g.os, &g.os_key)?,
                 costs: g.os.fault_cost.clone(),
+                nodes: Vec::new(),
             };
             crate::systems::boot(g.os, boot, m.freq_ghz, cfg.run.seed.wrapping_add(vm as u64 * 0x9e37_79b9))
         })

@@ -50,6 +50,8 @@ pub struct Boot {
     /// The page colors the OS uses.
     pub colors: ColorMap,
     pub costs: FaultCosts,
+    /// Frames of each memory node (tier), in order; empty: one node.
+    pub nodes: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -78,7 +80,12 @@ impl Kernel {
     /// ([`Kernel::plug`] adds them; fragmentation comes after them, so
     /// that reservations at boot, like hugepages=, predate it).
     pub fn new(boot: Boot) -> Result<Kernel> {
-        let mem = PhysMem::new(boot.frames, boot.max_order)?;
+        let mem = if boot.nodes.is_empty() {
+            PhysMem::new(boot.frames, boot.max_order)?
+        } else {
+            debug_assert_eq!(boot.nodes.iter().sum::<u64>(), boot.frames);
+            PhysMem::with_nodes(&boot.nodes, boot.max_order)?
+        };
         Ok(Kernel {
             mem,
             procs: Vec::new(),

@@ -33,6 +33,7 @@ fn kernel(share: bool) -> Kernel {
         paging_levels: 4,
         colors: cfg.color_map().unwrap(),
         costs: cfg.os.fault_cost.clone(),
+        nodes: Vec::new(),
     };
     crate::systems::boot(&cfg.os, boot, 3.0, 1).unwrap()
 }
