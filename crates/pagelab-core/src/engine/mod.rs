@@ -31,6 +31,8 @@ mod stats;
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
+#[cfg(test)]
+mod tiers_tests;
 pub mod timing;
 #[cfg(test)]
 mod vms_tests;
@@ -139,6 +141,10 @@ impl Simulation {
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         if let Some(c) = caches.as_mut() {
             c.set_prefetchers(&m.prefetch);
+            if !m.memory.tiers.is_empty() {
+                // Memory tiers charge each writeback by its tier.
+                c.log_writebacks();
+            }
         }
         // Under the interval model the window charges the L2 TLB and
         // page-walk-cache latencies, so the MMU adds none.
@@ -413,6 +419,9 @@ impl Simulation {
     /// variant the timing model and the prefetchers need (the fixed model
     /// without prefetchers runs today's stages, bit for bit).
     fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
+        if self.timing.tiers.is_some() {
+            return self.tiered_stages(i, end);
+        }
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
         match (self.timing.model, prefetch) {
             (TimingModel::Fixed, false) => {
@@ -425,15 +434,15 @@ impl Simulation {
             }
             (TimingModel::Fixed, true) => {
                 self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true>(i);
+                self.timed_stage::<false, true, false>(i);
             }
             (TimingModel::Interval, false) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, false>(i);
+                self.timed_stage::<true, false, false>(i);
             }
             (TimingModel::Interval, true) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, true>(i);
+                self.timed_stage::<true, true, false>(i);
             }
         }
         Ok(())

@@ -37,6 +37,10 @@ pub struct CoreStats {
     /// The interval model's page-walk cycles (a part of
     /// `cycles_translation`; the fixed model derives its own at report).
     pub cycles_walk: f64,
+    /// References served by each memory tier, reads and writes
+    /// (`tier.NAME.*`; counted on machines with `machine.memory.tiers`).
+    pub tier_reads: [u64; crate::phys::MAX_TIERS],
+    pub tier_writes: [u64; crate::phys::MAX_TIERS],
     /// Under virtualization (`engine::walk2d`): guest page-table entries
     /// and EPT entries a 2D walk read (both also in `walk_mem_refs`).
     pub walk_guest_refs: u64,

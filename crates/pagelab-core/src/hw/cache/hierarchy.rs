@@ -83,6 +83,11 @@ pub struct CacheHierarchy {
     /// configuration (see `prefetching`).
     prefetchers: Vec<Prefetchers>,
     prefetch: PrefetchConfig,
+    /// The physical addresses of the lines written back to memory since the
+    /// last [`CacheHierarchy::take_writeback`], kept only when asked for
+    /// ([`CacheHierarchy::log_writebacks`]: memory tiers charge a write by
+    /// its tier); `None` otherwise, so a dirty eviction costs one test more.
+    writeback_log: Option<Vec<u64>>,
 }
 
 impl CacheHierarchy {
@@ -119,7 +124,21 @@ impl CacheHierarchy {
             latency: [cfg.l1d.latency, cfg.l2.latency, cfg.llc.latency, llc_latency],
             prefetchers: Vec::new(),
             prefetch: PrefetchConfig { enabled: false, ..PrefetchConfig::default() },
+            writeback_log: None,
         })
+    }
+
+    /// Keeps the address of every line written back to memory, for
+    /// [`CacheHierarchy::take_writeback`].
+    pub fn log_writebacks(&mut self) {
+        self.writeback_log = Some(Vec::new());
+    }
+
+    /// A line written back to memory since the last call (the latest
+    /// first), as a physical address; `None` when there is none left.
+    #[inline]
+    pub fn take_writeback(&mut self) -> Option<u64> {
+        self.writeback_log.as_mut()?.pop()
     }
 
     /// Simulates one reference of `core` to `addr` and returns where it hit.
@@ -292,6 +311,9 @@ impl CacheHierarchy {
         }
         if dirty {
             self.stats.level_mut(core, Level::Llc).writebacks += 1;
+            if let Some(log) = self.writeback_log.as_mut() {
+                log.push(victim.line << self.line_shift);
+            }
         }
     }
 
