@@ -31,6 +31,9 @@ mod stats;
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod tiering;
+#[cfg(test)]
+mod tiering_tests;
 #[cfg(test)]
 mod tiers_tests;
 pub mod timing;
@@ -754,7 +757,8 @@ fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
         colors: cfg.color_map_of(guest.os, &guest.os_key)?,
         costs: guest.os.fault_cost.clone(),
         // The tiers are the host's: a guest sees one node.
-        nodes: if cfg.virt.enabled { Vec::new() } else { crate::phys::tiers::node_frames(&m.memory.tiers) },
+        tiers: if cfg.virt.enabled { Vec::new() } else { m.memory.tiers.clone() },
+        memory_latency: m.memory.latency,
     };
     crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }
@@ -769,6 +773,7 @@ pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
         paging_levels: cfg.virt.ept_levels,
         colors: cfg.color_map()?,
         costs: cfg.virt.host.fault_cost.clone(),
-        nodes: crate::phys::tiers::node_frames(&m.memory.tiers),
+        tiers: m.memory.tiers.clone(),
+        memory_latency: m.memory.latency,
     })
 }

@@ -384,6 +384,29 @@ impl PhysMem {
         None
     }
 
+    /// Allocates a block of `order` in node `node` only, whatever its
+    /// pageblock's type (a migration's target page on a chosen tier, as
+    /// `alloc_migration_target` asks one node): the lowest free block of the
+    /// smallest order that has one, within each largest-block span of the
+    /// node in turn, split as `expand` does. `None` when the node has none.
+    pub fn alloc_in_node(&mut self, order: Order, node: usize, owner: FrameOwner) -> Option<Pfn> {
+        let order = order.get();
+        if order > self.max_order || node >= self.node_ends.len() {
+            return None;
+        }
+        let span = 1u64 << self.max_order;
+        let range = self.node_range(node);
+        let (pfn, current) = (range.start..range.end).step_by(span as usize).find_map(|start| {
+            (order..=self.max_order)
+                .find_map(|current| self.free_area[current as usize].first_in_range(start, span).map(|p| (p, current)))
+        })?;
+        self.del_free(pfn, current);
+        self.expand(pfn, order, current);
+        self.set_block_owner(pfn, order, owner);
+        self.stats.allocs += 1;
+        Some(Pfn::new(pfn))
+    }
+
     /// Takes exactly the aligned block of `order` at `pfn` if all of it is
     /// free, splitting the free block that contains it (page coloring,
     /// CoalaPaging, fragmentation injection and compaction need a chosen

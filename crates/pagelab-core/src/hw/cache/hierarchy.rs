@@ -303,7 +303,10 @@ impl CacheHierarchy {
         }
     }
 
-    /// An LLC fill for `core` pushed `victim` out.
+    /// An LLC fill for `core` pushed `victim` out. (Always inlined, as LLVM
+    /// did before the writeback log's test: out of line it cost gups with
+    /// caches 0.7% more instructions.)
+    #[inline(always)]
     fn llc_evicted(&mut self, core: usize, victim: Evicted) {
         let mut dirty = victim.dirty;
         if self.inclusive {
@@ -311,9 +314,19 @@ impl CacheHierarchy {
         }
         if dirty {
             self.stats.level_mut(core, Level::Llc).writebacks += 1;
-            if let Some(log) = self.writeback_log.as_mut() {
-                log.push(victim.line << self.line_shift);
+            if self.writeback_log.is_some() {
+                self.log_writeback(victim.line);
             }
+        }
+    }
+
+    /// Out of line and cold: only machines with memory tiers log writebacks,
+    /// and the LLC's fill path stays as it was without it.
+    #[cold]
+    #[inline(never)]
+    fn log_writeback(&mut self, line: u64) {
+        if let Some(log) = self.writeback_log.as_mut() {
+            log.push(line << self.line_shift);
         }
     }
 

@@ -33,7 +33,8 @@ fn kernel(share: bool) -> Kernel {
         paging_levels: 4,
         colors: cfg.color_map().unwrap(),
         costs: cfg.os.fault_cost.clone(),
-        nodes: Vec::new(),
+        tiers: Vec::new(),
+        memory_latency: 240,
     };
     crate::systems::boot(&cfg.os, boot, 3.0, 1).unwrap()
 }
