@@ -70,7 +70,8 @@ pub fn validate_tiers(tiers: &[TierConfig], phys_mem: u64, max_order: u8) -> Res
             }
         }
     }
-    let total: u64 = tiers.iter().map(|t| t.size.bytes()).sum();
+    // Saturating: four sizes near 2^63 bytes must be an error, not a wrap.
+    let total = tiers.iter().fold(0u64, |sum, t| sum.saturating_add(t.size.bytes()));
     if !tiers.is_empty() && total != phys_mem {
         let msg =
             format!("the tiers' sizes add up to {}, not machine.phys_mem = {}", ByteSize(total), ByteSize(phys_mem));
@@ -117,6 +118,9 @@ mod tests {
         // 2 MiB does not hold a 4 MiB block: the boundary would cut one.
         let e = error_of(&[tier("dram", 2, 240, 240), tier("nvm", 126, 700, 2000)], 128);
         assert!(e.contains("tiers[0].size") && e.contains("4MiB"), "{e}");
+        let huge = |name: &str| TierConfig { size: ByteSize(1 << 62), ..tier(name, 0, 1, 1) };
+        let e = error_of(&[tier("a", 4, 1, 1), huge("b"), huge("c"), huge("d")], 128);
+        assert!(e.contains("add up to"), "{e}");
         let five: Vec<_> = (0..5).map(|i| tier(&format!("t{i}"), 4, 1, 1)).collect();
         assert!(error_of(&five, 20).contains("at most 4"));
     }
