@@ -35,7 +35,8 @@ pub struct CoreStats {
     pub cycles_faults: f64,
     pub cycles_daemon: f64,
     /// The interval model's page-walk cycles (a part of
-    /// `cycles_translation`; the fixed model derives its own at report).
+    /// `cycles_translation`; the fixed model derives its own at report,
+    /// and keeps here only what memory tiers add beyond `memory.latency`).
     pub cycles_walk: f64,
     /// References served by each memory tier, reads and writes
     /// (`tier.NAME.*`; counted on machines with `machine.memory.tiers`).
