@@ -13,7 +13,7 @@ from pagelab import experiments
 #: package below pagelab.experiments -> the IDs its modules declare. A new
 #: paper's package adds a line here (and nothing in pagelab.experiments).
 DECLARED = {
-    "baseline": {"baseline-thp", "frag-sweep"},
+    "baseline": {"baseline-thp", "frag-sweep", "mem-tiers"},
     "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
     "virt": {"virt-ksm", "virt-splinter", "virt-walks"},
     "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-realfrag", "pp-redis"},

@@ -177,6 +177,20 @@ def test_a_run_too_large_for_the_host_is_refused_before_it_is_built(tmp_path):
     assert run_cli("--host-mem", "4GiB", "run", small).returncode == 0
 
 
+@pytest.mark.parametrize("second, names", [
+    ({"name": "nvm", "size": "100MiB", "read_latency": 700, "write_latency": 2000},
+     ["machine.memory.tiers", "add up to 164MiB", "256MiB"]),
+    ({"name": "dram", "size": "192MiB", "read_latency": 700, "write_latency": 2000},
+     ["machine.memory.tiers[1].name", "`dram` names two tiers"]),
+    ({"name": "nvm", "size": "192MiB", "read_latency": 700, "write_latency": 0},
+     ["machine.memory.tiers[1].write_latency", "nvm"]),
+])
+def test_bad_memory_tiers_are_bad_input_naming_key_and_entry(tmp_path, second, names):
+    dram = {"name": "dram", "size": "64MiB", "read_latency": 240, "write_latency": 240}
+    cfg = {**SMALL, "machine": {"phys_mem": "256MiB", "memory": {"tiers": [dram, second]}}}
+    one_error_line(run_cli("run", write_toml(tmp_path / "t.toml", cfg), timeout=60), 2, *names)
+
+
 def test_a_malformed_host_memory_limit_is_bad_input(tmp_path, monkeypatch):
     path = write_toml(tmp_path / "c.toml", SMALL)
     monkeypatch.setenv("PAGELAB_HOST_MEM", "lots")

@@ -14,6 +14,7 @@ pytest.importorskip("duckdb")
 COLUMNS = {
     "baseline-thp": {"workload", "policy", "dtlb_misses", "walk_refs", "cycles", "cycles_norm"},
     "frag-sweep": {"pattern", "frag_index", "fi_measured", "huge_coverage", "cycles", "cycles_norm"},
+    "mem-tiers": {"workload", "slow_tier", "fast_share", "slow_accesses_share", "runtime_norm", "predicted_norm"},
     "chp-fig1": {"workload", "scenario", "runtime"},
     "chp-fig4": {"workload", "scenario", "runtime", "translation", "cache", "walk"},
     "chp-fig5": {"workload", "frag_index", "success_ratio"},
@@ -50,7 +51,7 @@ def assert_columns(df, columns):
 
 
 #: Numeric grid labels: keys, not quantities (no spread).
-KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi"}
+KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi", "fast_share"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -112,6 +113,17 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert off.to_dict() == {("4k", "4k"): 24, ("4k", "2m"): 19, ("2m", "4k"): 19, ("2m", "2m"): 15}
         on = df[df.caches == "on"].set_index(["guest_page", "host_page"]).refs_per_walk
         assert (on < off).all()
+    elif exp_id == "mem-tiers":
+        assert_columns(df, ["workload", "slow_tier", "fast_share", "slow_accesses_share", "runtime_norm", "predicted_norm"])
+        for _, sub in df.groupby("workload"):
+            nvm = sub[sub.slow_tier == "nvm"].sort_values("fast_share", ascending=False)
+            # A smaller fast tier: more slow references, a longer run.
+            assert nvm.slow_accesses_share.is_monotonic_increasing and nvm.slow_accesses_share.iloc[-1] > 0.5
+            assert nvm.runtime_norm.is_monotonic_increasing and nvm.runtime_norm.iloc[-1] > 1.1
+            # The fixed model's arithmetic: 480 cycles per slow reference.
+            assert ((nvm.runtime_norm - nvm.predicted_norm).abs() < 1e-9).all()
+            # All in DRAM (1.25 x the footprint): nothing served by the slow tier.
+            assert nvm[nvm.fast_share > 1].slow_accesses_share.iloc[0] == 0
     elif exp_id == "virt-splinter":
         assert_columns(df, ["workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"])
         assert set(df.workload) == {"gups", "bfs", "kv"}

@@ -145,18 +145,22 @@ impl Default for WalkerConfig {
     }
 }
 
-/// The memory behind the LLC. One tier today; `tiers` will come with
-/// tiered-memory systems (HugeScope).
+/// The memory behind the LLC: one tier of `latency`, or the `tiers`
+/// (`phys::tiers`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// Load-to-use latency of a DRAM access, in core cycles.
+    /// Load-to-use latency of a DRAM access, in core cycles (without tiers).
     pub latency: u32,
+    /// Memory tiers, fastest (filled first) first; their sizes add up to
+    /// `machine.phys_mem`. Empty: one tier of `latency`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<crate::phys::TierConfig>,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { latency: 240 }
+        MemoryConfig { latency: 240, tiers: Vec::new() }
     }
 }
 
@@ -275,6 +279,7 @@ impl SimConfig {
         if !(9..=18).contains(&m.max_order) {
             return Err(Error::config("machine.max_order", "must be between 9 and 18"));
         }
+        crate::phys::tiers::validate_tiers(&m.memory.tiers, m.phys_mem.bytes(), m.max_order)?;
         if m.paging_levels != 4 && m.paging_levels != 5 {
             return Err(Error::config("machine.paging_levels", "must be 4 or 5"));
         }

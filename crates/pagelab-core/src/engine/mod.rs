@@ -32,6 +32,11 @@ mod stats;
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod tiering;
+#[cfg(test)]
+mod tiering_tests;
+#[cfg(test)]
+mod tiers_tests;
 pub mod timing;
 #[cfg(test)]
 mod vms_tests;
@@ -140,6 +145,10 @@ impl Simulation {
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         if let Some(c) = caches.as_mut() {
             c.set_prefetchers(&m.prefetch);
+            if !m.memory.tiers.is_empty() {
+                // Memory tiers charge each writeback by its tier.
+                c.log_writebacks();
+            }
         }
         // Under the interval model the window charges the L2 TLB and
         // page-walk-cache latencies, so the MMU adds none.
@@ -425,6 +434,9 @@ impl Simulation {
     /// variant the timing model and the prefetchers need (the fixed model
     /// without prefetchers runs today's stages, bit for bit).
     fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
+        if self.timing.tiers.is_some() {
+            return self.tiered_stages(i, end);
+        }
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
         match (self.timing.model, prefetch) {
             (TimingModel::Fixed, false) => {
@@ -437,15 +449,15 @@ impl Simulation {
             }
             (TimingModel::Fixed, true) => {
                 self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true>(i);
+                self.timed_stage::<false, true, false>(i);
             }
             (TimingModel::Interval, false) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, false>(i);
+                self.timed_stage::<true, false, false>(i);
             }
             (TimingModel::Interval, true) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, true>(i);
+                self.timed_stage::<true, true, false>(i);
             }
         }
         Ok(())
@@ -759,6 +771,9 @@ fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
         colors: cfg.color_map_of(guest.os, &guest.os_key)?,
         costs: guest.os.fault_cost.clone(),
         footprint: vm_footprint(cfg, 0, &guest.os_key)?,
+        // The tiers are the host's: a guest sees one node.
+        tiers: if cfg.virt.enabled { Vec::new() } else { m.memory.tiers.clone() },
+        memory_latency: m.memory.latency,
     };
     crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }
@@ -791,5 +806,7 @@ pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
         colors: cfg.color_map()?,
         costs: cfg.virt.host.fault_cost.clone(),
         footprint: cfg.guests().iter().map(|g| g.guest_mem.bytes()).sum(),
+        tiers: m.memory.tiers.clone(),
+        memory_latency: m.memory.latency,
     })
 }

@@ -37,6 +37,7 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
             out.insert("virt.guest_frames_untouched".into(), Stat::Int(v.hv.untouched_guest_frames(0, &sim.kernel)));
         }
     }
+    tier_pages(&mut out, sim);
     // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
     // after the registry's zeros.
     out.extend(ext_stats(sim));
@@ -101,6 +102,9 @@ pub(super) fn hardware(sim: &Simulation, all_faults: &mut Vec<f32>) -> Stats {
             // stay exactly what they were.
             s.extend(virt_core_stats(&core.stats));
         }
+        if let Some(tiers) = &sim.timing.tiers {
+            s.extend(tier_core_stats(&core.stats, &tiers.names));
+        }
         for (k, v) in &s {
             accumulate(&mut sums, k, *v);
             out.insert(format!("core{}.{k}", core.id), *v);
@@ -144,6 +148,32 @@ fn virt_core_stats(s: &CoreStats) -> Vec<(String, Stat)> {
         ("virt.vm_exits".into(), Stat::Int(s.vm_exits)),
         ("cycles.virt".into(), Stat::Float(s.cycles_virt)),
     ]
+}
+
+/// A core's references to each memory tier (`docs/stats.md`, "Memory
+/// tiers"): reads, writes (writebacks; stores without caches), accesses.
+fn tier_core_stats(s: &CoreStats, names: &[String]) -> Vec<(String, Stat)> {
+    let mut v = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let (reads, writes) = (s.tier_reads[i], s.tier_writes[i]);
+        v.push((format!("tier.{name}.reads"), Stat::Int(reads)));
+        v.push((format!("tier.{name}.writes"), Stat::Int(writes)));
+        v.push((format!("tier.{name}.accesses"), Stat::Int(reads + writes)));
+    }
+    v
+}
+
+/// `mem.tier.NAME.pages`: the frames in use in each tier at the end, in the
+/// memory the tiers are (the host's in a virtualized run).
+fn tier_pages(out: &mut Stats, sim: &Simulation) {
+    let Some(tiers) = &sim.timing.tiers else { return };
+    let mem = match &sim.virt {
+        Some(v) => &v.hv.host.mem,
+        None => &sim.kernel.mem,
+    };
+    for (node, name) in tiers.names.iter().enumerate() {
+        out.insert(format!("mem.tier.{name}.pages"), Stat::Int(mem.used_pages_in_node(node)));
+    }
 }
 
 /// The second dimension's structures of one core: `coreN.nested_tlb.*`,

@@ -167,6 +167,9 @@ pub(super) fn boot_other_guests(cfg: &SimConfig) -> Result<Vec<Kernel>> {
                 colors: cfg.color_map_of(g.os, &g.os_key)?,
                 costs: g.os.fault_cost.clone(),
                 footprint: super::vm_footprint(cfg, vm, &g.os_key)?,
+                // The tiers are the host's: a guest sees one node.
+                tiers: Vec::new(),
+                memory_latency: m.memory.latency,
             };
             crate::systems::boot(g.os, boot, m.freq_ghz, cfg.run.seed.wrapping_add(vm as u64 * 0x9e37_79b9))
         })
@@ -725,19 +728,7 @@ impl Simulation {
     pub(super) fn virt_round_end(&mut self, now: f64) {
         let Some(virt) = self.virt.as_deref_mut() else { return };
         virt.hv.tick(now, virt.contents.as_deref());
-        let changes = virt.hv.drain_ept_changes();
-        for change in changes {
-            let host_asid = virt.hv.host_asid(change.vm);
-            let vm_cores = self.cores.iter_mut().zip(virt.cores.iter_mut()).filter(|(_, n)| n.vm == change.vm);
-            for (core, nested) in vm_cores {
-                nested.invept(&mut core.mmu, host_asid, &virt.guest_asids[change.vm], change);
-                core.stats.cycles_virt += virt.hv.costs.invept;
-                if let Some(w) = core.window.as_mut() {
-                    // An INVEPT, like a shootdown, serialises the core.
-                    w.serialize(&mut core.stats, virt.hv.costs.invept);
-                }
-            }
-        }
+        self.deliver_ept_changes();
     }
 }
 

@@ -35,8 +35,13 @@ pub struct CoreStats {
     pub cycles_faults: f64,
     pub cycles_daemon: f64,
     /// The interval model's page-walk cycles (a part of
-    /// `cycles_translation`; the fixed model derives its own at report).
+    /// `cycles_translation`; the fixed model derives its own at report,
+    /// and keeps here only what memory tiers add beyond `memory.latency`).
     pub cycles_walk: f64,
+    /// References served by each memory tier, reads and writes
+    /// (`tier.NAME.*`; counted on machines with `machine.memory.tiers`).
+    pub tier_reads: [u64; crate::phys::MAX_TIERS],
+    pub tier_writes: [u64; crate::phys::MAX_TIERS],
     /// Under virtualization (`engine::walk2d`): guest page-table entries
     /// and EPT entries a 2D walk read (both also in `walk_mem_refs`).
     pub walk_guest_refs: u64,

@@ -54,6 +54,11 @@ pub struct Boot {
     /// summed; a hypervisor's: its VMs' guest memory): what
     /// `os.fragmentation.fmfi` scales to.
     pub footprint: u64,
+    /// The memory tiers, one node each, in order; empty: one node.
+    pub tiers: Vec<crate::phys::TierConfig>,
+    /// `machine.memory.latency`: a copy between two tiers costs
+    /// `costs.copy_4k` scaled by their latencies against it (`tiering`).
+    pub memory_latency: u32,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,11 @@ pub struct Kernel {
     /// L2 TLB misses the cores sampled (Arm's SPE buffer), for the daemon
     /// that reads them (Leshy); empty unless a run samples.
     pub miss_samples: crate::hw::tlb::MissSamples,
+    /// The memory nodes' latencies, for the cost of a migration between
+    /// them (`tiering`).
+    pub(super) tiers: super::tiering::NodeLatencies,
+    /// Migrations between the nodes (`os.tier.*`).
+    pub tier_stats: super::tiering::TierStats,
 }
 
 impl Kernel {
@@ -82,7 +92,13 @@ impl Kernel {
     /// ([`Kernel::plug`] adds them; fragmentation comes after them, so
     /// that reservations at boot, like hugepages=, predate it).
     pub fn new(boot: Boot) -> Result<Kernel> {
-        let mem = PhysMem::new(boot.frames, boot.max_order)?;
+        let mem = if boot.tiers.is_empty() {
+            PhysMem::new(boot.frames, boot.max_order)?
+        } else {
+            let nodes = crate::phys::tiers::node_frames(&boot.tiers);
+            debug_assert_eq!(nodes.iter().sum::<u64>(), boot.frames);
+            PhysMem::with_nodes(&nodes, boot.max_order)?
+        };
         Ok(Kernel {
             mem,
             procs: Vec::new(),
@@ -95,6 +111,8 @@ impl Kernel {
             levels: boot.paging_levels,
             shootdowns: Vec::new(),
             miss_samples: Default::default(),
+            tiers: super::tiering::NodeLatencies::new(&boot.tiers, boot.memory_latency),
+            tier_stats: Default::default(),
         })
     }
 
@@ -336,6 +354,7 @@ impl Kernel {
     /// Zeroes every counter of the OS side (the end of warm-up).
     pub fn reset_stats(&mut self) {
         self.stats.reset();
+        self.tier_stats = Default::default();
         self.color_pool.refills = 0;
         self.procs.iter_mut().for_each(|p| p.aspace.pt.reset_contig_breaks());
         self.systems.iter_mut().for_each(|s| s.reset_stats());

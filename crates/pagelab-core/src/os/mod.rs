@@ -14,6 +14,7 @@ mod fault;
 mod kernel;
 mod stats;
 pub mod system;
+pub mod tiering;
 
 pub use color_pool::ColorPool;
 pub use config::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationConfig};
@@ -21,3 +22,4 @@ pub use fault::{FaultKind, FaultOutcome, AUTO_VMA_NAME};
 pub use kernel::{Boot, Kernel, Process, Shootdown};
 pub use stats::OsStats;
 pub use system::{Daemon, Fault, ProcessSpec, System};
+pub use tiering::Migration;

@@ -90,6 +90,14 @@ impl Kernel {
                 ("auto_vmas_after_munmap", s.auto_vmas_after_munmap),
             ],
         );
+        if self.mem.nr_nodes() > 1 {
+            // Only a machine with tiers names them.
+            let t = &self.tier_stats;
+            let counts = [("migrations.4k", t.migrations_4k), ("migrations.2m", t.migrations_2m)];
+            put_ints(out, "os.tier.", &counts);
+            put_ints(out, "os.tier.", &[("refused", t.refused), ("no_memory", t.no_memory)]);
+            out.insert("os.tier.migration_cycles".into(), Stat::Float(t.cycles));
+        }
         for system in &self.systems {
             system.report(self, out);
         }

@@ -71,6 +71,10 @@ pub struct PhysMem {
     ///
     /// [`snapshot::Snapshot::apply`]: super::snapshot::Snapshot::apply
     snapshot_unplaced: u64,
+    /// The first pfn past each node (memory tier), ascending; one node ends
+    /// at `nr_frames`. Node boundaries are multiples of the largest block,
+    /// so no buddy block straddles two nodes.
+    node_ends: Vec<u64>,
 }
 
 impl PhysMem {
@@ -79,6 +83,21 @@ impl PhysMem {
     /// a multiple of the largest block). `max_order` is the largest block
     /// order, 9..=18.
     pub fn new(nr_frames: u64, max_order: u8) -> Result<Self> {
+        PhysMem::with_nodes(&[nr_frames], max_order)
+    }
+
+    /// A machine whose memory is `node_frames` nodes, in order from pfn 0
+    /// (memory tiers: `phys::tiers`). Every node but the last is a whole
+    /// number of the largest blocks. Allocation takes the first node that
+    /// can serve a request, trying all of a node (its own migratetype, then
+    /// the fallbacks) before the next, as Linux's zonelist walk does.
+    pub fn with_nodes(node_frames: &[u64], max_order: u8) -> Result<Self> {
+        let nr_frames: u64 = node_frames.iter().sum();
+        let block = 1u64 << max_order.min(63);
+        if let Some(i) = node_frames[..node_frames.len().saturating_sub(1)].iter().position(|&n| n % block != 0) {
+            let msg = format!("node {i} is not a whole number of {}-frame blocks", block);
+            return Err(Error::config(MEMORY_SIZE_KEY, msg));
+        }
         if !(1..=MAX_FRAMES).contains(&nr_frames) {
             let msg = format!("{nr_frames} frames; the simulator takes 1 frame to 1 TiB (2^28 frames)");
             return Err(Error::config(MEMORY_SIZE_KEY, msg));
@@ -97,6 +116,13 @@ impl PhysMem {
             nr_free_pages: 0,
             stats: Stats::default(),
             snapshot_unplaced: 0,
+            node_ends: node_frames
+                .iter()
+                .scan(0, |end, &n| {
+                    *end += n;
+                    Some(*end)
+                })
+                .collect(),
         };
         mem.carve_free_blocks();
         Ok(mem)
@@ -118,6 +144,28 @@ impl PhysMem {
 
     pub fn nr_frames(&self) -> u64 {
         self.nr_frames
+    }
+
+    /// Nodes (memory tiers): 1 unless built by [`PhysMem::with_nodes`].
+    pub fn nr_nodes(&self) -> usize {
+        self.node_ends.len()
+    }
+
+    /// The node of a frame.
+    pub fn node_of(&self, pfn: Pfn) -> usize {
+        self.node_ends.partition_point(|&end| end <= pfn.raw())
+    }
+
+    /// The frames `[start, end)` of node `node`.
+    pub fn node_range(&self, node: usize) -> std::ops::Range<u64> {
+        let start = if node == 0 { 0 } else { self.node_ends[node - 1] };
+        start..self.node_ends[node]
+    }
+
+    /// Frames of node `node` that are not free (`mem.tier.NAME.pages`).
+    pub fn used_pages_in_node(&self, node: usize) -> u64 {
+        let range = self.node_range(node);
+        self.owners[range.start as usize..range.end as usize].iter().filter(|&&o| o != PACKED_FREE).count() as u64
     }
 
     /// Free blocks of the snapshot applied at boot that found no place
@@ -217,19 +265,32 @@ impl PhysMem {
         if order > self.max_order {
             return None;
         }
-        let pfn = self
-            .rmqueue_smallest(order, mt)
-            .or_else(|| self.rmqueue_claim(order, mt))
-            .or_else(|| self.rmqueue_steal(order, mt))?;
+        let pfn = (0..self.node_ends.len()).find_map(|node| self.rmqueue_in(order, mt, self.node_ends[node]))?;
         self.set_block_owner(pfn, order, owner);
         self.stats.allocs += 1;
         Some(Pfn::new(pfn))
     }
 
+    /// `__rmqueue` in the nodes below pfn `limit`. Nodes are tried in
+    /// order and a node is tried whole (own type, claim, steal) before the
+    /// next, so when node k is tried the nodes before it have no block this
+    /// request could take: the lowest free block below `limit` is node k's.
+    fn rmqueue_in(&mut self, order: u8, mt: Migratetype, limit: u64) -> Option<u64> {
+        self.rmqueue_smallest(order, mt, limit)
+            .or_else(|| self.rmqueue_claim(order, mt, limit))
+            .or_else(|| self.rmqueue_steal(order, mt, limit))
+    }
+
+    /// Lowest free block of `order` on the list of `mt`, if below `limit`.
+    #[inline]
+    fn first_below(&self, order: u8, mt: Migratetype, limit: u64) -> Option<u64> {
+        self.free_area[order as usize].first(mt).filter(|&pfn| pfn < limit)
+    }
+
     /// `__rmqueue_smallest`: the smallest order with a free block of `mt`.
-    fn rmqueue_smallest(&mut self, order: u8, mt: Migratetype) -> Option<u64> {
+    fn rmqueue_smallest(&mut self, order: u8, mt: Migratetype, limit: u64) -> Option<u64> {
         for current in order..=self.max_order {
-            if let Some(pfn) = self.free_area[current as usize].first(mt) {
+            if let Some(pfn) = self.first_below(current, mt, limit) {
                 self.del_free(pfn, current);
                 self.expand(pfn, order, current);
                 return Some(pfn);
@@ -240,25 +301,25 @@ impl PhysMem {
 
     /// First fallback type with a free block of `order` (the non-claiming
     /// half of `find_suitable_fallback`).
-    fn suitable_fallback(&self, order: u8, start: Migratetype) -> Option<Migratetype> {
+    fn suitable_fallback(&self, order: u8, start: Migratetype, limit: u64) -> Option<Migratetype> {
         let area = &self.free_area[order as usize];
-        start.fallbacks().into_iter().find(|&mt| !area.is_empty(mt))
+        start.fallbacks().into_iter().find(|&mt| !area.is_empty(mt) && self.first_below(order, mt, limit).is_some())
     }
 
     /// `__rmqueue_claim`: from the largest order down, take a fallback block
     /// and try to claim its pageblock for `start` (the largest free block
     /// approximates the pageblock with most free pages). Stops at the first
     /// order too small to claim from.
-    fn rmqueue_claim(&mut self, order: u8, start: Migratetype) -> Option<u64> {
+    fn rmqueue_claim(&mut self, order: u8, start: Migratetype, limit: u64) -> Option<u64> {
         for current in (order..=self.max_order).rev() {
             if !should_try_claim_block(current, start) {
                 break;
             }
-            let Some(fallback) = self.suitable_fallback(current, start) else {
+            let Some(fallback) = self.suitable_fallback(current, start, limit) else {
                 continue;
             };
-            let pfn = self.free_area[current as usize].first(fallback)?;
-            if let Some(page) = self.try_to_claim_block(pfn, current, order, start, fallback) {
+            let pfn = self.first_below(current, fallback, limit)?;
+            if let Some(page) = self.try_to_claim_block(pfn, current, order, start, fallback, limit) {
                 self.stats.fallbacks += 1;
                 return Some(page);
             }
@@ -280,6 +341,7 @@ impl PhysMem {
         order: u8,
         start: Migratetype,
         block_type: Migratetype,
+        limit: u64,
     ) -> Option<u64> {
         if current >= PAGEBLOCK_ORDER {
             self.del_free(pfn, current);
@@ -304,15 +366,15 @@ impl PhysMem {
         }
         self.move_pageblock(pb, start);
         self.stats.steals += 1;
-        self.rmqueue_smallest(order, start)
+        self.rmqueue_smallest(order, start, limit)
     }
 
     /// `__rmqueue_steal`: the smallest fallback block, taken without
     /// claiming its pageblock (its leftovers stay on the fallback type).
-    fn rmqueue_steal(&mut self, order: u8, start: Migratetype) -> Option<u64> {
+    fn rmqueue_steal(&mut self, order: u8, start: Migratetype, limit: u64) -> Option<u64> {
         for current in order..=self.max_order {
-            if let Some(fallback) = self.suitable_fallback(current, start) {
-                let pfn = self.free_area[current as usize].first(fallback)?;
+            if let Some(fallback) = self.suitable_fallback(current, start, limit) {
+                let pfn = self.first_below(current, fallback, limit)?;
                 self.del_free(pfn, current);
                 self.expand(pfn, order, current);
                 self.stats.fallbacks += 1;
@@ -320,6 +382,29 @@ impl PhysMem {
             }
         }
         None
+    }
+
+    /// Allocates a block of `order` in node `node` only, whatever its
+    /// pageblock's type (a migration's target page on a chosen tier, as
+    /// `alloc_migration_target` asks one node): the lowest free block of the
+    /// smallest order that has one, within each largest-block span of the
+    /// node in turn, split as `expand` does. `None` when the node has none.
+    pub fn alloc_in_node(&mut self, order: Order, node: usize, owner: FrameOwner) -> Option<Pfn> {
+        let order = order.get();
+        if order > self.max_order || node >= self.node_ends.len() {
+            return None;
+        }
+        let span = 1u64 << self.max_order;
+        let range = self.node_range(node);
+        let (pfn, current) = (range.start..range.end).step_by(span as usize).find_map(|start| {
+            (order..=self.max_order)
+                .find_map(|current| self.free_area[current as usize].first_in_range(start, span).map(|p| (p, current)))
+        })?;
+        self.del_free(pfn, current);
+        self.expand(pfn, order, current);
+        self.set_block_owner(pfn, order, owner);
+        self.stats.allocs += 1;
+        Some(Pfn::new(pfn))
     }
 
     /// Takes exactly the aligned block of `order` at `pfn` if all of it is

@@ -97,6 +97,12 @@ impl FreeArea {
         bit.map(|b| b << self.order)
     }
 
+    /// Lowest free block of this order, any type, in the aligned range of
+    /// `len` frames at `start` (`len` a power of two of at least a block).
+    pub(crate) fn first_in_range(&self, start: u64, len: u64) -> Option<u64> {
+        self.heads.first_in(start >> self.order, len >> self.order).map(|b| b << self.order)
+    }
+
     #[inline]
     pub(crate) fn is_empty(&self, mt: Migratetype) -> bool {
         self.nr_free[mt.index()] == 0

@@ -10,6 +10,7 @@
 //!   page is left to a caller-given closure, since page tables live in a
 //!   higher layer.
 //! - [`faulty`]: faulty (retired) frames, which nothing allocates.
+//! - [`tiers`]: memory tiers (`machine.memory.tiers`), the nodes of memory.
 //!
 //! This layer uses only [`crate::units`] and [`crate::error`].
 
@@ -22,6 +23,7 @@ pub mod frame;
 mod free_area;
 pub mod migratetype;
 pub mod snapshot;
+pub mod tiers;
 
 pub use buddy::{
     PhysMem, Stats, DEFAULT_MAX_ORDER, MAX_FRAMES, MAX_MAX_ORDER, MAX_ORDER_KEY, MEMORY_SIZE_KEY, MIN_MAX_ORDER,
@@ -33,3 +35,4 @@ pub use fragmentation::{
 };
 pub use frame::FrameOwner;
 pub use migratetype::{Migratetype, NR_MIGRATETYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+pub use tiers::{TierConfig, MAX_TIERS};

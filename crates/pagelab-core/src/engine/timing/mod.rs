@@ -33,6 +33,7 @@
 pub(super) mod stage;
 #[cfg(test)]
 mod tests;
+pub mod tiers;
 pub mod window;
 
 use crate::config::{MachineConfig, TimingModel, WalkerCacheLevel};
@@ -62,6 +63,9 @@ pub struct Timing {
     /// quotients, so the same sums).
     data_by_level: [f64; 4],
     walk_by_level: [f64; 4],
+    /// The memory tiers' latencies, on a machine with
+    /// `machine.memory.tiers` only (`tiers`).
+    pub tiers: Option<Box<tiers::TierTiming>>,
 }
 
 impl Timing {
@@ -83,11 +87,13 @@ impl Timing {
             pwc_latency: m.pwc.lookup_latency() as f64,
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
+            tiers: None,
         };
         for level in 0..4 {
             t.data_by_level[level] = (t.latency[level] - t.latency[0]) / t.mlp;
             t.walk_by_level[level] = t.latency[level] / t.walk_mlp;
         }
+        t.tiers = tiers::TierTiming::new(m, &t);
         t
     }
 
@@ -114,6 +120,13 @@ impl Timing {
         let refs: f64 = (0..4)
             .map(|served| (0..4).map(|entry| s.flow[entry][served][1]).sum::<u64>() as f64 * self.walk_cycles(served))
             .sum();
-        s.walks as f64 * self.pwc_latency + refs
+        let cycles = s.walks as f64 * self.pwc_latency + refs;
+        // With tiers, the tiered stage keeps in `cycles_walk` what memory's
+        // walk references cost beyond `walk_cycles(MEMORY)` each.
+        if self.tiers.is_some() {
+            cycles + s.cycles_walk
+        } else {
+            cycles
+        }
     }
 }

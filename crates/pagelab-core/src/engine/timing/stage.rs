@@ -16,14 +16,21 @@
 use super::window::{AccessTiming, Kind, FAULT, L2_TLB, WALK};
 use super::MEMORY;
 use crate::engine::{RefKind, Simulation, FLOW_CLASS};
+use crate::phys::MAX_TIERS;
 use crate::units::PhysAddr;
 use crate::workload::AccessKind;
 
 impl Simulation {
     /// Stage 2 for core `i` under the interval model (`INTERVAL`) or the
-    /// fixed one, with the prefetchers (`PREFETCH`) or not.
+    /// fixed one, with the prefetchers (`PREFETCH`) or not, on a machine
+    /// with memory tiers (`TIERS`: a reference served by memory is charged
+    /// its tier's latency, and writebacks their tier's, `timing::tiers`) or
+    /// one memory.
     #[inline(never)]
-    pub(in crate::engine) fn timed_stage<const INTERVAL: bool, const PREFETCH: bool>(&mut self, i: usize) {
+    pub(in crate::engine) fn timed_stage<const INTERVAL: bool, const PREFETCH: bool, const TIERS: bool>(
+        &mut self,
+        i: usize,
+    ) {
         let core = &mut self.cores[i];
         let t = &self.timing;
         let accesses = &core.batch.accesses[core.pos..];
@@ -31,6 +38,9 @@ impl Simulation {
         let mut window = core.window.take();
         let (mut next_access, mut next_fault) = (0usize, 0usize);
         let mut walk_refs = 0.0;
+        // The interval model's writeback cycles since the last data reference.
+        let mut writebacks = 0.0;
+        let tiers = if TIERS { t.tiers.as_deref() } else { None };
         for j in 0..core.refs.len() {
             let (addr, kind) = core.refs.get(j);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
@@ -47,14 +57,47 @@ impl Simulation {
                 _ => MEMORY,
             };
             core.stats.flow[entry & 3][level & 3][FLOW_CLASS[kind.index() & 3]] += 1;
+            // The tier of a memory reference; whether it writes memory (a
+            // store without caches).
+            let mut tier = None;
+            if let Some(tt) = tiers {
+                let write = caches.is_none() && kind == RefKind::Store;
+                if level == MEMORY {
+                    let n = tt.tier_of(addr);
+                    let counts = if write { &mut core.stats.tier_writes } else { &mut core.stats.tier_reads };
+                    counts[n & (MAX_TIERS - 1)] += 1;
+                    tier = Some((n, write));
+                }
+                if let Some(c) = caches.as_mut() {
+                    while let Some(line) = c.take_writeback() {
+                        let n = tt.tier_of(line);
+                        core.stats.tier_writes[n & (MAX_TIERS - 1)] += 1;
+                        if INTERVAL {
+                            writebacks += tt.writeback_cycles(n, true);
+                        } else {
+                            core.stats.cycles_data += tt.writeback_cycles(n, false);
+                        }
+                    }
+                }
+            }
+            let latency = match (tiers, tier) {
+                (Some(tt), Some((n, write))) => tt.latency(n, write),
+                _ => t.latency[level],
+            };
             if !INTERVAL {
-                if kind == RefKind::Walk {
-                    core.stats.cycles_translation += t.walk_cycles(level);
-                } else {
-                    core.stats.cycles_data += t.data_cycles(level);
+                match (tiers, tier) {
+                    (Some(tt), Some((n, _))) if kind == RefKind::Walk => {
+                        let cycles = tt.walk_cycles(n);
+                        core.stats.cycles_translation += cycles;
+                        // `walk_cycles_of` counts t.walk_cycles(MEMORY).
+                        core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
+                    }
+                    (Some(tt), Some((n, write))) => core.stats.cycles_data += tt.data_cycles(n, write),
+                    _ if kind == RefKind::Walk => core.stats.cycles_translation += t.walk_cycles(level),
+                    _ => core.stats.cycles_data += t.data_cycles(level),
                 }
             } else if kind == RefKind::Walk {
-                walk_refs += t.latency[level];
+                walk_refs += latency;
             } else if let Some(w) = window.as_mut() {
                 // The data reference ends access `next_access`.
                 let access = &accesses[next_access];
@@ -75,10 +118,11 @@ impl Simulation {
                     l2_tlb: flags & L2_TLB != 0,
                     walk: flags & WALK != 0,
                     walk_refs,
-                    data: t.latency[level] - t.latency[0],
+                    data: if TIERS { latency - t.latency[0] + writebacks } else { t.latency[level] - t.latency[0] },
                 };
                 w.access(&a, &mut core.stats);
                 walk_refs = 0.0;
+                writebacks = 0.0;
             }
             if kind != RefKind::Walk {
                 next_access += 1;

@@ -34,6 +34,8 @@ fn kernel(share: bool) -> Kernel {
         colors: cfg.color_map().unwrap(),
         costs: cfg.os.fault_cost.clone(),
         footprint: 0,
+        tiers: Vec::new(),
+        memory_latency: 240,
     };
     crate::systems::boot(&cfg.os, boot, 3.0, 1).unwrap()
 }
