@@ -16,6 +16,7 @@
 //! contents, and the caches see exactly the sequential order.
 
 pub mod bench;
+mod boot;
 pub mod core;
 mod export;
 pub mod functional;
@@ -46,6 +47,9 @@ pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;
 pub use stats::{Stat, Stats};
 
+use boot::boot_kernel;
+pub(crate) use boot::{host_boot, vm_footprint};
+
 use std::path::Path;
 
 use self::export::PhysExport;
@@ -58,7 +62,7 @@ use crate::error::Result;
 use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
-use crate::os::{Boot, Kernel, ProcessSpec};
+use crate::os::{Kernel, ProcessSpec};
 use crate::systems;
 use crate::workload::{self, AccessKind, Batch, MapEvent};
 
@@ -756,57 +760,4 @@ pub fn build_workload(
         return Ok(Box::new(crate::trace::TraceWorkload::new(cfg, key_prefix)?));
     }
     workload::build_generator(cfg, key_prefix)
-}
-
-/// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
-fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
-    let m = &cfg.machine;
-    // A guest kernel (the first VM's) runs over guest-physical memory.
-    let guest = &cfg.guests()[0];
-    let mem = if cfg.virt.enabled { guest.guest_mem } else { m.phys_mem };
-    let boot = Boot {
-        frames: mem.bytes() >> 12,
-        max_order: m.max_order,
-        paging_levels: m.paging_levels,
-        colors: cfg.color_map_of(guest.os, &guest.os_key)?,
-        costs: guest.os.fault_cost.clone(),
-        footprint: vm_footprint(cfg, 0, &guest.os_key)?,
-        // The tiers are the host's: a guest sees one node.
-        tiers: if cfg.virt.enabled { Vec::new() } else { m.memory.tiers.clone() },
-        memory_latency: m.memory.latency,
-    };
-    crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
-}
-
-/// The bytes VM `vm`'s workloads declare (`workload.footprint`, summed;
-/// the native run is VM 0), which `os.fragmentation.fmfi` scales to. A
-/// trace declares none, so with an FMFI target it is an error.
-pub(crate) fn vm_footprint(cfg: &SimConfig, vm: usize, os_key: &str) -> Result<u64> {
-    let vm_of = cfg.vm_of_cores();
-    let mine = cfg.workload_list().into_iter().zip(vm_of).filter(|&(_, v)| v == vm).map(|(w, _)| w);
-    let mut bytes = 0;
-    for w in mine {
-        if w.kind == crate::workload::WorkloadKind::Trace && cfg.os_of_vm(vm).fragmentation.fmfi > 0.0 {
-            let msg = "is scaled to the workloads' footprint, which a trace does not declare";
-            return Err(crate::Error::config(format!("{os_key}.fragmentation.fmfi"), msg));
-        }
-        bytes += w.footprint.bytes();
-    }
-    Ok(bytes)
-}
-
-/// What the hypervisor's kernel boots with: all of machine memory, the
-/// EPT's levels, the host's fault costs.
-pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
-    let m = &cfg.machine;
-    Ok(Boot {
-        frames: m.phys_mem.bytes() >> 12,
-        max_order: m.max_order,
-        paging_levels: cfg.virt.ept_levels,
-        colors: cfg.color_map()?,
-        costs: cfg.virt.host.fault_cost.clone(),
-        footprint: cfg.guests().iter().map(|g| g.guest_mem.bytes()).sum(),
-        tiers: m.memory.tiers.clone(),
-        memory_latency: m.memory.latency,
-    })
 }
