@@ -21,5 +21,5 @@ pub use config::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationC
 pub use fault::{FaultKind, FaultOutcome, AUTO_VMA_NAME};
 pub use kernel::{Boot, Kernel, Process, Shootdown};
 pub use stats::OsStats;
-pub use system::{Daemon, Fault, ProcessSpec, System};
+pub use system::{Daemon, Fault, ProcessSpec, System, WakeClock};
 pub use tiering::Migration;

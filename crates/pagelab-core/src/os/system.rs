@@ -97,6 +97,33 @@ pub trait System: std::fmt::Debug + Send {
     fn reset_stats(&mut self) {}
 }
 
+/// A daemon's wake-ups on the simulated clock: one every `sleep_ms`, the
+/// first after one sleep (khugepaged's `scan_sleep_millisecs`, ksmd's
+/// `sleep_millisecs`).
+#[derive(Debug, Clone, Copy)]
+pub struct WakeClock {
+    period: f64,
+    next: f64,
+}
+
+impl WakeClock {
+    /// Every `sleep_ms` milliseconds of a core at `freq_ghz`, in cycles.
+    pub fn every_ms(sleep_ms: f64, freq_ghz: f64) -> Self {
+        let period = sleep_ms * 1e6 * freq_ghz;
+        WakeClock { period, next: period }
+    }
+
+    /// Whether a wake-up is due at `now` (cycles); if so, the clock moves
+    /// to the next one. A zero period would wake forever: once per call.
+    pub fn due(&mut self, now: f64) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = if self.period > 0.0 { self.next + self.period } else { now + 1.0 };
+        true
+    }
+}
+
 /// Background work that runs when the simulated clock reaches its time.
 pub trait Daemon: std::fmt::Debug + Send {
     fn name(&self) -> &'static str;

@@ -71,8 +71,7 @@ struct Counters {
 #[derive(Debug)]
 pub struct CoalaKhugepaged {
     hints: SharedHints,
-    period: f64,
-    next_wake: f64,
+    clock: crate::os::WakeClock,
     pages_to_scan: u64,
     max_ptes_none: u32,
     counters: Counters,
@@ -80,11 +79,9 @@ pub struct CoalaKhugepaged {
 
 impl CoalaKhugepaged {
     pub fn new(hints: SharedHints, thp: &ThpConfig, freq_ghz: f64) -> CoalaKhugepaged {
-        let period = thp.scan_sleep_ms * 1e6 * freq_ghz;
         CoalaKhugepaged {
             hints,
-            period,
-            next_wake: period,
+            clock: crate::os::WakeClock::every_ms(thp.scan_sleep_ms, freq_ghz),
             pages_to_scan: thp.pages_to_scan as u64,
             max_ptes_none: thp.max_ptes_none,
             counters: Counters::default(),
@@ -283,10 +280,9 @@ impl Daemon for CoalaKhugepaged {
     }
 
     fn run_due(&mut self, k: &mut Kernel, now: f64) {
-        while now >= self.next_wake {
+        while self.clock.due(now) {
             self.counters.wakeups += 1;
             self.scan(k);
-            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
     }
 

@@ -45,8 +45,7 @@ impl Counters {
 #[derive(Debug)]
 pub struct HawkeyeKhugepaged {
     candidates: SharedCandidates,
-    period: f64,
-    next_wake: f64,
+    clock: crate::os::WakeClock,
     pages_to_scan: u32,
     max_ptes_none: u32,
     counters: Counters,
@@ -54,11 +53,9 @@ pub struct HawkeyeKhugepaged {
 
 impl HawkeyeKhugepaged {
     pub fn new(candidates: SharedCandidates, thp: &ThpConfig, freq_ghz: f64) -> Self {
-        let period = thp.scan_sleep_ms * 1e6 * freq_ghz;
         HawkeyeKhugepaged {
             candidates,
-            period,
-            next_wake: period,
+            clock: crate::os::WakeClock::every_ms(thp.scan_sleep_ms, freq_ghz),
             pages_to_scan: thp.pages_to_scan,
             max_ptes_none: thp.max_ptes_none,
             counters: Counters::default(),
@@ -125,11 +122,9 @@ impl Daemon for HawkeyeKhugepaged {
     }
 
     fn run_due(&mut self, k: &mut Kernel, now: f64) {
-        while now >= self.next_wake {
+        while self.clock.due(now) {
             self.counters.wakeups += 1;
             self.promote(k);
-            // A zero period would wake forever: once per call is enough.
-            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
     }
 

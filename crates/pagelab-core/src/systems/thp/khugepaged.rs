@@ -55,8 +55,7 @@ impl ScanResult {
 
 #[derive(Debug)]
 pub struct Khugepaged {
-    period: f64,
-    next_wake: f64,
+    clock: crate::os::WakeClock,
     pages_to_scan: u32,
     max_ptes_none: u32,
     /// Where the scan resumes: process index and address.
@@ -70,10 +69,8 @@ pub struct Khugepaged {
 
 impl Khugepaged {
     pub fn new(cfg: &ThpConfig, freq_ghz: f64) -> Khugepaged {
-        let period = cfg.scan_sleep_ms * 1e6 * freq_ghz;
         Khugepaged {
-            period,
-            next_wake: period,
+            clock: crate::os::WakeClock::every_ms(cfg.scan_sleep_ms, freq_ghz),
             pages_to_scan: cfg.pages_to_scan,
             max_ptes_none: cfg.max_ptes_none,
             cursor: (0, VirtAddr::new(0)),
@@ -106,11 +103,9 @@ impl Daemon for Khugepaged {
     /// Runs every wake-up due by `now`. Its shootdowns are queued in the
     /// kernel; the engine charges each to the core it interrupts.
     fn run_due(&mut self, k: &mut Kernel, now: f64) {
-        while now >= self.next_wake {
+        while self.clock.due(now) {
             self.wakeups += 1;
             self.scan(k);
-            // A zero period would wake forever: once per call is enough.
-            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
     }
 

@@ -74,8 +74,7 @@ struct KsmCounters {
 #[derive(Debug)]
 pub struct Ksm {
     cfg: KsmConfig,
-    period: f64,
-    next_wake: f64,
+    clock: crate::os::WakeClock,
     /// Where the scan resumes: VM index and guest frame.
     cursor: (usize, u64),
     /// The content each scanned page had at its last scan (Linux's
@@ -97,11 +96,9 @@ impl Ksm {
     /// ksmd of a host whose chain is `host_chain`, on a clock of
     /// `freq_ghz`.
     pub fn new(cfg: &KsmConfig, host_chain: &[&str], freq_ghz: f64) -> Ksm {
-        let period = cfg.sleep_ms * 1e6 * freq_ghz;
         Ksm {
             cfg: cfg.clone(),
-            period,
-            next_wake: period,
+            clock: crate::os::WakeClock::every_ms(cfg.sleep_ms, freq_ghz),
             cursor: (0, 0),
             last_seen: HashMap::new(),
             unstable: HashMap::new(),
@@ -134,13 +131,11 @@ impl Ksm {
     /// Runs every wake-up due by `now`: each scans `pages_to_scan` pages.
     /// Its host changes are queued as the host's shootdowns (INVEPTs).
     pub fn run_due(&mut self, host: &mut Kernel, vms: &[Vm], contents: Option<&Contents>, now: f64) {
-        while now >= self.next_wake {
+        while self.clock.due(now) {
             self.counters.wakeups += 1;
             if let Some(contents) = contents {
                 self.scan(host, vms, contents);
             }
-            // A zero period would wake forever: once per call is enough.
-            self.next_wake = if self.period > 0.0 { self.next_wake + self.period } else { now + 1.0 };
         }
     }
 
