@@ -148,3 +148,61 @@ fn ksm_statistics_exist_only_when_it_runs() {
     sim.run().unwrap();
     assert!(!sim.stats().keys().any(|k| k.starts_with("ksm.")));
 }
+
+#[test]
+fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_unshared() {
+    // The host maps guest memory with THP at fault and runs khugepaged
+    // every 1 ms; KSM (every 1 s, scanning all of both VMs' backed memory
+    // each time) splits the 2 MiB leaves of the 8 pages both VMs wrote and
+    // merges them.
+    let text = ksm_text(1000.0).replace(
+        "policy = \"base\"\n[virt.host.ksm]",
+        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
+         pages_to_scan = 100000",
+    );
+    let cfg = parse_config(&text, "ksm-thp.toml", &[]).unwrap();
+    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
+        .map(|_| {
+            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
+            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
+        })
+        .collect();
+    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
+    sim.run().unwrap();
+    let ghz = 3e9;
+    sim.virt_round_end(2.0 * ghz);
+    let s = sim.stats();
+    assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
+    let gfn =
+        |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
+    let backing = |sim: &Simulation, vm: usize| sim.virt.as_ref().unwrap().hv.backing_of(vm, gfn(sim, vm)).unwrap();
+    assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size4K, "KSM split the leaf to merge a part");
+    // khugepaged's next wake-ups find the KSM pages and leave both VMs'
+    // ranges alone: still shared, still 4 KiB.
+    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
+    sim.virt_round_end(2.01 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
+    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
+    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    assert_eq!(backing(&sim, 0).0, backing(&sim, 1).0, "one KSM frame for both");
+    // VM 1 stores to its 8 pages: each is copied back (copy-on-write), so
+    // its range holds only its own pages and collapses at the next scan;
+    // VM 2 still maps the KSM pages.
+    for i in 0..8 {
+        access(&mut sim, BASE.add(i * 4096), true);
+    }
+    sim.virt_round_end(2.02 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.succeed"].as_f64() > before);
+    assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size2M);
+    assert_eq!(backing(&sim, 1).1, crate::units::PageSize::Size4K);
+    assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
+    let virt = sim.virt.as_ref().unwrap();
+    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    // Every page still reads its own frame through the combined entries.
+    for i in 0..8 {
+        let (frame, _) = access(&mut sim, BASE.add(i * 4096), false);
+        assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
+    }
+}

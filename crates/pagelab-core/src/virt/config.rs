@@ -108,26 +108,7 @@ impl VirtConfig {
                 format!("`{name}` cannot back a guest yet: the EPT walk is the base walker"),
             ));
         }
-        self.validate_ksm()?;
         self.host.validate("virt.host", phys_mem, max_order)
-    }
-
-    /// KSM beside a host daemon that collapses 4 KiB ranges: the collapse
-    /// would copy and free KSM pages still shared (Linux's khugepaged
-    /// skips shared pages, SCAN_PAGE_COUNT; ours does not know them yet).
-    fn validate_ksm(&self) -> Result<()> {
-        let chain = self.host.chain();
-        let collapsing = [
-            ("virt.host.thp.khugepaged", chain.contains(&"thp") && self.host.thp.khugepaged),
-            ("virt.host.elastic.khugepaged", chain.contains(&"elastic") && self.host.elastic.khugepaged),
-        ];
-        match collapsing.iter().find(|(_, on)| *on) {
-            Some((key, _)) if self.host.ksm.enabled => Err(Error::config(
-                *key,
-                "cannot run beside KSM (virt.host.ksm.enabled) yet: it would collapse shared KSM pages; set it false",
-            )),
-            _ => Ok(()),
-        }
     }
 
     /// Checks one guest: its memory (`guest_mem`, under `mem_key`) against

@@ -42,7 +42,7 @@ use crate::paging::pte::{Pte, ACCESSED, DIRTY};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{Stat, Stats};
-use crate::systems::thp::{collapse_pmd, ScanResult, ThpConfig};
+use crate::systems::thp::{all_private, collapse_pmd, ScanResult, ThpConfig};
 use crate::units::{Asid, Order, PageSize, Pfn, VirtAddr};
 
 const PMD: u64 = 2 << 20;
@@ -171,14 +171,18 @@ impl CoalaKhugepaged {
     }
 
     /// Whether each of the 16 PMDs at `base` is a writable 2 MiB page or a
-    /// page table with at most `max_ptes_none` empty PTEs.
+    /// page table with at most `max_ptes_none` empty PTEs, all of whose
+    /// pages are this mapping's own (no KSM page: `all_private`).
     fn pmds_qualify(&self, k: &Kernel, asid: Asid, base: VirtAddr) -> bool {
         let pt = &k.proc(asid).aspace.pt;
         (0..CONTIG_ENTRIES as u64).all(|i| {
             let pmd = base.add(i * PMD);
             match pt.leaf_slot(pmd) {
                 Some(slot) if slot.level == 2 => pt.entry(slot).present() && pt.entry(slot).writable(),
-                Some(_) => 512 - pt.leaves_in(pmd, pmd.add(PMD)).len() as u32 <= self.max_ptes_none,
+                Some(_) => {
+                    let leaves = pt.leaves_in(pmd, pmd.add(PMD));
+                    512 - leaves.len() as u32 <= self.max_ptes_none && all_private(k, asid, &leaves)
+                }
                 None => false,
             }
         })
@@ -191,7 +195,7 @@ impl CoalaKhugepaged {
             return Visit::Already;
         }
         let present = pt.leaves_in(base, base.add(64 << 10));
-        if 16 - present.len() as u32 > self.max_ptes_none / 32 {
+        if 16 - present.len() as u32 > self.max_ptes_none / 32 || !all_private(k, asid, &present) {
             return Visit::Failed;
         }
         let owner = FrameOwner::User { asid, vpn: base.vpn() };

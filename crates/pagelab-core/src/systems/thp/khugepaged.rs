@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use super::ThpConfig;
 use crate::os::{Daemon, Kernel};
 use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::Mapping;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{Stat, Stats};
 use crate::units::{Order, PageSize, VirtAddr};
@@ -31,15 +32,20 @@ pub enum ScanResult {
     ExceedNonePte,
     /// No free order-9 block.
     AllocHugePageFail,
+    /// A page in the range is not this mapping's own: a KSM page, shared
+    /// by several mappings (Linux finds its reference count above what a
+    /// collapse expects, SCAN_PAGE_COUNT, and leaves the range alone).
+    PageCount,
 }
 
 impl ScanResult {
-    pub const ALL: [ScanResult; 5] = [
+    pub const ALL: [ScanResult; 6] = [
         ScanResult::Succeed,
         ScanResult::PmdMapped,
         ScanResult::PmdNull,
         ScanResult::ExceedNonePte,
         ScanResult::AllocHugePageFail,
+        ScanResult::PageCount,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +55,7 @@ impl ScanResult {
             ScanResult::PmdNull => "pmd_null",
             ScanResult::ExceedNonePte => "exceed_none_pte",
             ScanResult::AllocHugePageFail => "alloc_huge_page_fail",
+            ScanResult::PageCount => "page_count",
         }
     }
 }
@@ -179,6 +186,9 @@ pub fn collapse_pmd(k: &mut Kernel, asid: crate::units::Asid, base: VirtAddr, ma
     if none > max_ptes_none {
         return (ScanResult::ExceedNonePte, 0.0);
     }
+    if !all_private(k, asid, &leaves) {
+        return (ScanResult::PageCount, 0.0);
+    }
     let writable = aspace.find_vma(base).is_some_and(|v| v.writable);
     let owner = FrameOwner::User { asid, vpn: base.vpn() };
     let Some(frame) = k.mem.alloc(Order::PMD, Migratetype::Movable, owner) else {
@@ -197,4 +207,12 @@ pub fn collapse_pmd(k: &mut Kernel, asid: crate::units::Asid, base: VirtAddr, ma
     let cycles = old.len() as f64 * k.costs.copy_4k;
     k.shoot(asid, base, base.add(HPAGE));
     (ScanResult::Succeed, cycles)
+}
+
+/// Whether every page of `leaves` (`PageTable::leaves_in`'s) is `asid`'s
+/// own at that address: a collapse copies and frees them, which a page
+/// another mapping shares (a KSM page, owned by the KSM pool) must not be.
+/// (CoalaKhugepaged's promotions ask the same.)
+pub fn all_private(k: &Kernel, asid: crate::units::Asid, leaves: &[(VirtAddr, Mapping)]) -> bool {
+    leaves.iter().all(|(va, m)| k.mem.owner(m.frame) == FrameOwner::User { asid, vpn: va.vpn() })
 }

@@ -8,7 +8,7 @@ mod config;
 mod khugepaged;
 
 pub use config::ThpConfig;
-pub use khugepaged::{collapse_pmd, Khugepaged, ScanResult};
+pub use khugepaged::{all_private, collapse_pmd, Khugepaged, ScanResult};
 
 use super::{Build, Registration};
 use crate::error::Result;

@@ -285,10 +285,6 @@ fn bad_ksm_keys_are_errors_naming_the_key() {
         (&["virt.enabled=true", "virt.host.ksm.nonesuch=1"][..], "nonesuch"),
         (&["virt.enabled=true", "os.ksm.enabled=true"][..], "os.ksm.enabled"),
         (&["os.ksm.enabled=true"][..], "os.ksm.enabled"),
-        (
-            &["virt.enabled=true", "virt.host.ksm.enabled=true", "virt.host.policy=\"thp\""][..],
-            "virt.host.thp.khugepaged",
-        ),
     ] {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         let e = match parse_config(BASE_TOML, "t.toml", &sets).and_then(|c| c.validate()) {
