@@ -124,15 +124,30 @@ def test_chp_spec_analogues_scatter_their_hot_sets():
 def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
     from pagelab.experiments.elastic import analogues as a
     from pagelab.experiments.elastic import native
+    from pagelab.sweep import expand
 
-    # 64 GiB against 1280 x 2 MiB and 1280 x 32 MiB: 25.6 and 1.6.
+    # Each workload's footprint in the artifact (bin/frag.sh) against the
+    # N1's 1280 x 2 MiB and 1280 x 32 MiB, kept by each scaled run (the
+    # footprint rounded to whole 2 MiB pages).
     for variant in ("full", "quick"):
-        fp = a.SCALE[variant][2]
-        entries = a.l2_entries(variant)
-        assert fp / (entries * (2 << 20)) == 64 * 1024 / (1280 * 2)
-        assert fp / (entries * (32 << 20)) == 64 * 1024 / (1280 * 32)
-        m = a.machine(variant)
-        assert m["tlb"]["l2_entries"] % 5 == 0 and m["tlb"]["l2_ways"] == 5
+        for app, paper_fp in a.PAPER_FOOTPRINTS.items():
+            fp, entries = a.footprint(variant, app), a.l2_entries(variant, app)
+            for page in (2 << 20, 32 << 20):
+                assert fp / (entries * page) == pytest.approx(paper_fp / (1280 * page), rel=0.01), (variant, app)
+            m = a.machine(variant, app)
+            assert m["tlb"]["l2_entries"] == entries and entries % 5 == 0 and m["tlb"]["l2_ways"] == 5
+            # Scaled no further than MIN_SCALED allows: the small
+            # workloads run unscaled, on the whole N1.
+            assert fp >= min(paper_fp, a.MIN_SCALED) - (2 << 20)
+    assert a.divisor("full", "omnetpp") == 1 and a.l2_entries("full", "omnetpp") == 1280
+    assert a.divisor("full", "gups") == 32 and a.footprint("full", "gups") == 33 * 1024**3 // 32
+    # Leshy's budget is the point's own L2 TLB (70% online), set with its machine.
+    pts = {(p.params["workload"], p.params["system"]): p for p in expand(native.sweep("quick"))}
+    for (app, system), want in {("gups", "elastic"): 7, ("gups", "elastic-offline"): 10,
+                                ("astar", "elastic"): 896, ("astar", "elastic-offline"): 1280}.items():
+        p = pts[(app, system)]
+        assert p.config["os"]["elastic"]["leshy_budget"] == want
+        assert "os.elastic.leshy_budget" not in p.overrides
     # SVM and XSBench have no analogue: no row is run under their names.
     assert "xsbench" not in a.APPS and "svm" not in a.APPS and set(a.ORDER) == set(a.APPS)
     # The offline run reads what the profiling run of its workload and
@@ -140,10 +155,10 @@ def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
     cfgs = {}
     for system in ("elastic-offline", "elastic-profile", "elastic"):
         c: dict = {}
-        native.shape(c, {"system": system, "workload": "gups", "seed": 2}, hints_dir=Path("/h"))
+        native.shape(c, {"system": system, "workload": "gups", "seed": 2}, "quick", hints_dir=Path("/h"))
         cfgs[system] = c["os"]["elastic"]
     assert cfgs["elastic-offline"]["hints"] == cfgs["elastic-profile"]["leshy_hints_out"] == "/h/gups-seed2.hints"
-    assert cfgs["elastic"] == {}
+    assert cfgs["elastic"] == {"leshy_budget": 7}
 
 
 def test_et_native_leaves_out_a_hugetlb_run_that_mapped_no_1g_page():

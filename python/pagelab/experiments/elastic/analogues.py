@@ -33,40 +33,57 @@ found index; no generator makes a dependent search followed by
 independent gathers, and calling `gups` or `pointer-chase` XSBench would
 give one of the other rows a second name.
 
-**Scaling.** The paper's footprints are 33-124 GiB; the per-workload
-values were not recovered from the artifact in this session, so every
-analogue takes the same paper-equivalent footprint, 64 GiB (GUPS's, read
-in `gups.c`: `mem = 64UL << 30`). Against the N1's L2 TLB reach (1280 x
-2 MiB = 2.5 GiB, 1280 x 32 MiB = 40 GiB), 64 GiB is 25.6 times the 2 MiB
-reach and 1.6 times the 32 MiB reach. A variant scales footprint and TLB
-together by `1 / SCALE[variant]`: footprint 64 GiB / s, the L2 TLB 1280 / s
+**Scaling.** Each analogue takes its workload's footprint in the
+artifact, `bin/frag.sh`'s `FOOTPRINT` (what memfrag releases for it):
+GUPS 33 GiB, Hashjoin 67.4 GiB, BTree 12 GiB, Canneal 14.1 GiB, BFS 91
+GiB, Omnetpp and Streamcluster 200 MiB, Astar 400 MiB (`PAPER_FOOTPRINTS`).
+Against the N1's L2 TLB reach (1280 x 64 KiB = 80 MiB, 1280 x 2 MiB =
+2.5 GiB, 1280 x 32 MiB = 40 GiB), GUPS, Hashjoin and BFS exceed even the
+32 MiB reach, BTree and Canneal only the 2 MiB one, and Omnetpp, Astar and
+Streamcluster fit the 2 MiB reach (as the artifact's `tlbmisses.csv`
+shows: THP removes nearly all their walks). A workload's run scales its
+footprint and its machine together by `1 / s`: the L2 TLB 1280 / s
 entries (5-way, as the N1's), each L1 data array 48 / s entries (at least
-one), so both ratios are kept (Leshy's budget follows the L2: the
-artifact's 1280 offline and 70% of it online). The caches (L1D 64 KiB,
-L2 1 MiB, LLC 32 MiB) and the page-walk caches' entries are divided by s
-too, so that the page tables keep their ratio to the caches: unscaled, a
-512 MiB footprint's 1 MiB of PTEs would sit in the LLC and a walk would
-cost a fraction of what it costs the paper's 64 GiB (128 MiB of PTEs
-against 32 MiB of LLC); measured on the tiny grid before the change, GUPS
-ran as fast with 4 KiB pages as with 32 MiB ones. Latencies are the
-preset's. `tiny` keeps `quick`'s machine with a smaller footprint, so its
-ratios are not the paper's (it only checks the code).
+one), so every ratio of footprint to reach is kept (Leshy's budget
+follows the L2: the artifact's 1280 offline and 70% of it online). The
+caches (L1D 64 KiB, L2 1 MiB, LLC 32 MiB) and the page-walk caches'
+entries are divided by s too, so that the page tables keep their ratio to
+the caches: unscaled, a 512 MiB footprint's 1 MiB of PTEs would sit in
+the LLC and a walk would cost a fraction of what it costs at 64 GiB (128
+MiB of PTEs against 32 MiB of LLC); measured on the tiny grid before that
+change, GUPS ran as fast with 4 KiB pages as with 32 MiB ones. s is the
+variant's (`SCALE`: 32 in `full`, 128 in `quick`), halved for a workload
+until its scaled footprint is at least 256 MiB (`MIN_SCALED`), and 1 for
+the three small ones: scaled by 32, Omnetpp's 200 MiB would be 6 MiB,
+three 2 MiB pages, where page granularity and alignment, not reach,
+decide. (Before 2026-11-24 every analogue took GUPS's 64 GiB of `gups.c`
+and one machine; docs/systems/elastic-results.md keeps those results
+apart.) Latencies are the preset's. `tiny` keeps `quick`'s machine with
+128 MiB for every analogue, so its ratios are not the paper's (it only
+checks the code).
 """
 
 from __future__ import annotations
 
 from pagelab.experiments.common import GIB, MIB
 
-#: The paper-equivalent footprint of every analogue (see the docstring).
-PAPER_FOOTPRINT = 64 * GIB
+#: Each workload's footprint in the artifact: `bin/frag.sh`'s FOOTPRINT.
+PAPER_FOOTPRINTS = {
+    "gups": 33 * GIB, "hashjoin": 69_000 * MIB, "btree": 12 * GIB, "canneal": 14_400 * MIB, "bfs": 91 * GIB,
+    "omnetpp": 200 * MIB, "astar": 400 * MIB, "streamcluster": 200 * MIB,
+}
 N1_L2_ENTRIES = 1280
 N1_L1_ENTRIES = 48
+#: A workload's scale divisor is halved until its scaled footprint is at
+#: least this (see the docstring).
+MIN_SCALED = 256 * MIB
+TINY_FOOTPRINT = 128 * MIB
 
-#: variant -> (scale divisor s, phys_mem, footprint, accesses)
+#: variant -> (scale divisor s, phys_mem, accesses)
 SCALE = {
-    "full": (32, 8 * GIB, PAPER_FOOTPRINT // 32, 10_000_000),
-    "quick": (128, 2 * GIB, PAPER_FOOTPRINT // 128, 1_000_000),
-    "tiny": (128, 2 * GIB, 128 * MIB, 20_000),
+    "full": (32, 8 * GIB, 10_000_000),
+    "quick": (128, 2 * GIB, 1_000_000),
+    "tiny": (128, 2 * GIB, 20_000),
 }
 
 #: name -> the generator's table (footprint and accesses added per variant).
@@ -102,31 +119,63 @@ def workload(app: str, footprint: int, accesses: int) -> dict:
     return w
 
 
-def workloads(variant: str) -> list[dict]:
-    _, _, fp, n = SCALE[variant]
-    return [workload(a, fp, n) for a in (TINY if variant == "tiny" else ORDER)]
-
-
-def l2_entries(variant: str) -> int:
-    """The scaled L2 TLB: 1280 / s entries, a whole number of 5-way sets."""
+def divisor(variant: str, app: str | None = None) -> int:
+    """The scale divisor of `app`'s runs in `variant` (the variant's own
+    without an app, and in `tiny`)."""
     s = SCALE[variant][0]
-    return max(5, N1_L2_ENTRIES // s // 5 * 5)
+    if app is None or variant == "tiny":
+        return s
+    while s > 1 and PAPER_FOOTPRINTS[app] // s < MIN_SCALED:
+        s //= 2
+    return s
 
 
+def footprint(variant: str, app: str) -> int:
+    """`app`'s scaled footprint, in whole 2 MiB."""
+    if variant == "tiny":
+        return TINY_FOOTPRINT
+    return PAPER_FOOTPRINTS[app] // divisor(variant, app) // (2 * MIB) * (2 * MIB)
+
+
+def workloads(variant: str) -> list[dict]:
+    n = SCALE[variant][2]
+    return [workload(a, footprint(variant, a), n) for a in (TINY if variant == "tiny" else ORDER)]
+
+
+def l2_entries(variant: str, app: str | None = None) -> int:
+    """The scaled L2 TLB: 1280 / s entries, a whole number of 5-way sets."""
+    return max(5, N1_L2_ENTRIES // divisor(variant, app) // 5 * 5)
 #: The N1 preset's caches (size in bytes, ways), scaled with the footprint.
 N1_CACHES = {"l1d": (64 << 10, 4), "l2": (1 << 20, 8), "llc": (32 << 20, 16)}
 #: pagelab's page-walk caches (Intel's three; the N1's are not published).
 PWC_ENTRIES = {"pml4_entries": 2, "pdpt_entries": 4, "pde_entries": 32}
 
 
-def machine(variant: str) -> dict:
+def machine(variant: str, app: str | None = None) -> dict:
     """`ampere-altra` with the TLBs, caches and page-walk caches scaled
-    (see the docstring)."""
-    s, phys, _, _ = SCALE[variant]
+    for `app`'s runs (see the docstring)."""
+    s, phys = divisor(variant, app), SCALE[variant][1]
     l1 = max(1, round(N1_L1_ENTRIES / s))
-    tlb = {"l2_entries": l2_entries(variant), "l2_ways": 5}
+    tlb = {"l2_entries": l2_entries(variant, app), "l2_ways": 5}
     for array in ("l1_4k", "l1_64k", "l1_2m"):
         tlb[f"{array}_entries"], tlb[f"{array}_ways"] = l1, l1
     cache = {name: {"size": f"{max(64 * ways, size // s)}B"} for name, (size, ways) in N1_CACHES.items()}
     pwc = {k: max(1, n // s) for k, n in PWC_ENTRIES.items()}
     return {"preset": "ampere-altra", "phys_mem": phys, "tlb": tlb, "cache": cache, "pwc": pwc}
+
+
+#: The share of the L2 TLB that a system's Leshy may spend: the artifact's
+#: online runs used 70% (896 of 1280), offline and profiling runs all.
+ONLINE_BUDGET_SHARE = 0.7
+
+
+def fit(config: dict, params: dict, variant: str) -> None:
+    """Scales one point's machine for its workload and sets Leshy's budget
+    from that machine's L2 TLB (a `shape` step of every et-* sweep; the
+    key is inert for systems without Leshy)."""
+    app = params["workload"]
+    config["machine"] = machine(variant, app)
+    budget = l2_entries(variant, app)
+    if params.get("system") == "elastic":
+        budget = max(1, int(budget * ONLINE_BUDGET_SHARE))
+    config.setdefault("os", {}).setdefault("elastic", {})["leshy_budget"] = budget

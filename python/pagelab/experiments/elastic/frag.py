@@ -15,12 +15,12 @@ memfrag's fill and release, with frag.sh's settings (FMFI at order 9,
 frag.sh releases each benchmark's footprint plus its page cache
 (`FRAG_RELEASE`); the analogues read no files, so they release their
 footprint. Its `FRAG_SLACK` (1 GiB, memory memfrag leaves free) is scaled
-with the footprint, 1 GiB / s, as the analogues' 64 GiB are
-(`analogues.py`), so that the slack keeps its ratio to the footprint: at
-99% the FMFI reached is at most 64 / 65, and THP finds 2 MiB pages only in
-the slack. What this scaling cannot keep: the artifact's 1 GiB slack
-holds 32 free 32 MiB blocks, the scaled one (8 MiB in `quick`, 32 MiB in
-`full`) none or one, so at 99% ET has almost no 32 MiB range to make
+with the workload's footprint and machine, 1 GiB / s (`analogues.py`:
+s is the workload's divisor), so that the slack keeps its ratio to the
+footprint, and THP finds 2 MiB pages at 99% only in the slack. What this
+scaling cannot keep: the artifact's 1 GiB slack holds 32 free 32 MiB
+blocks, the scaled one (32 MiB at s = 32, 8 MiB at s = 128) one or none,
+so at 99% ET has almost no 32 MiB range to make
 (docs/systems/elastic-results.md measures what that costs it).
 
 **Workloads**: the analogues of fig11's six that exist: BFS, Canneal,
@@ -41,6 +41,7 @@ BFS and Canneal are the same number at 50% and 99%.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -49,7 +50,7 @@ from pagelab.experiments import declare
 from pagelab.experiments.common import (GIB, MIB, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
                                         write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
-from pagelab.experiments.elastic.analogues import SCALE, workload
+from pagelab.experiments.elastic.analogues import SCALE, divisor, footprint, workload
 from pagelab.sweep import Sweep
 
 FRAG = "et-frag"
@@ -75,26 +76,34 @@ PAPER_FIG11 = {
 }
 
 
+def frag_apps(variant: str) -> list[str]:
+    return TINY_APPS if variant == "tiny" else FRAG_APPS
+
+
 def frag_workloads(variant: str) -> list[dict]:
-    _, _, fp, n = SCALE[variant]
-    return [workload(a, fp, n) for a in (TINY_APPS if variant == "tiny" else FRAG_APPS)]
+    n = SCALE[variant][2]
+    return [workload(a, footprint(variant, a), n) for a in frag_apps(variant)]
 
 
 def frag_systems(variant: str) -> list[dict]:
     return [s for s in native.systems(variant) if s["name"] in FRAG_SYSTEMS]
 
 
-def slack(variant: str) -> int:
-    """frag.sh's slack over the analogues' scale divisor, in whole MiB."""
-    return FRAG_SLACK // SCALE[variant][0] // MIB * MIB
+def slack(variant: str, app: str) -> int:
+    """frag.sh's slack over the workload's scale divisor, in whole MiB."""
+    return FRAG_SLACK // divisor(variant, app) // MIB * MIB
+
+
+def shape(config: dict, params: dict, variant: str, **hints) -> None:
+    """`native.shape`, and the slack of the point's workload."""
+    native.shape(config, params, variant, **hints)
+    config["os"].setdefault("fragmentation", {})["fmfi_slack"] = f"{slack(variant, params['workload']) // MIB}MiB"
 
 
 def sweep(variant: str) -> Sweep:
-    base = native.base(variant)
-    base["os"]["fragmentation"] = {"fmfi_slack": f"{slack(variant) // MIB}MiB"}
     fmfi = [{"name": f, "os.fragmentation.fmfi": f} for f in FMFIS]
-    return Sweep(id=f"{FRAG}:{variant}", base=base, grid={"fmfi": fmfi, "system": frag_systems(variant)},
-                 workloads=frag_workloads(variant), seeds=seeds(variant), shape=native.shape)
+    return Sweep(id=f"{FRAG}:{variant}", base=native.base(variant), grid={"fmfi": fmfi, "system": frag_systems(variant)},
+                 workloads=frag_workloads(variant), seeds=seeds(variant), shape=functools.partial(shape, variant=variant))
 
 
 def _order(t: pd.DataFrame) -> pd.DataFrame:
@@ -176,10 +185,10 @@ def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, FRAG, t, plot_frag, frag_measured(t), out)
     text = f"""# {FRAG}: the paper's Figure 11 (native, fragmented memory)
 
-{native.setup_text(variant)} Memory fragmented at boot to FMFI
+{native.setup_text(variant, frag_apps(variant))} Memory fragmented at boot to FMFI
 {' and '.join(f'{f:.0%}' for f in FMFIS)} as the artifact's frag.sh and memfrag do
-(`os.fragmentation.fmfi`, slack {slack(variant) / 2**20:g} MiB: frag.sh's 1 GiB over
-{SCALE[variant][0]}). Cycles over the 4 KiB run at the same FMFI, as the artifact's fig11.
+(`os.fragmentation.fmfi`; the slack frag.sh's 1 GiB over each workload's divisor:
+{', '.join(f'{a} {slack(variant, a) / 2**20:g} MiB' for a in frag_apps(variant))}). Cycles over the 4 KiB run at the same FMFI, as the artifact's fig11.
 XSBench and SVM have no analogue. The fragmentation and the systems:
 `pagelab/experiments/elastic/frag.py`.
 

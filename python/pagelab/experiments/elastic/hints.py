@@ -46,7 +46,7 @@ from pagelab.experiments import declare
 from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread, write_figure,
                                         write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
-from pagelab.experiments.elastic.analogues import ORDER, workloads
+from pagelab.experiments.elastic.analogues import ORDER, fit, workloads
 from pagelab.sweep import Sweep
 
 HINTS = "et-hints"
@@ -71,9 +71,11 @@ def _hints_file(out: Path, params: dict) -> str:
     return native.hints_path(Path(out) / SOURCE_DIRS[params["source"]], params)
 
 
-def _shape(config: dict, params: dict, out: Path, key: str) -> None:
-    """Points a source's run at its hint file: `hints` to read it,
+def _shape(config: dict, params: dict, variant: str, out: Path, key: str) -> None:
+    """Scales the point's machine for its workload (`analogues.fit`) and
+    points a source's run at its hint file: `hints` to read it,
     `leshy_hints_out` to write it."""
+    fit(config, params, variant)
     if params.get("source") in SOURCES:
         config.setdefault("os", {}).setdefault("elastic", {})[key] = _hints_file(out, params)
 
@@ -81,7 +83,7 @@ def _shape(config: dict, params: dict, out: Path, key: str) -> None:
 def sweep(variant: str) -> Sweep:
     return Sweep(id=f"{HINTS}:{variant}", base=native.base(variant), grid={"source": runs(variant)},
                  workloads=workloads(variant), seeds=seeds(variant),
-                 shape=functools.partial(_shape, out=Path("."), key="hints"))
+                 shape=functools.partial(_shape, variant=variant, out=Path("."), key="hints"))
 
 
 def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
@@ -92,9 +94,9 @@ def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
         (Path(out) / d).mkdir(parents=True, exist_ok=True)
     spec = Sweep(id=f"{HINTS}-profile:{variant}", base=native.base(variant), grid={"source": profilers(variant)},
                  workloads=main.workloads, seeds=main.seeds,
-                 shape=functools.partial(_shape, out=Path(out), key="leshy_hints_out"))
+                 shape=functools.partial(_shape, variant=variant, out=Path(out), key="leshy_hints_out"))
     native.run_profiles(spec, out, run, f"{HINTS}-profile", functools.partial(_hints_file, out))
-    return dataclasses.replace(main, shape=functools.partial(_shape, out=Path(out), key="hints"))
+    return dataclasses.replace(main, shape=functools.partial(_shape, variant=variant, out=Path(out), key="hints"))
 
 
 def hints_table(df: pd.DataFrame) -> pd.DataFrame:

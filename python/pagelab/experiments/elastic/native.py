@@ -73,7 +73,7 @@ from pagelab.experiments import declare
 from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
                                         write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER
-from pagelab.experiments.elastic.analogues import ORDER, SCALE, l2_entries, machine, workloads
+from pagelab.experiments.elastic.analogues import ORDER, SCALE, divisor, fit, footprint, machine, workloads
 from pagelab.sweep import Sweep, run_sweep
 
 NATIVE = "et-native"
@@ -89,19 +89,17 @@ HAWKEYE = {"name": "hawkeye", "os.policy": "hawkeye", "os.hawkeye.access_window_
 
 
 def systems(variant: str) -> list[dict]:
-    """The grid: each system's keys."""
-    budget = l2_entries(variant)
-    online = {"os.policy": "elastic", "os.elastic.leshy": "online", **_et(ET_CLOCKS),
-              "os.elastic.leshy_budget": max(1, budget * 7 // 10)}
+    """The grid: each system's keys (Leshy's budget is set per workload,
+    from its machine, by `analogues.fit`)."""
+    online = {"os.policy": "elastic", "os.elastic.leshy": "online", **_et(ET_CLOCKS)}
     return [
         {"name": "4k", "os.policy": "base"},
         {"name": "thp", "os.policy": "thp"},
         {"name": "mthp", "os.policy": "mthp"},
         HAWKEYE,
         {"name": "elastic", **online},
-        {"name": "elastic-offline", "os.policy": "elastic", "os.elastic.leshy": "offline",
-         "os.elastic.leshy_budget": budget},
-    ] + ([HUGETLB_1G] if SCALE[variant][2] >= 1 << 30 else [])
+        {"name": "elastic-offline", "os.policy": "elastic", "os.elastic.leshy": "offline"},
+    ] + ([HUGETLB_1G] if any(w["footprint"] >= 1 << 30 for w in workloads(variant)) else [])
 
 
 #: Only where the footprint holds a 1 GiB page: a smaller VMA cannot be
@@ -124,7 +122,7 @@ def profiler(variant: str) -> dict:
     instead, whose 32 MiB ranges leave few misses to sample, the tiny
     grid's hints came out empty: 4 KiB regions covered every sample.)"""
     return {"name": "elastic-profile", "os.policy": "elastic", "os.elastic.leshy": "online", **_et(ET_CLOCKS),
-            "os.elastic.leshy_budget": l2_entries(variant), "os.elastic.khugepaged": False,
+            "os.elastic.khugepaged": False,
             "os.elastic.vma_threshold_32m": "1024GiB"}
 
 
@@ -132,9 +130,11 @@ def hints_path(hints_dir: Path, params: dict) -> str:
     return str(Path(hints_dir).resolve() / f"{params['workload']}-seed{params.get('seed', 0)}.hints")
 
 
-def shape(config: dict, params: dict, hints_dir: Path = Path(HINTS_DIR)) -> None:
-    """Points one profiling run's file to its reader, or its writer."""
-    elastic = config.setdefault("os", {}).setdefault("elastic", {})
+def shape(config: dict, params: dict, variant: str, hints_dir: Path = Path(HINTS_DIR)) -> None:
+    """Scales the point's machine for its workload (`analogues.fit`) and
+    points one profiling run's file to its reader, or its writer."""
+    fit(config, params, variant)
+    elastic = config["os"]["elastic"]
     if params.get("system") == "elastic-offline":
         elastic["hints"] = hints_path(hints_dir, params)
     elif params.get("system") == "elastic-profile":
@@ -152,13 +152,13 @@ def base(variant: str) -> dict:
 
 def sweep(variant: str, exp_id: str = NATIVE) -> Sweep:
     return Sweep(id=f"{exp_id}:{variant}", base=base(variant), grid={"system": systems(variant)},
-                 workloads=workloads(variant), seeds=seeds(variant), shape=shape)
+                 workloads=workloads(variant), seeds=seeds(variant), shape=functools.partial(shape, variant=variant))
 
 
 def profile_sweep(variant: str, hints_dir: Path) -> Sweep:
     return Sweep(id=f"{NATIVE}-profile:{variant}", base=base(variant), grid={"system": [profiler(variant)]},
                  workloads=workloads(variant), seeds=seeds(variant),
-                 shape=functools.partial(shape, hints_dir=hints_dir))
+                 shape=functools.partial(shape, variant=variant, hints_dir=hints_dir))
 
 
 def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
@@ -170,7 +170,7 @@ def prepare(main: Sweep, out: Path, run: dict) -> Sweep:
     hints_dir.mkdir(parents=True, exist_ok=True)
     spec = dataclasses.replace(profile_sweep(variant, hints_dir), seeds=main.seeds, workloads=main.workloads)
     run_profiles(spec, out, run, f"{NATIVE}-profile", lambda params: hints_path(hints_dir, params))
-    return dataclasses.replace(main, shape=functools.partial(shape, hints_dir=hints_dir))
+    return dataclasses.replace(main, shape=functools.partial(main.shape, hints_dir=hints_dir))
 
 
 def run_profiles(spec: Sweep, out: Path, run: dict, experiment: str, hints_of) -> None:
@@ -266,12 +266,15 @@ def plot_native(t: pd.DataFrame, path: Path) -> Path:
     return write_figure(fig, path)
 
 
-def setup_text(variant: str) -> str:
-    s, phys, fp, n = SCALE[variant]
-    return (f"Variant `{variant}`: preset `ampere-altra` scaled by 1/{s} (L2 TLB {l2_entries(variant)} entries, "
-            f"{phys / 2**30:g} GiB of memory), each analogue over {fp / 2**20:,.0f} MiB, {n:,} measured accesses "
-            "after the first touches, the interval timing model. Analogues, scaling and systems: "
-            "`pagelab/experiments/elastic/analogues.py` and `native.py`; docs/systems/elastic-results.md.")
+def setup_text(variant: str, apps: list[str] | None = None) -> str:
+    _, phys, n = SCALE[variant]
+    apps = apps or [w["name"] for w in workloads(variant)]
+    each = ", ".join(f"{a} {footprint(variant, a) / 2**20:,.0f} MiB (1/{divisor(variant, a)})" for a in apps)
+    return (f"Variant `{variant}`: preset `ampere-altra` with {phys / 2**30:g} GiB of memory; each analogue over "
+            f"its footprint in the artifact and on a machine (TLBs, caches, page-walk caches) both scaled by the same "
+            f"1/s: {each}; {n:,} measured accesses after the first touches, the interval timing model. Analogues, "
+            "scaling and systems: `pagelab/experiments/elastic/analogues.py` and `native.py`; "
+            "docs/systems/elastic-results.md.")
 
 
 def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
