@@ -43,7 +43,7 @@ from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired,
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import ORDER, SCALE, workloads
 from pagelab.experiments.elastic.native import base as native_base
-from pagelab.experiments.elastic.native import grouped_bars, setup_text
+from pagelab.experiments.elastic.native import gap_summary, grouped_bars, setup_text
 from pagelab.experiments.elastic.native import systems as native_systems
 from pagelab.sweep import Sweep
 
@@ -111,13 +111,7 @@ def beside_fig10(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:
-    b = beside_fig10(t)
-    agree = (b.gap - b.gap_paper).abs() <= 0.05
-    return {
-        "ET - THP gap in cycles_norm, per workload": ", ".join(f"{r.workload} {r.gap:+.2f}" for r in b.itertuples()),
-        "workloads whose ET - THP gap is within 0.05 of the artifact's":
-            f"{int(agree.sum())} of {len(b)}" + (f" ({', '.join(b.workload[agree])})" if agree.any() else ""),
-    }
+    return gap_summary(beside_fig10(t))
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
