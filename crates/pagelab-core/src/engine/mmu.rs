@@ -261,8 +261,7 @@ impl Mmu {
     #[cold]
     #[inline(never)]
     fn contiguous_leaf(&self, pte: Pte, size: PageSize, write: bool) -> Walk {
-        let coalesced = if size == PageSize::Size4K { ReachSize::Size64K } else { ReachSize::Size32M };
-        let reach = if size != PageSize::Size1G && self.tlb.holds_reach(coalesced) { coalesced } else { size.into() };
+        let reach = contiguous_reach(&self.tlb, size);
         let pte_frame = Pfn::new(pte.pfn().raw() & !(reach.nr_pages() - 1));
         Walk::Leaf { pte_frame, size: reach, writable: pte.writable(), dirty: write || pte.dirty() }
     }
@@ -327,4 +326,18 @@ fn check_translation(kernel: &Kernel, asid: Asid, vaddr: VirtAddr, frame: Pfn) -
         )));
     }
     Ok(())
+}
+
+/// What one TLB entry of `tlb` translates for a leaf of `size` whose
+/// contiguous bit is set: 16 times the page (64 KiB over PTEs, 32 MiB over
+/// PMDs) when the TLB holds that reach, else the page alone, as hardware
+/// without coalescing ignores the bit. Both walkers use it (the 2D one for
+/// guest and EPT leaves alike).
+pub(super) fn contiguous_reach<X: crate::hw::tlb::TlbExtension>(tlb: &Tlb<X>, size: PageSize) -> ReachSize {
+    let coalesced = if size == PageSize::Size4K { ReachSize::Size64K } else { ReachSize::Size32M };
+    if size != PageSize::Size1G && tlb.holds_reach(coalesced) {
+        coalesced
+    } else {
+        size.into()
+    }
 }

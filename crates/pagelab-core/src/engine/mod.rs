@@ -42,6 +42,7 @@ pub mod timing;
 #[cfg(test)]
 mod vms_tests;
 pub mod walk2d;
+mod walk2d_contig;
 
 pub use self::core::{Core, CoreStats, RefBuf, RefKind};
 pub use self::export::ExportFormat;

@@ -40,6 +40,7 @@
 
 use super::core::Core;
 use super::mmu::{Mmu, Request};
+use super::walk2d_contig::{self, GuestLeaf};
 use super::Simulation;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
@@ -347,8 +348,7 @@ impl Walker2d<'_> {
         let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
-        // (The last: whether this access sets the leaf's dirty bit.)
-        let (frame, size, writable, dirty, newly_dirty) = loop {
+        let GuestLeaf { frame, size, writable, dirty, newly_dirty, contig } = loop {
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
                 Ok((table, _, _)) => table,
                 Err(miss) => return miss.into(),
@@ -360,7 +360,7 @@ impl Walker2d<'_> {
                 if !pte.present() {
                     return Walk2d::GuestFault;
                 }
-                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty(), write && !pte.dirty());
+                break GuestLeaf::of(pte, PageSize::Size4K, write);
             }
             let (pte, at, child) = pt.read_upper(node, vaddr);
             ept.push_guest(table, at);
@@ -369,7 +369,7 @@ impl Walker2d<'_> {
             }
             if pte.is_huge() {
                 pt.set_bits(LeafSlot { node, index: table_index(vaddr, level), level }, bits);
-                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty(), write && !pte.dirty());
+                break GuestLeaf::of(pte, level_size(level), write);
             }
             let child = child.expect("a present non-leaf entry has a child table");
             mmu.pwc.fill(tag, vaddr, level, pte.pfn(), child.handle());
@@ -382,7 +382,8 @@ impl Walker2d<'_> {
             }
         }
         // The data's guest frame, then the combined entry at the smaller
-        // of the two page sizes (both map that range contiguously).
+        // of the two reaches (pages or contiguous ranges: both map that
+        // range contiguously, `walk2d_contig`).
         let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
         let (host_frame, host_size, host_writable) = match ept.translate(data_gfn) {
             Ok(t) => t,
@@ -391,9 +392,15 @@ impl Walker2d<'_> {
         if write && !host_writable {
             return Walk2d::WriteProtected(data_gfn);
         }
-        let combined = if size.bytes() <= host_size.bytes() { size } else { host_size };
+        let guest_reach = if contig { walk2d_contig::guest_contiguous_reach(mmu, size) } else { size.into() };
+        let combined = walk2d_contig::combined_reach(mmu, ept.hv, ept.nested.vm, guest_reach, data_gfn, host_size);
         let vbase = vaddr.align_down(combined.bytes()).vpn();
         let base = Pfn::new(host_frame.raw() - vaddr.vpn().offset_from(vbase));
+        if check {
+            if let Some(what) = walk2d_contig::check_range(guest, ept.hv, ept.nested.vm, asid, vaddr, combined, base) {
+                return Walk2d::Stale(what);
+            }
+        }
         // Permissions combine: a read-only EPT leaf makes a clean,
         // read-only entry, so the next store through it faults.
         let entry = TlbEntry::page(tag, vbase, combined, base, writable && host_writable, dirty && host_writable);

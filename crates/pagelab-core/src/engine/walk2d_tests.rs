@@ -35,12 +35,12 @@ fn touched(cfg: SimConfig, pages: u64) -> Simulation {
 
 /// A core's MMU and second-dimension hardware, cold, as `sim`'s machine
 /// builds them.
-struct Cold {
-    mmu: Mmu,
-    nested: NestedHw,
+pub(crate) struct Cold {
+    pub(crate) mmu: Mmu,
+    pub(crate) nested: NestedHw,
 }
 
-fn cold(sim: &Simulation) -> Cold {
+pub(crate) fn cold(sim: &Simulation) -> Cold {
     let cfg = sim.config();
     let m = &cfg.machine;
     let mmu = Mmu {
@@ -55,7 +55,7 @@ fn cold(sim: &Simulation) -> Cold {
 
 /// Translates a load of `vaddr` (process 1) on `hw`; the references and
 /// counters of that one translation.
-fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) -> (RefBuf, CoreStats) {
+pub(crate) fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) -> (RefBuf, CoreStats) {
     let virt = sim.virt.as_deref_mut().unwrap();
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
     let mut w = Walker2d {
@@ -86,7 +86,7 @@ fn tags(refs: &RefBuf) -> Vec<RefTag> {
     (0..refs.len()).map(|j| refs.tag(j)).collect()
 }
 
-const NO_CACHES: [&str; 2] = ["machine.pwc.enabled=false", "machine.nested_tlb.entries=0"];
+pub(crate) const NO_CACHES: [&str; 2] = ["machine.pwc.enabled=false", "machine.nested_tlb.entries=0"];
 
 #[test]
 fn with_no_caching_a_2d_walk_reads_24_19_19_and_15_entries() {
@@ -360,6 +360,17 @@ fn the_same_seed_gives_identical_virtualized_statistics() {
     assert_eq!(run(), run());
 }
 
+/// Greedy ET in the guest (64 KiB ranges in the 4 MiB VMA) and the host
+/// (32 MiB ranges of 2 MiB pages of guest memory) on the N1's TLBs.
+const ELASTIC_BOTH: [&str; 6] = [
+    "machine.preset=\"ampere-altra\"",
+    "os.policy=\"elastic\"",
+    "os.elastic.leshy=\"off\"",
+    "virt.host.policy=\"elastic\"",
+    "virt.host.elastic.leshy=\"off\"",
+    "run.quantum=1",
+];
+
 /// One step of the property test.
 #[derive(Debug, Clone)]
 enum Op {
@@ -392,11 +403,14 @@ proptest::proptest! {
     fn no_stale_translation_survives_a_guest_or_host_change(
         guest_thp in proptest::prelude::any::<bool>(),
         host_thp in proptest::prelude::any::<bool>(),
+        elastic in proptest::prelude::any::<bool>(),
         ops in proptest::collection::vec(op(), 1..60),
     ) {
         let guest = if guest_thp { "os.policy=\"thp\"" } else { "os.policy=\"base\"" };
         let host = if host_thp { "virt.host.policy=\"thp\"" } else { "virt.host.policy=\"base\"" };
-        let cfg = virt_config(&[guest, host, "run.quantum=1"]);
+        // Or greedy Elastic Translations in both, on the N1 (contiguous
+        // entries in both dimensions: `walk2d_contig`).
+        let cfg = if elastic { virt_config(&ELASTIC_BOTH) } else { virt_config(&[guest, host, "run.quantum=1"]) };
         // One batch per touch, the guest's remaps as events before it; the
         // host's discards between steps.
         let mut batches = vec![batch(vec![mmap(BASE, 4 << 20)], vec![])];

@@ -51,6 +51,11 @@ pub struct ElasticConfig {
     /// `coalapaging.khugepaged`); it wakes and scans as khugepaged does,
     /// by `os.thp.scan_sleep_ms` and `os.thp.pages_to_scan`.
     pub khugepaged: bool,
+    /// CoalaKhugepaged also promotes, with no hints, every 32 MiB-aligned
+    /// range of each VMA of at least `vma_threshold_32m` (the artifact's
+    /// `khuge_etheap_async`: its virtualized runs' host, "greedy ET with
+    /// asynchronous 32 MiB promotion"). Works with `leshy = "off"`.
+    pub greedy_32m: bool,
     /// One L2 TLB miss in this many is sampled (the artifact's `perf record
     /// -c 1024` of SPE).
     pub leshy_sample_period: u64,
@@ -79,6 +84,7 @@ impl Default for ElasticConfig {
             vma_threshold_32m: ByteSize(32 << 20),
             hints: None,
             khugepaged: true,
+            greedy_32m: false,
             leshy_sample_period: 1024,
             leshy_budget: 1280,
             leshy_coverage: 1.0,
@@ -112,6 +118,12 @@ impl ElasticConfig {
         }
         if let Some(HintSource::Ranges(ranges)) = &self.hints {
             super::hints::Hints::parse(ranges.iter().map(String::as_str), &key("hints"))?;
+        }
+        if used && self.greedy_32m && !self.khugepaged {
+            return Err(Error::config(
+                key("greedy_32m"),
+                "greedy promotion is CoalaKhugepaged's: needs khugepaged = true",
+            ));
         }
         if self.vma_threshold_32m.bytes() < 2 << 20 {
             return Err(Error::config(key("vma_threshold_32m"), "must be at least 2MiB"));

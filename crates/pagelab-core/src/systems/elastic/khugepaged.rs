@@ -31,9 +31,17 @@
 //!   (`khugepaged_scan_pmd`), which collapses the PMD to 2 MiB. This
 //!   models the paper's 64 KiB promotion instead.
 //!
+//! **Greedy 32 MiB promotion** (`os.elastic.greedy_32m`, the artifact's
+//! `khuge_etheap_async`, which its virtualized runs set in the host: QEMU's
+//! guest memory gets 32 MiB translations with no Leshy): every 32 MiB-aligned
+//! range inside a VMA of at least `os.elastic.vma_threshold_32m` becomes a
+//! 32 MiB hint when the daemon first sees the VMA, visited as above.
+//!
 //! The copies cost `os.fault_cost.copy_4k` per 4 KiB page on the daemon's
 //! own core (`khugepaged.cpu_cycles`, as khugepaged's); each shootdown
 //! costs the interrupted cores their IPI (the engine charges it).
+
+use std::collections::BTreeSet;
 
 use super::hints::{lock, SharedHints};
 use super::placement::Size;
@@ -46,6 +54,9 @@ use crate::systems::thp::{all_private, collapse_pmd, ScanResult, ThpConfig};
 use crate::units::{Asid, Order, PageSize, Pfn, VirtAddr};
 
 const PMD: u64 = 2 << 20;
+
+/// A VMA greedy promotion has hinted: its process, start and end.
+type SeenVma = (Asid, u64, u64);
 
 /// What one visit of a hint did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +85,9 @@ pub struct CoalaKhugepaged {
     clock: crate::os::WakeClock,
     pages_to_scan: u64,
     max_ptes_none: u32,
+    /// Greedy 32 MiB promotion: the VMA-size threshold, and the VMAs
+    /// already hinted (process, start, end).
+    greedy_32m: Option<(u64, BTreeSet<SeenVma>)>,
     counters: Counters,
 }
 
@@ -84,7 +98,36 @@ impl CoalaKhugepaged {
             clock: crate::os::WakeClock::every_ms(thp.scan_sleep_ms, freq_ghz),
             pages_to_scan: thp.pages_to_scan as u64,
             max_ptes_none: thp.max_ptes_none,
+            greedy_32m: None,
             counters: Counters::default(),
+        }
+    }
+
+    /// Greedy 32 MiB promotion of every VMA of at least `threshold` bytes.
+    pub fn greedy_32m(self, threshold: u64) -> CoalaKhugepaged {
+        CoalaKhugepaged { greedy_32m: Some((threshold, BTreeSet::new())), ..self }
+    }
+
+    /// Greedy mode: each 32 MiB-aligned range inside a VMA not seen before
+    /// (of at least the threshold) becomes a pending 32 MiB hint.
+    fn hint_new_vmas(&mut self, k: &Kernel) {
+        let Some((threshold, seen)) = self.greedy_32m.as_mut() else { return };
+        let mut table = lock(&self.hints);
+        for p in &k.procs {
+            let asid = p.aspace.asid;
+            for vma in p.aspace.vmas.iter().filter(|v| v.len() >= *threshold) {
+                let (start, end) = (vma.start.raw(), vma.end.raw());
+                if !seen.insert((asid, start, end)) {
+                    continue;
+                }
+                let hints = table.by_asid.entry(asid).or_default();
+                let first = start.next_multiple_of(Size::Size32M.bytes());
+                for base in
+                    (first..end.saturating_sub(Size::Size32M.bytes() - 1)).step_by(Size::Size32M.bytes() as usize)
+                {
+                    hints.insert(base, Size::Size32M);
+                }
+            }
         }
     }
 
@@ -95,6 +138,7 @@ impl CoalaKhugepaged {
 
     /// One wake-up: the marked hints, in order, up to the scan budget.
     pub fn scan(&mut self, k: &mut Kernel) {
+        self.hint_new_vmas(k);
         let todo: Vec<(Asid, u64, Size)> = {
             let table = lock(&self.hints);
             table.by_asid.iter().flat_map(|(&asid, h)| h.pending().map(move |(b, s)| (asid, b, s))).collect()

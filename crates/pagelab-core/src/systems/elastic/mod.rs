@@ -37,6 +37,8 @@ mod leshy_tests;
 pub mod placement;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod virt_tests;
 
 pub use config::{ElasticConfig, HintSource, LeshyMode};
 
@@ -89,10 +91,12 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         };
         k.add_daemon(Box::new(leshy::Leshy::new(hints.clone(), settings, b.freq_ghz)));
     }
-    if cfg.khugepaged && cfg.leshy != LeshyMode::Off {
-        k.add_daemon(Box::new(khugepaged::CoalaKhugepaged::new(hints.clone(), &b.os.thp, b.freq_ghz)));
-    }
     let threshold_32m = cfg.vma_threshold_32m.bytes();
+    if cfg.khugepaged && (cfg.leshy != LeshyMode::Off || cfg.greedy_32m) {
+        let daemon = khugepaged::CoalaKhugepaged::new(hints.clone(), &b.os.thp, b.freq_ghz);
+        let daemon = if cfg.greedy_32m { daemon.greedy_32m(threshold_32m) } else { daemon };
+        k.add_daemon(Box::new(daemon));
+    }
     k.plug(Box::new(Elastic { threshold_32m, hints, fault_hints, counters: Counters::default() }));
     Ok(())
 }
