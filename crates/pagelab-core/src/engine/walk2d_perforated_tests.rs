@@ -13,9 +13,9 @@ use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::RefTag;
 use crate::hw::tlb::{Tlb, TlbLookup};
-use crate::systems::perforated::holes::{count, is_hole};
+use crate::systems::perforated::holes::is_hole;
 use crate::systems::perforated::pagetable::{perforation_at, Perforation};
-use crate::systems::perforated::{patch, punch};
+use crate::systems::perforated::tests::holes_at_70_and_100;
 use crate::units::{Gfn, PageSize, Pfn, VirtAddr};
 use crate::workload::{Access, Batch, MapEvent};
 
@@ -49,16 +49,7 @@ fn page(i: u64) -> VirtAddr {
 fn known_page(host: &str, extra: &[&str]) -> (Simulation, Perforation) {
     let cfg = perforated_guest(host, extra);
     let mut sim = simulate(cfg, vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 1))]).unwrap();
-    let made = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).expect("a perforated page in the guest");
-    assert_eq!(count(&made.holes), 5, "degree 0.01 of 512 pages");
-    for i in (0..512).filter(|&i| is_hole(&made.holes, i)) {
-        patch(&mut sim.kernel, 1, page(i as u64)).unwrap();
-    }
-    punch(&mut sim.kernel, 1, page(70)).unwrap();
-    punch(&mut sim.kernel, 1, page(100)).unwrap();
-    sim.kernel.drain_shootdowns().for_each(drop);
-    let p = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).unwrap();
-    assert_eq!((p.filter, count(&p.holes)), (0b10, 2));
+    let p = holes_at_70_and_100(&mut sim.kernel);
     let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
     let mut back = |pfn: Pfn, n: u64| hv.back_range(0, Gfn::of_guest_kernel(pfn), n).unwrap();
     back(p.frame, 512);

@@ -35,15 +35,13 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, mean_over_seeds, paired, seeds, with_spread, write_outputs
-from pagelab.experiments.perforated import PAPER
-from pagelab.experiments.perforated.apps import analogues, plot
-from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape, write_up
+from pagelab.experiments.common import GIB, MIB, seeds, write_outputs
+from pagelab.experiments.perforated import PAPER, apps
+from pagelab.experiments.perforated.apps import plot
+from pagelab.experiments.perforated.common import base_config, write_up
 from pagelab.sweep import Sweep
 
 ID = "pp-virt"
-KEYS = ["workload", "distribution", "degree", "portion"]
-QUANTITIES = ["speedup", "refs_per_walk", "bitmap_refs_per_walk"]
 
 #: variant -> (host memory, guest memory, footprint scale, accesses, degrees, portions)
 SCALES = {
@@ -63,33 +61,13 @@ def vm_config(host: int, guest: int) -> dict:
 
 def sweep(variant: str) -> Sweep:
     host, guest, scale, n, degrees, portions = SCALES[variant]
-    return Sweep(
-        id=f"{ID}:{variant}",
-        base=vm_config(host, guest),
-        grid={
-            "distribution": labels(["clustered", "dispersed"]),
-            "hole_kind": labels(["allocated"]),
-            "degree": labels(degrees),
-            "portion": labels(portions),
-            "system": labels(list(SYSTEMS)),
-        },
-        workloads=analogues(scale, n),
-        seeds=seeds(variant),
-        shape=shape,
-    )
+    return apps.programs_sweep(f"{ID}:{variant}", vm_config(host, guest), scale, n, degrees, portions, variant)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    d = pd.DataFrame({k: df[k] for k in KEYS + ["system", "seed"]})
-    d["speedup"] = paired(df, "cycles", KEYS + ["seed"], df.system == "base-4k") / df.cycles
     walks = (df["walks"] + df["perforated.hole_walks"]).where(lambda w: w > 0)
-    d["refs_per_walk"] = df["walk.mem_refs"] / walks
-    d["bitmap_refs_per_walk"] = df["perforated.bitmap_refs"] / walks
-    t = mean_over_seeds(d, KEYS + ["system"])
-    wl = {w: i for i, w in enumerate(dict.fromkeys(df.workload))}
-    order = {s: i for i, s in enumerate(SYSTEMS)}
-    t = t.assign(_w=t.workload.map(wl), _s=t.system.map(order)).sort_values(["_w"] + KEYS[1:] + ["_s"])
-    return with_spread(t, KEYS + ["system"] + QUANTITIES).reset_index(drop=True)
+    per_walk = {"refs_per_walk": df["walk.mem_refs"] / walks, "bitmap_refs_per_walk": df["perforated.bitmap_refs"] / walks}
+    return apps.table(df, per_walk)
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:
