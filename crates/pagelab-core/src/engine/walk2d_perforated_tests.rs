@@ -204,6 +204,44 @@ fn figure_5_row_by_row_in_two_dimensions_over_host_huge_pages() {
     assert_eq!((probe.stats.walks, probe.stats.walk_mem_refs), (1, 15 + 1 + 11 + 12));
 }
 
+/// Delivers the guest's queued shootdowns to `probe`'s MMU, tagged with
+/// the VM (VPID 1), as the engine does.
+fn deliver(sim: &mut Simulation, probe: &mut Probe) {
+    for s in sim.kernel.drain_shootdowns() {
+        probe.mmu.shoot_down(&crate::os::Shootdown { asid: crate::virt::hw_tag(1, s.asid), ..s });
+    }
+}
+
+#[test]
+fn a_guest_punch_or_patch_shoots_down_the_sub_page_its_bitmap_entry_and_the_perforated_entry_in_the_vm() {
+    let (mut sim, p) = known_page("thp", &NO_CACHES);
+    let host_frame = host_of(&sim, p.frame).0;
+    let mut probe = Probe::new(&sim);
+    for i in [0, 66, 70] {
+        probe.load(&mut sim, page(i));
+    }
+    // Punch page 66 (its L1 entry and the bitmap entry of pages 64..95
+    // are cached): the shootdown of the sub-page drops them and the
+    // perforated entry over it, as natively. The next access walks again
+    // (15), reads the new bitmap (1) and walks to the hole (11): the
+    // copy's host frame, not the 2 MiB frame's.
+    let copy = crate::systems::perforated::punch(&mut sim.kernel, 1, page(66)).unwrap();
+    sim.virt.as_deref_mut().unwrap().hv.back_range(0, Gfn::of_guest_kernel(copy), 1).unwrap();
+    deliver(&mut sim, &mut probe);
+    let (f, refs, _) = probe.load(&mut sim, page(66));
+    assert_eq!((f, refs.len(), probe.stats.walks), (host_of(&sim, copy).0, 15 + 1 + 11, 2));
+    assert_ne!(f, host_frame.add(66));
+    // Patch page 70 (its hole entry is in both TLBs): walk (15), the
+    // bitmap again (1), and the 2 MiB frame translates it.
+    crate::systems::perforated::patch(&mut sim.kernel, 1, page(70)).unwrap();
+    deliver(&mut sim, &mut probe);
+    let (f, refs, _) = probe.load(&mut sim, page(70));
+    assert_eq!((f, refs.len(), probe.stats.walks), (host_frame.add(70), 15 + 1, 3));
+    // Page 5 (region 0) hits the perforated entry the walk cached.
+    let (f, refs, _) = probe.load(&mut sim, page(5));
+    assert_eq!((f, refs.len(), probe.stats.walks), (host_frame.add(5), 0, 3));
+}
+
 #[test]
 fn over_host_4k_pages_a_perforated_page_splinters_into_4k_entries() {
     let (mut sim, p) = known_page("base", &NO_CACHES);
