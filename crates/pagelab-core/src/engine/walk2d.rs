@@ -51,7 +51,7 @@ use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
 use crate::os::{Boot, Kernel, Shootdown};
 use crate::paging::pagetable::{level_size, table_index};
-use crate::paging::pte::{ACCESSED, DIRTY};
+use crate::paging::pte::{ACCESSED, DIRTY, PERFORATED};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
@@ -231,6 +231,8 @@ pub(super) fn boot_virt(
 /// Why a 2D walk ended without a translation.
 enum Walk2d {
     Leaf(crate::systems::ExtEntry),
+    /// A guest perforated page's combined entry (`walk2d_perforated.rs`).
+    Perforated(crate::systems::ExtEntry),
     /// The guest's page table has no translation: a guest page fault.
     GuestFault,
     /// The EPT has no translation for this guest frame.
@@ -294,10 +296,17 @@ impl Walker2d<'_> {
                 self.stats.cycles_translation += self.mmu.l2_tlb_latency;
                 None
             }
-            // Only an entry kind that resolves through its system's MMU
-            // step asks (a perforated page's), and configuration keeps
-            // those systems out of virtualized runs (virt/config.rs).
-            TlbLookup::Resolve => unreachable!("a resolving TLB entry kind in a virtualized run"),
+            // A guest perforated page's combined entry whose filter does
+            // not answer: the bitmap, then maybe the hole walk (or walk
+            // again after a fault).
+            TlbLookup::Resolve => {
+                self.stats.tlb_l1_misses(instr);
+                self.stats.cycles_translation += self.mmu.l2_tlb_latency;
+                if let Some(frame) = self.resolve_perforated(req, tag, None)? {
+                    return Ok(frame);
+                }
+                None
+            }
         };
         if let Some(t) = hit {
             // A combined entry of a write-protected EPT leaf is never dirty:
@@ -317,14 +326,30 @@ impl Walker2d<'_> {
                     self.mmu.tlb.fill_after_walk(entry, vaddr, instr);
                     return Ok(entry.frame_of(vaddr));
                 }
-                Walk2d::GuestFault => self.guest_fault(asid, tag, vaddr, write)?,
-                Walk2d::EptViolation(gfn) => {
-                    self.violation(gfn)?;
-                    self.stats.ept_violations_walk += 1;
+                Walk2d::Perforated(entry) => {
+                    if let Some(frame) = self.perforated_leaf(req, tag, entry)? {
+                        return Ok(frame);
+                    }
                 }
-                Walk2d::WriteProtected(gfn) => self.copy_on_write(gfn)?,
-                Walk2d::Stale(what) => return Err(Error::Workload(format!("stale translation: {what}"))),
+                miss => self.settle_miss(miss, asid, tag, vaddr, write)?,
             }
+        }
+    }
+
+    /// A walk that gave no translation: the guest fault or EPT violation is
+    /// handled (the caller walks again), or the check mode's finding ends
+    /// the run.
+    fn settle_miss(&mut self, miss: Walk2d, asid: Asid, tag: Asid, vaddr: VirtAddr, write: bool) -> Result<()> {
+        match miss {
+            Walk2d::GuestFault => self.guest_fault(asid, tag, vaddr, write),
+            Walk2d::EptViolation(gfn) => {
+                self.violation(gfn)?;
+                self.stats.ept_violations_walk += 1;
+                Ok(())
+            }
+            Walk2d::WriteProtected(gfn) => self.copy_on_write(gfn),
+            Walk2d::Stale(what) => Err(Error::Workload(format!("stale translation: {what}"))),
+            Walk2d::Leaf(_) | Walk2d::Perforated(_) => unreachable!("a translation is not a miss"),
         }
     }
 
@@ -349,6 +374,10 @@ impl Walker2d<'_> {
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
         let GuestLeaf { frame, size, writable, dirty, newly_dirty, contig } = loop {
+            if pt.table_leaf_ext(node) & PERFORATED != 0 {
+                let counters = &mut mmu.tlb.extensions_mut().perforated.counters;
+                return perforated::walk_step(&mut ept, pt, node, tag, vaddr, write, counters);
+            }
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
                 Ok((table, _, _)) => table,
                 Err(miss) => return miss.into(),
@@ -738,6 +767,9 @@ impl Simulation {
         self.deliver_ept_changes();
     }
 }
+
+#[path = "walk2d_perforated.rs"]
+mod perforated;
 
 #[cfg(test)]
 #[path = "walk2d_tests.rs"]

@@ -80,10 +80,20 @@ impl Default for VirtConfig {
 }
 
 /// Systems whose hardware side the two-dimensional walker does not have
-/// yet (a colored huge page's walk step reads guest-physical lines; a
-/// perforated page's holes are resolved by the native MMU only), in the
-/// guest or in the host.
-const NOT_IN_A_GUEST: &[&str] = &["chp", "perforated"];
+/// yet (a colored huge page's walk step reads guest-physical lines), in
+/// the guest.
+const NOT_IN_A_GUEST: &[&str] = &["chp"];
+
+/// Systems that cannot back a guest, and why: the EPT walk is the base
+/// walker, which knows no colored huge page; and a perforated EPT leaf
+/// would need its holes resolved in the second dimension (the host's
+/// filter and bitmap ORed into the guest's, a host hole's EPT walk through
+/// the host's shadow entry), which the 2D walker does not do
+/// (docs/systems/perforated.md, "Virtualization").
+const NOT_IN_THE_HOST: &[(&str, &str)] = &[
+    ("chp", "the EPT walk is the base walker"),
+    ("perforated", "the 2D walker resolves perforated pages of the guest only, not holes in EPT leaves"),
+];
 
 impl VirtConfig {
     /// Checks the host's keys; `phys_mem` and `max_order` are the
@@ -101,12 +111,10 @@ impl VirtConfig {
         if !matches!(self.ept_levels, 3 | 4) {
             return Err(Error::config("virt.ept_levels", "must be 4 or 3"));
         }
-        if let Some(name) = self.host.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
+        let chain = self.host.chain();
+        if let Some((name, why)) = NOT_IN_THE_HOST.iter().find(|(n, _)| chain.contains(n)) {
             let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
-            return Err(Error::config(
-                key,
-                format!("`{name}` cannot back a guest yet: the EPT walk is the base walker"),
-            ));
+            return Err(Error::config(key, format!("`{name}` cannot back a guest yet: {why}")));
         }
         self.host.validate("virt.host", phys_mem, max_order)
     }

@@ -12,7 +12,9 @@ model the paper.
   TLB misses and memory on 4 KiB, 2 MiB and perforated pages);
 - `realfrag`: `pp-realfrag` (III-C: a 2 GB allocation on fragmentation
   snapshots in `snapshots/`, its huge and perforated shares under the
-  paper's rule and the microbenchmark's gain from the perforated share).
+  paper's rule and the microbenchmark's gain from the perforated share);
+- `virt`: `pp-virt` (Fig. 11: `pp-fig9`'s analogues in a VM whose host
+  backs it with THP, with the references per 2D walk).
 """
 
 #: `Experiment.paper` of every experiment in this package.

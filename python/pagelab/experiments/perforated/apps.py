@@ -85,9 +85,16 @@ def analogues(scale: float, n: int) -> list[dict]:
 
 def sweep(variant: str) -> Sweep:
     phys, scale, n, degrees, portions = SCALES[variant]
+    return programs_sweep(f"{ID}:{variant}", base_config(phys), scale, n, degrees, portions, variant)
+
+
+def programs_sweep(sweep_id: str, base: dict, scale: float, n: int, degrees: list, portions: list,
+                   variant: str) -> Sweep:
+    """The analogues at `scale` of their footprints, `n` accesses each,
+    under every system and scenario of the grid, on the machine `base`."""
     return Sweep(
-        id=f"{ID}:{variant}",
-        base=base_config(phys),
+        id=sweep_id,
+        base=base,
         grid={
             "distribution": labels(["clustered", "dispersed"]),
             "hole_kind": labels(["allocated"]),
@@ -101,14 +108,20 @@ def sweep(variant: str) -> Sweep:
     )
 
 
-def table(df: pd.DataFrame) -> pd.DataFrame:
+def table(df: pd.DataFrame, extra: dict[str, pd.Series] | None = None) -> pd.DataFrame:
+    """Per point, the speedup over `base-4k` (paired by seed) and the
+    `extra` quantities (one value per run, as `df`'s rows), each the mean
+    over seeds with its spread; in the analogues' and systems' order."""
+    extra = extra or {}
     d = pd.DataFrame({k: df[k] for k in KEYS + ["system", "seed"]})
     d["speedup"] = paired(df, "cycles", KEYS + ["seed"], df.system == "base-4k") / df.cycles
+    for name, values in extra.items():
+        d[name] = values
     t = mean_over_seeds(d, KEYS + ["system"])
     wl = {w: i for i, w in enumerate(dict.fromkeys(df.workload))}
     order = {s: i for i, s in enumerate(SYSTEMS)}
     t = t.assign(_w=t.workload.map(wl), _s=t.system.map(order)).sort_values(["_w"] + KEYS[1:] + ["_s"])
-    return with_spread(t, KEYS + ["system", "speedup"]).reset_index(drop=True)
+    return with_spread(t, KEYS + ["system", "speedup", *extra]).reset_index(drop=True)
 
 
 def _at(t: pd.DataFrame, dist: str, degree: float, portion: float) -> pd.DataFrame:

@@ -38,7 +38,7 @@ pub mod config;
 pub mod holes;
 pub mod pagetable;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod tlb;
 pub mod translate;
 pub mod walk;

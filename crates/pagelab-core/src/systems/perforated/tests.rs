@@ -41,18 +41,27 @@ fn perforated_config(extra: &[&str]) -> SimConfig {
 /// at pages 70 and 100 (punched: remapped to frames of their own).
 fn known_page(extra: &[&str]) -> (Simulation, Perforation) {
     let mut sim = simulate(perforated_config(extra), vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 1))]).unwrap();
-    let made = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).expect("a perforated page");
+    let p = holes_at_70_and_100(&mut sim.kernel);
+    (sim, p)
+}
+
+/// Process 1's perforated page at BASE, made by the scenario at degree
+/// 0.01 (5 holes), with every hole patched and pages 70 and 100 punched
+/// (its shootdowns dropped): the page the hand-worked cases use, natively
+/// and in a guest (`engine/walk2d_perforated_tests.rs`).
+pub(crate) fn holes_at_70_and_100(k: &mut crate::os::Kernel) -> Perforation {
+    let made = perforation_at(&k.proc(1).aspace.pt, BASE).expect("a perforated page");
     assert_eq!(count(&made.holes), 5, "degree 0.01 of 512 pages");
     for i in (0..512).filter(|&i| is_hole(&made.holes, i)) {
-        patch(&mut sim.kernel, 1, page(i as u64)).unwrap();
+        patch(k, 1, page(i as u64)).unwrap();
     }
-    punch(&mut sim.kernel, 1, page(70)).unwrap();
-    punch(&mut sim.kernel, 1, page(100)).unwrap();
-    sim.kernel.drain_shootdowns().for_each(drop);
-    let p = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).unwrap();
+    punch(k, 1, page(70)).unwrap();
+    punch(k, 1, page(100)).unwrap();
+    k.drain_shootdowns().for_each(drop);
+    let p = perforation_at(&k.proc(1).aspace.pt, BASE).unwrap();
     assert_eq!(p.filter, 0b10);
     assert_eq!((0..512).filter(|&i| is_hole(&p.holes, i)).collect::<Vec<_>>(), vec![70, 100]);
-    (sim, p)
+    p
 }
 
 fn page(i: u64) -> VirtAddr {

@@ -18,7 +18,7 @@ use crate::hw::refs::{RefBuf, RefKind};
 use crate::hw::tlb::{Tlb, BITMAP_CHUNK_PAGES};
 use crate::paging::PageTable;
 use crate::systems::extensions::{wrap, ExtEntry, ExtKind, TlbExtensions};
-use crate::units::{Pfn, VirtAddr};
+use crate::units::{Asid, Pfn, PhysAddr, VirtAddr};
 
 /// Rows 2 to 5 for an access at `vaddr` through the perforated entry
 /// `entry`: the bitmap (a second L2 access, and a memory reference when
@@ -39,14 +39,7 @@ pub fn resolve(
     let asid = entry.asid;
     let (table, _) = pt.pmd_table_of(vaddr).expect("a cached perforated page is in the page table");
     let p = perforation(pt, table);
-    let i = (vaddr.raw() >> 12) as usize & 511;
-    tlb.extensions_mut().perforated.counters.bitmap_lookups += 1;
-    stats.cycles_translation += l2_latency;
-    let bits = match tlb.lookup_bitmap(asid, vaddr) {
-        Some(bits) => bits,
-        None => fetch_bitmap(tlb, &p, asid, vaddr, refs, stats),
-    };
-    if bits >> (i % 32) & 1 == 0 {
+    if !is_hole_by_bitmap(tlb, &p, p.bitmap_line, asid, vaddr, l2_latency, refs, stats) {
         tlb.fill_l1(entry, vaddr, instr);
         return Some(entry.frame_of(vaddr));
     }
@@ -57,21 +50,59 @@ pub fn resolve(
     Some(hole.frame_of(vaddr))
 }
 
-/// Reads the bitmap entry of `vaddr`'s chunk from the reserved region (one
+/// Whether the bitmap says `vaddr`'s page is a hole (rows 2 to 5's
+/// bitmap step): a second L2 access, and when the L2 lacks the entry a
+/// read of the bitmap's line at `line` (the reserved region's, natively;
+/// under virtualization its host-physical address, from the register that
+/// holds the guest's bitmap region).
+#[allow(clippy::too_many_arguments)] // the MMU's state for one access
+pub fn is_hole_by_bitmap(
+    tlb: &mut Tlb<TlbExtensions>,
+    p: &Perforation,
+    line: PhysAddr,
+    asid: Asid,
+    vaddr: VirtAddr,
+    l2_latency: f64,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> bool {
+    tlb.extensions_mut().perforated.counters.bitmap_lookups += 1;
+    stats.cycles_translation += l2_latency;
+    let bits = match tlb.lookup_bitmap(asid, vaddr) {
+        Some(bits) => bits,
+        None => fetch_bitmap(tlb, p, line, asid, vaddr, refs, stats),
+    };
+    let i = page_index(vaddr);
+    bits >> (i % 32) & 1 != 0
+}
+
+/// Page `vaddr`'s index in its 2 MiB region.
+pub fn page_index(vaddr: VirtAddr) -> usize {
+    (vaddr.raw() >> 12) as usize & 511
+}
+
+/// The address of the 4 bytes of `vaddr`'s bitmap chunk in the page's
+/// bitmap line at `line`.
+pub fn chunk_addr(line: PhysAddr, vaddr: VirtAddr) -> PhysAddr {
+    line.add((page_index(vaddr) / 32 * 4) as u64)
+}
+
+/// Reads the bitmap entry of `vaddr`'s chunk from the line at `line` (one
 /// reference) and caches it in the L2; the naive variant caches all 16
 /// entries of the page, which share the one line read. Returns the chunk's
 /// 32 bits.
 fn fetch_bitmap(
     tlb: &mut Tlb<TlbExtensions>,
     p: &Perforation,
-    asid: crate::units::Asid,
+    line: PhysAddr,
+    asid: Asid,
     vaddr: VirtAddr,
     refs: &mut RefBuf,
     stats: &mut CoreStats,
 ) -> u32 {
     tlb.extensions_mut().perforated.counters.bitmap_refs += 1;
-    let i = (vaddr.raw() >> 12) as usize & 511;
-    refs.push(p.bitmap_line.add((i / 32 * 4) as u64), RefKind::Walk);
+    let i = page_index(vaddr);
+    refs.push(chunk_addr(line, vaddr), RefKind::Walk);
     stats.walk_mem_refs += 1;
     if Variant::from_code(p.variant as u64) == Variant::Naive {
         let base = vaddr.align_down(2 << 20);
