@@ -39,6 +39,7 @@ mod tiering_tests;
 #[cfg(test)]
 mod tiers_tests;
 pub mod timing;
+mod virt_services;
 #[cfg(test)]
 mod vms_tests;
 pub mod walk2d;
