@@ -310,6 +310,7 @@ impl Simulation {
         }
         self.deliver_shootdowns(true);
         self.virt_round_end(now);
+        self.inflate_balloons_due(now)?;
         self.check_warmup();
         self.check_epoch();
         if self.sampling.is_some() {

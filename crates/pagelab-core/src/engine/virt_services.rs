@@ -8,6 +8,7 @@
 use super::Simulation;
 use crate::error::{Error, Result};
 use crate::units::{Gfn, PageSize};
+use crate::virt::balloon::Inflation;
 use crate::virt::ept_bits::{EptClear, EptLeafBits};
 use crate::virt::Hypervisor;
 
@@ -36,6 +37,38 @@ impl Simulation {
         Ok(leaves)
     }
 
+    /// Inflates VM `vm`'s balloon by `bytes` (`Hypervisor::inflate_balloon`
+    /// with that VM's guest kernel); the INVEPTs reach its cores now.
+    pub fn inflate_balloon(&mut self, vm: usize, bytes: u64) -> Result<Inflation> {
+        let Some(virt) = self.virt.as_deref_mut() else {
+            return Err(Error::config("virt.enabled", "a balloon needs a virtualized run"));
+        };
+        let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
+        let inflation = virt.hv.inflate_balloon(vm, guest, bytes >> 12)?;
+        self.deliver_ept_changes();
+        Ok(inflation)
+    }
+
+    /// The balloon policy (`virt.host.balloon`): once the simulated time
+    /// reaches `inflate_at_ms`, every VM's balloon inflates to its target.
+    pub(super) fn inflate_balloons_due(&mut self, now: f64) -> Result<()> {
+        if self.virt.as_deref().is_none_or(|v| v.hv.balloons.policy_done) {
+            return Ok(());
+        }
+        let cfg = &self.config().virt.host.balloon;
+        if !cfg.active() || now < cfg.inflate_at_ms * self.config().machine.freq_ghz * 1e6 {
+            return Ok(());
+        }
+        let targets: Vec<u64> = cfg.targets.iter().map(|t| t.bytes()).collect();
+        if let Some(v) = self.virt.as_deref_mut() {
+            v.hv.balloons.policy_done = true;
+        }
+        for (vm, bytes) in targets.into_iter().enumerate().take(self.nr_guests()) {
+            self.inflate_balloon(vm, bytes)?;
+        }
+        Ok(())
+    }
+
     /// Splits the huge EPT leaf mapping `gfn` of VM `vm`, EPT only
     /// (`Hypervisor::ept_split`); its INVEPT reaches the VM's cores now.
     /// Returns the host cycles it cost.
@@ -58,3 +91,7 @@ impl Simulation {
 #[cfg(test)]
 #[path = "virt_services_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "balloon_tests.rs"]
+mod balloon_tests;

@@ -19,6 +19,7 @@
 //! before the workloads; the engine's two-dimensional walker
 //! (`engine::walk2d`) drives it.
 
+pub mod balloon;
 mod config;
 pub mod contents;
 pub mod ept_bits;
@@ -94,6 +95,8 @@ pub struct Hypervisor {
     pub counters: HostCounters,
     /// KSM's scanner and pages (`virt.host.ksm.enabled`); None costs nothing.
     pub ksm: Option<Box<Ksm>>,
+    /// The VMs' balloons (`virt::balloon`), empty until one inflates.
+    pub balloons: balloon::Balloons,
     /// Host changes to one VM's EPT that a fault on another VM's core
     /// caused: they wait for the end of the round (as a native fault's
     /// shootdowns reach the other cores then).
@@ -131,6 +134,7 @@ impl Hypervisor {
             backing: cfg.backing,
             counters: HostCounters::default(),
             ksm,
+            balloons: balloon::Balloons::default(),
             deferred: Vec::new(),
         })
     }
@@ -323,6 +327,7 @@ impl Hypervisor {
         );
         out.insert("host.ept_remap_cycles".into(), Stat::Float(c.ept_remap_cycles));
         put_ints(out, "virt.", &[("invepts", self.counters.invepts)]);
+        self.balloons.report(out);
         if let Some(ksm) = &self.ksm {
             ksm.report(out);
         }
@@ -331,6 +336,7 @@ impl Hypervisor {
     pub fn reset_stats(&mut self) {
         self.host.reset_stats();
         self.counters = HostCounters::default();
+        self.balloons.reset_stats();
         if let Some(ksm) = self.ksm.as_deref_mut() {
             ksm.reset_stats();
         }
