@@ -310,7 +310,9 @@ impl Simulation {
         }
         self.deliver_shootdowns(true);
         self.virt_round_end(now);
-        self.inflate_balloons_due(now)?;
+        if self.virt.is_some() {
+            self.inflate_balloons_due(now)?;
+        }
         self.check_warmup();
         self.check_epoch();
         if self.sampling.is_some() {
