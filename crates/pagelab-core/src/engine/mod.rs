@@ -39,6 +39,7 @@ mod tiering_tests;
 #[cfg(test)]
 mod tiers_tests;
 pub mod timing;
+mod virt_services;
 #[cfg(test)]
 mod vms_tests;
 pub mod walk2d;
@@ -310,6 +311,9 @@ impl Simulation {
         }
         self.deliver_shootdowns(true);
         self.virt_round_end(now);
+        if self.virt.is_some() {
+            self.inflate_balloons_due(now)?;
+        }
         self.check_warmup();
         self.check_epoch();
         if self.sampling.is_some() {

@@ -45,7 +45,7 @@ use super::Simulation;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::hw::core_stats::CoreStats;
-use crate::hw::nested_tlb::{NestedTlb, NestedTlbConfig};
+use crate::hw::nested_tlb::{NestedHit, NestedTlb, NestedTlbConfig};
 use crate::hw::pwc::{Pwc, PwcConfig};
 use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
@@ -378,8 +378,9 @@ impl Walker2d<'_> {
                 let counters = &mut mmu.tlb.extensions_mut().perforated.counters;
                 return perforated::walk_step(&mut ept, pt, node, tag, vaddr, write, counters);
             }
-            let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node))) {
-                Ok((table, _, _)) => table,
+            // With EPT A/D on, reads of guest tables count as stores (SDM 28.2.4).
+            let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node)), true) {
+                Ok((table, ..)) => table,
                 Err(miss) => return miss.into(),
             };
             let level = pt.node_level(node);
@@ -414,10 +415,15 @@ impl Walker2d<'_> {
         // of the two reaches (pages or contiguous ranges: both map that
         // range contiguously, `walk2d_contig`).
         let data_gfn = Gfn::of_guest_kernel(frame.add((vaddr.raw() & (size.bytes() - 1)) >> 12));
-        let (host_frame, host_size, host_writable) = match ept.translate(data_gfn) {
+        let (host_frame, host_size, host_writable, mut host_dirty) = match ept.translate(data_gfn, write) {
             Ok(t) => t,
             Err(miss) => return miss.into(),
         };
+        if dirty && host_writable && !host_dirty {
+            // A nested-TLB entry filled clean: the EPT leaf may be dirty since.
+            host_dirty =
+                ept.hv.refresh_ntlb_dirty(ept.nested.vm, &mut ept.nested.ntlb, data_gfn, host_frame, host_size);
+        }
         if write && !host_writable {
             return Walk2d::WriteProtected(data_gfn);
         }
@@ -431,8 +437,10 @@ impl Walker2d<'_> {
             }
         }
         // Permissions combine: a read-only EPT leaf makes a clean,
-        // read-only entry, so the next store through it faults.
-        let entry = TlbEntry::page(tag, vbase, combined, base, writable && host_writable, dirty && host_writable);
+        // read-only entry, so the next store through it faults; a clean EPT
+        // leaf a clean one, so the next store sets its dirty bit.
+        let entry =
+            TlbEntry::page(tag, vbase, combined, base, writable && host_writable, dirty && host_writable && host_dirty);
         Walk2d::Leaf(entry)
     }
 
@@ -552,6 +560,10 @@ impl Walker2d<'_> {
                 contents.written(self.nested.vm, Gfn::of_guest_kernel(pte.pfn()), size.nr_pages(), vbase, *data);
             }
             pt.set_bits(slot, DIRTY | ACCESSED);
+            let data = pte.pfn().add((vaddr.raw() & (level_size(slot.level).bytes() - 1)) >> 12);
+            // The store sets the EPT leaf's dirty bit too (the re-walk that
+            // sets it is not charged: see virt::ept_bits).
+            self.hv.set_ept_dirty(self.nested.vm, Gfn::of_guest_kernel(data));
             let gfn = Gfn::of_guest_kernel(pt.node_frame(slot.node));
             if let Some((table, _)) = self.hv.backing_of(self.nested.vm, gfn) {
                 self.refs.push_tagged(table.addr().add(slot.index as u64 * 8), RefTag::GuestWalk);
@@ -585,13 +597,17 @@ impl Ept<'_> {
         self.stats.walk_guest_refs += 1;
     }
 
-    /// The host frame of `gfn`, the size of its EPT leaf and whether the
-    /// leaf allows stores, or why not.
-    fn translate(&mut self, gfn: Gfn) -> std::result::Result<(Pfn, PageSize, bool), EptMiss> {
+    /// The host frame of `gfn`, the size of its EPT leaf, whether the leaf
+    /// allows stores and whether it is dirty (after this access: a `write`
+    /// sets its dirty bit, every translation its accessed bit), or why not.
+    fn translate(&mut self, gfn: Gfn, write: bool) -> std::result::Result<NestedHit, EptMiss> {
         self.stats.cycles_translation += self.nested.ntlb_latency;
         if let Some(hit) = self.nested.ntlb.lookup(self.nested.vpid, gfn) {
             if self.check && self.stale_nested(gfn, hit) {
                 return Err(EptMiss::Stale(format!("the nested TLB maps guest frame {gfn} to {hit:?}")));
+            }
+            if write && !hit.3 && hit.2 {
+                return Ok(self.hv.store_through_clean_ntlb(self.nested.vm, &mut self.nested.ntlb, gfn, hit));
             }
             return Ok(hit);
         }
@@ -601,6 +617,7 @@ impl Ept<'_> {
         let hit = self.nested.ept_pwc.lookup(host_asid, va);
         self.stats.cycles_translation += self.nested.ept_pwc_latency;
         let mut node = ept.root();
+        let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
         if hit.skip_to_level < ept.levels() {
             node = ept.node_from_handle(hit.skip_to_level, hit.handle);
             if self.check && hit.table != ept.node_frame(node) {
@@ -609,15 +626,15 @@ impl Ept<'_> {
                 )));
             }
         }
-        let (frame, size, writable) = loop {
+        let (frame, size, writable, dirty) = loop {
             let level = ept.node_level(node);
             if level == 1 {
-                let (pte, at) = ept.read_leaf_and_set(node, va, ACCESSED);
+                let (pte, at) = ept.read_leaf_and_set(node, va, bits);
                 push_ept(self.refs, self.stats, at);
                 if !pte.present() {
                     return Err(EptMiss::Violation(gfn));
                 }
-                break (pte.pfn(), PageSize::Size4K, pte.writable());
+                break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty());
             }
             let (pte, at, child) = ept.read_upper(node, va);
             push_ept(self.refs, self.stats, at);
@@ -625,23 +642,23 @@ impl Ept<'_> {
                 return Err(EptMiss::Violation(gfn));
             }
             if pte.is_huge() {
-                ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, ACCESSED);
-                break (pte.pfn(), level_size(level), pte.writable());
+                ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, bits);
+                break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
             }
             let child: NodeId = child.expect("a present non-leaf entry has a child table");
             self.nested.ept_pwc.fill(host_asid, va, level, pte.pfn(), child.handle());
             node = child;
         };
         let host_frame = frame.add(gfn.raw() & (size.nr_pages() - 1));
-        self.nested.ntlb.fill_after_miss(self.nested.vpid, gfn, host_frame, size, writable);
-        Ok((host_frame, size, writable))
+        self.nested.ntlb.fill_after_miss(self.nested.vpid, gfn, host_frame, size, writable, dirty);
+        Ok((host_frame, size, writable, dirty))
     }
 
     /// The check mode: whether a nested-TLB hit differs from the EPT now
     /// (frame, leaf size or store permission).
     #[cold]
     #[inline(never)]
-    fn stale_nested(&self, gfn: Gfn, hit: (Pfn, PageSize, bool)) -> bool {
+    fn stale_nested(&self, gfn: Gfn, hit: NestedHit) -> bool {
         let now = self.hv.backing_of(self.nested.vm, gfn);
         now != Some((hit.0, hit.1)) || self.hv.write_protected(self.nested.vm, gfn) == hit.2
     }

@@ -83,7 +83,7 @@ pub(super) fn walk_step(
     };
     let i = page_index(vaddr);
     let home = Gfn::of_guest_kernel(p.frame.add(i as u64));
-    let (host, host_size, host_writable) = match ept.translate(home) {
+    let (host, host_size, host_writable, host_dirty) = match ept.translate(home, write) {
         Ok(t) => t,
         Err(miss) => return miss.into(),
     };
@@ -98,7 +98,9 @@ pub(super) fn walk_step(
             vbase: guest.vbase,
             size: guest.size,
             writable: guest.writable && host_writable,
-            dirty: host_writable,
+            // Dirty only when the EPT leaf is too (a clean one takes the
+            // dirty assist at the next store, which sets its D bit).
+            dirty: host_writable && host_dirty,
             kind: EntryKind::Ext(ExtKind::Perforated(PerforatedKind::Page(page))),
         });
     }
@@ -113,7 +115,14 @@ pub(super) fn walk_step(
     if write && !host_writable {
         return Walk2d::WriteProtected(home);
     }
-    let entry = TlbEntry::page(tag, vaddr.vpn(), ReachSize::Size4K, host, p.writable && host_writable, host_writable);
+    let entry = TlbEntry::page(
+        tag,
+        vaddr.vpn(),
+        ReachSize::Size4K,
+        host,
+        p.writable && host_writable,
+        host_writable && host_dirty,
+    );
     Walk2d::Leaf(entry)
 }
 
@@ -148,13 +157,14 @@ fn hole_walk(
     vaddr: VirtAddr,
     write: bool,
 ) -> Walk2d {
-    let shadow_host = match ept.translate(Gfn::of_guest_kernel(p.shadow.pfn())) {
-        Ok((frame, _, _)) => frame,
+    // Guest table reads count as stores for the EPT's A/D bits (walk2d.rs).
+    let shadow_host = match ept.translate(Gfn::of_guest_kernel(p.shadow.pfn()), true) {
+        Ok((frame, ..)) => frame,
         Err(miss) => return miss.into(),
     };
     ept.push_guest(shadow_host, p.shadow);
-    let table_host = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(table))) {
-        Ok((frame, _, _)) => frame,
+    let table_host = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(table)), true) {
+        Ok((frame, ..)) => frame,
         Err(miss) => return miss.into(),
     };
     let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
@@ -164,7 +174,7 @@ fn hole_walk(
         return Walk2d::GuestFault;
     }
     let gfn = Gfn::of_guest_kernel(pte.pfn());
-    let (host, _, host_writable) = match ept.translate(gfn) {
+    let (host, _, host_writable, host_dirty) = match ept.translate(gfn, write) {
         Ok(t) => t,
         Err(miss) => return miss.into(),
     };
@@ -176,7 +186,7 @@ fn hole_walk(
         vbase: vaddr.vpn(),
         size: ReachSize::Size4K,
         writable: pte.writable() && host_writable,
-        dirty: (write || pte.dirty()) && host_writable,
+        dirty: (write || pte.dirty()) && host_writable && host_dirty,
         kind: EntryKind::Ext(ExtKind::Perforated(PerforatedKind::Hole(HolePage { pfn: host }))),
     })
 }

@@ -15,7 +15,7 @@ use crate::virt::VirtCosts;
 use crate::workload::{Access, Batch, MapEvent};
 
 /// A VM of 64 MiB on the test machine (256 MiB), every TLB hit checked.
-fn virt_config(extra: &[&str]) -> SimConfig {
+pub(crate) fn virt_config(extra: &[&str]) -> SimConfig {
     let mut all = vec![
         "virt.enabled=true",
         "virt.guest_mem=\"64MiB\"",
@@ -29,7 +29,7 @@ fn virt_config(extra: &[&str]) -> SimConfig {
 
 /// A machine where `pages` pages from `BASE` (in a 4 MiB VMA) were stored
 /// to: all backed, their guest PTEs dirty.
-fn touched(cfg: SimConfig, pages: u64) -> Simulation {
+pub(crate) fn touched(cfg: SimConfig, pages: u64) -> Simulation {
     simulate(cfg, vec![batch(vec![mmap(BASE, 4 << 20)], stores(BASE, pages))]).unwrap()
 }
 
@@ -56,6 +56,11 @@ pub(crate) fn cold(sim: &Simulation) -> Cold {
 /// Translates a load of `vaddr` (process 1) on `hw`; the references and
 /// counters of that one translation.
 pub(crate) fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) -> (RefBuf, CoreStats) {
+    access(sim, hw, vaddr, false)
+}
+
+/// [`translate`] of a load or, with `write`, a store.
+pub(crate) fn access(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr, write: bool) -> (RefBuf, CoreStats) {
     let virt = sim.virt.as_deref_mut().unwrap();
     let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
     let mut w = Walker2d {
@@ -68,7 +73,7 @@ pub(crate) fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) ->
         guest_asids: &virt.guest_asids[0],
         contents: None,
     };
-    let frame = w.translate(Request { asid: 1, vaddr, write: false, instr: false }).unwrap();
+    let frame = w.translate(Request { asid: 1, vaddr, write, instr: false }).unwrap();
     let expected = virt.hv.backing_of(0, guest_frame(&sim.kernel, vaddr)).unwrap().0;
     assert_eq!(frame, expected, "the combined translation is the guest's then the EPT's");
     assert_eq!(stats.walk_mem_refs as usize, refs.len());
@@ -77,7 +82,7 @@ pub(crate) fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) ->
 }
 
 /// The guest frame the guest maps `vaddr` to (a software walk).
-fn guest_frame(guest: &Kernel, vaddr: VirtAddr) -> Gfn {
+pub(crate) fn guest_frame(guest: &Kernel, vaddr: VirtAddr) -> Gfn {
     let m = guest.proc(1).aspace.pt.lookup(vaddr).unwrap();
     Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12))
 }

@@ -5,7 +5,9 @@
 //! EPT leaf says: the host frame of a guest frame range of the leaf's size
 //! (4 KiB, 2 MiB or 1 GiB), tagged with the VM's VPID, and whether the leaf
 //! allows stores (a leaf KSM merged does not: a store through it is an EPT
-//! violation, `engine::walk2d`).
+//! violation, `engine::walk2d`), and whether the leaf's EPT dirty bit was
+//! set when the entry was filled (a store through a clean entry sets it:
+//! `virt::ept_bits`).
 //!
 //! Host changes drop entries by guest-physical range
 //! ([`NestedTlb::invalidate_range`]), the INVEPT the hypervisor issues.
@@ -60,6 +62,11 @@ const CLASS_SHIFT: u32 = 45;
 /// A read-only leaf's entry keeps this bit beside its base frame (host
 /// frames are below 2^40), so a hit yields the permission with the frame.
 const READ_ONLY: u64 = 1 << 63;
+/// A leaf whose EPT dirty bit was clear at the fill keeps this bit too.
+const CLEAN: u64 = 1 << 62;
+/// What a hit returns: the host frame, the leaf's size, whether it allows
+/// stores, whether its dirty bit was set.
+pub type NestedHit = (Pfn, PageSize, bool, bool);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NestedTlbStats {
@@ -99,10 +106,10 @@ impl NestedTlb {
         (((key >> CLASS_SHIFT) & 7) - 1) as usize
     }
 
-    /// The host frame of `gfn`, the size of the EPT leaf it came from, and
-    /// whether that leaf allows stores.
+    /// The host frame of `gfn`, the size of the EPT leaf it came from,
+    /// whether that leaf allows stores and whether it was dirty.
     #[inline]
-    pub fn lookup(&mut self, vpid: u16, gfn: Gfn) -> Option<(Pfn, PageSize, bool)> {
+    pub fn lookup(&mut self, vpid: u16, gfn: Gfn) -> Option<NestedHit> {
         if self.array.is_disabled() {
             return None;
         }
@@ -110,8 +117,8 @@ impl NestedTlb {
             let (key, index) = Self::key(vpid, gfn, size);
             if let Some(base) = self.array.lookup(key, index) {
                 self.stats.hits += 1;
-                let frame = Pfn::new((base.raw() & !READ_ONLY) + (gfn.raw() & (size.nr_pages() - 1)));
-                return Some((frame, size, base.raw() & READ_ONLY == 0));
+                let frame = Pfn::new((base.raw() & !(READ_ONLY | CLEAN)) + (gfn.raw() & (size.nr_pages() - 1)));
+                return Some((frame, size, base.raw() & READ_ONLY == 0, base.raw() & CLEAN == 0));
             }
         }
         self.stats.misses += 1;
@@ -119,29 +126,45 @@ impl NestedTlb {
     }
 
     /// After an EPT walk found `gfn` in a leaf of `size` mapping to host
-    /// frame `frame` (of `gfn` itself), `writable` or not.
-    pub fn fill(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool) {
+    /// frame `frame` (of `gfn` itself), `writable` or not, `dirty` or not.
+    pub fn fill(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool, dirty: bool) {
         let (key, index) = Self::key(vpid, gfn, size);
         let fresh = self.array.peek(key, index).is_none();
-        self.fill_with(vpid, gfn, frame, size, writable, fresh);
+        self.fill_with(vpid, gfn, frame, size, (writable, dirty), fresh);
     }
 
     /// [`fill`](Self::fill) right after [`lookup`](Self::lookup) missed
     /// `gfn` (the walker's case): the entry cannot be present, so only the
     /// victim is searched for.
     #[inline]
-    pub fn fill_after_miss(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool) {
-        self.fill_with(vpid, gfn, frame, size, writable, true);
+    pub fn fill_after_miss(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool, dirty: bool) {
+        self.fill_with(vpid, gfn, frame, size, (writable, dirty), true);
+    }
+
+    /// Marks the entry a lookup of `gfn` just hit (so the most recent)
+    /// dirty: its EPT leaf's dirty bit was set since its fill. (Out of line,
+    /// with a plain insert: the walker's fill keeps its inlining.)
+    #[cold]
+    #[inline(never)]
+    pub fn mark_dirty(&mut self, vpid: u16, gfn: Gfn, hit: NestedHit) {
+        let (frame, size, writable, _) = hit;
+        let (key, index) = Self::key(vpid, gfn, size);
+        if self.array.peek(key, index).is_some() {
+            let read_only = if writable { 0 } else { READ_ONLY };
+            let base = Pfn::new((frame.raw() - (gfn.raw() & (size.nr_pages() - 1))) | read_only);
+            self.array.insert(key, index, base);
+        }
     }
 
     #[inline(always)]
-    fn fill_with(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, writable: bool, fresh: bool) {
+    fn fill_with(&mut self, vpid: u16, gfn: Gfn, frame: Pfn, size: PageSize, perm: (bool, bool), fresh: bool) {
+        let (writable, dirty) = perm;
         if self.array.is_disabled() {
             return;
         }
         let (key, index) = Self::key(vpid, gfn, size);
-        let read_only = if writable { 0 } else { READ_ONLY };
-        let base = Pfn::new((frame.raw() - (gfn.raw() & (size.nr_pages() - 1))) | read_only);
+        let flags = (if writable { 0 } else { READ_ONLY }) | (if dirty { 0 } else { CLEAN });
+        let base = Pfn::new((frame.raw() - (gfn.raw() & (size.nr_pages() - 1))) | flags);
         let evicted =
             if fresh { self.array.insert_absent(key, index, base) } else { self.array.insert(key, index, base) };
         self.live[Self::live_row(key)] += fresh as u32;
@@ -191,8 +214,8 @@ mod tests {
     #[test]
     fn a_2m_leaf_translates_every_guest_frame_it_covers() {
         let mut t = ntlb(4, 0);
-        t.fill(1, Gfn::new(512 + 7), Pfn::new(4096 + 7), PageSize::Size2M, true);
-        assert_eq!(t.lookup(1, Gfn::new(512 + 300)), Some((Pfn::new(4096 + 300), PageSize::Size2M, true)));
+        t.fill(1, Gfn::new(512 + 7), Pfn::new(4096 + 7), PageSize::Size2M, true, true);
+        assert_eq!(t.lookup(1, Gfn::new(512 + 300)), Some((Pfn::new(4096 + 300), PageSize::Size2M, true, true)));
         assert_eq!(t.lookup(1, Gfn::new(1024)), None, "outside the leaf");
         assert_eq!(t.lookup(2, Gfn::new(512)), None, "another VM's");
         assert_eq!(t.stats(), NestedTlbStats { hits: 1, misses: 2, invalidations: 0 });
@@ -201,26 +224,39 @@ mod tests {
     #[test]
     fn a_read_only_leaf_gives_its_frame_and_no_store_permission() {
         let mut t = ntlb(16, 0);
-        t.fill(1, Gfn::new(5), Pfn::new(77), PageSize::Size4K, false);
-        t.fill(1, Gfn::new(6), Pfn::new(78), PageSize::Size4K, true);
-        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(77), PageSize::Size4K, false)));
-        assert_eq!(t.lookup(1, Gfn::new(6)), Some((Pfn::new(78), PageSize::Size4K, true)));
+        t.fill(1, Gfn::new(5), Pfn::new(77), PageSize::Size4K, false, true);
+        t.fill(1, Gfn::new(6), Pfn::new(78), PageSize::Size4K, true, true);
+        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(77), PageSize::Size4K, false, true)));
+        assert_eq!(t.lookup(1, Gfn::new(6)), Some((Pfn::new(78), PageSize::Size4K, true, true)));
         // A refill after a copy-on-write makes it writable.
-        t.fill(1, Gfn::new(5), Pfn::new(90), PageSize::Size4K, true);
-        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(90), PageSize::Size4K, true)));
+        t.fill(1, Gfn::new(5), Pfn::new(90), PageSize::Size4K, true, true);
+        assert_eq!(t.lookup(1, Gfn::new(5)), Some((Pfn::new(90), PageSize::Size4K, true, true)));
+    }
+
+    #[test]
+    fn a_clean_leaf_says_so_until_it_is_filled_dirty() {
+        let mut t = ntlb(16, 0);
+        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M, true, false);
+        assert_eq!(t.lookup(1, Gfn::new(513)), Some((Pfn::new(4097), PageSize::Size2M, true, false)));
+        t.mark_dirty(1, Gfn::new(513), (Pfn::new(4097), PageSize::Size2M, true, false));
+        assert_eq!(t.lookup(1, Gfn::new(513)), Some((Pfn::new(4097), PageSize::Size2M, true, true)));
+        t.mark_dirty(1, Gfn::new(1 << 20), (Pfn::new(1), PageSize::Size4K, true, false));
+        assert_eq!(t.lookup(1, Gfn::new(1 << 20)), None, "an absent entry stays absent");
+        t.fill(1, Gfn::new(7), Pfn::new(70), PageSize::Size4K, false, false);
+        assert_eq!(t.lookup(1, Gfn::new(7)), Some((Pfn::new(70), PageSize::Size4K, false, false)));
     }
 
     #[test]
     fn lru_keeps_the_last_entries_and_ranges_invalidate_what_they_touch() {
         let mut t = ntlb(2, 0);
         for g in [1, 2, 3] {
-            t.fill(1, Gfn::new(g), Pfn::new(100 + g), PageSize::Size4K, true);
+            t.fill(1, Gfn::new(g), Pfn::new(100 + g), PageSize::Size4K, true, true);
         }
         assert_eq!(t.lookup(1, Gfn::new(1)), None, "evicted");
-        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true)));
+        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true, true)));
         assert_eq!(t.invalidate_range(1, Gfn::new(3), Gfn::new(4)), 1);
         assert_eq!(t.lookup(1, Gfn::new(3)), None);
-        assert_eq!(t.lookup(1, Gfn::new(2)), Some((Pfn::new(102), PageSize::Size4K, true)));
+        assert_eq!(t.lookup(1, Gfn::new(2)), Some((Pfn::new(102), PageSize::Size4K, true, true)));
     }
 
     /// The live counts a lookup trusts, recounted from the array.
@@ -235,19 +271,19 @@ mod tests {
     #[test]
     fn live_counts_follow_fills_evictions_invalidations_and_flushes() {
         let mut t = ntlb(2, 0);
-        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M, true);
-        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true);
+        t.fill(1, Gfn::new(512), Pfn::new(4096), PageSize::Size2M, true, true);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true, true);
         assert_eq!(t.live, [1, 1, 0]);
-        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true);
+        t.fill(1, Gfn::new(3), Pfn::new(103), PageSize::Size4K, true, true);
         assert_eq!(t.live, [1, 1, 0], "a refill of a present key adds nothing");
-        t.fill(1, Gfn::new(1 << 18), Pfn::new(1 << 18), PageSize::Size1G, true);
+        t.fill(1, Gfn::new(1 << 18), Pfn::new(1 << 18), PageSize::Size1G, true, true);
         assert_eq!(t.live, [1, 0, 1], "the LRU 2 MiB entry was evicted");
-        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true)));
+        assert_eq!(t.lookup(1, Gfn::new(3)), Some((Pfn::new(103), PageSize::Size4K, true, true)));
         assert_eq!(t.invalidate_range(1, Gfn::new(0), Gfn::new(1 << 19)), 2);
         assert_eq!(t.live, [0, 0, 0]);
         assert_eq!(t.lookup(1, Gfn::new(3)), None);
         for g in [7, 8, 9] {
-            t.fill(2, Gfn::new(g), Pfn::new(g), PageSize::Size4K, true);
+            t.fill(2, Gfn::new(g), Pfn::new(g), PageSize::Size4K, true, true);
             assert_eq!(t.live, recount(&t));
         }
         t.flush_all();
@@ -258,7 +294,7 @@ mod tests {
     #[test]
     fn zero_entries_is_off() {
         let mut t = ntlb(0, 0);
-        t.fill(1, Gfn::new(1), Pfn::new(1), PageSize::Size4K, true);
+        t.fill(1, Gfn::new(1), Pfn::new(1), PageSize::Size4K, true, true);
         assert_eq!(t.lookup(1, Gfn::new(1)), None);
         assert_eq!(t.stats().misses, 0, "a switched-off nested TLB counts nothing");
     }

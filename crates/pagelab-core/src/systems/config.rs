@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::balloon::BalloonConfig;
 use super::chp::ChpConfig;
 use super::coloring::ColoringConfig;
 use super::elastic::ElasticConfig;
@@ -132,6 +133,9 @@ pub struct OsConfig {
     /// Kernel Samepage Merging: only the hypervisor's (`virt.host.ksm`).
     #[serde(skip_serializing_if = "KsmConfig::is_default")]
     pub ksm: KsmConfig,
+    /// The virtio balloon's policy: only the hypervisor's (`virt.host.balloon`).
+    #[serde(skip_serializing_if = "BalloonConfig::is_default")]
+    pub balloon: BalloonConfig,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -161,6 +165,7 @@ impl Default for OsConfig {
             hawkeye: HawkeyeConfig::default(),
             fault_cost: FaultCosts::default(),
             ksm: KsmConfig::default(),
+            balloon: BalloonConfig::default(),
         }
     }
 }
@@ -193,6 +198,7 @@ impl OsConfig {
         self.hawkeye.validate(prefix)?;
         // The hypervisor's OS table is the only one validated under this name.
         self.ksm.validate(prefix, prefix == "virt.host")?;
+        self.balloon.validate(prefix, prefix == "virt.host")?;
         self.fault_cost.validate(prefix)
     }
 

@@ -17,6 +17,7 @@
 //! [`REGISTRY`], and its hardware extension in `extensions.rs` if it has
 //! one (ARCHITECTURE.md, "Adding a system").
 
+pub mod balloon;
 pub mod base;
 pub mod bin_hopping;
 pub mod chp;

@@ -19,8 +19,11 @@
 //! before the workloads; the engine's two-dimensional walker
 //! (`engine::walk2d`) drives it.
 
+pub mod balloon;
 mod config;
 pub mod contents;
+pub mod ept_bits;
+mod ept_split;
 pub mod ksm;
 #[cfg(test)]
 mod tests;
@@ -59,6 +62,15 @@ pub struct HostCounters {
     pub faults: u64,
     /// Host changes to the VM's EPT that invalidated its translations.
     pub invepts: u64,
+    /// Scans of EPT accessed and dirty bits, and the leaves they cleared.
+    pub ept_scans: u64,
+    pub ept_cleared: u64,
+    /// EPT-only splits and collapses (`virt::ept_split`), the collapses
+    /// refused, and the host cycles of both.
+    pub ept_splits: u64,
+    pub ept_collapses: u64,
+    pub ept_collapse_refused: u64,
+    pub ept_remap_cycles: f64,
 }
 
 /// One VM's place in the host.
@@ -83,6 +95,8 @@ pub struct Hypervisor {
     pub counters: HostCounters,
     /// KSM's scanner and pages (`virt.host.ksm.enabled`); None costs nothing.
     pub ksm: Option<Box<Ksm>>,
+    /// The VMs' balloons (`virt::balloon`), empty until one inflates.
+    pub balloons: balloon::Balloons,
     /// Host changes to one VM's EPT that a fault on another VM's core
     /// caused: they wait for the end of the round (as a native fault's
     /// shootdowns reach the other cores then).
@@ -120,6 +134,7 @@ impl Hypervisor {
             backing: cfg.backing,
             counters: HostCounters::default(),
             ksm,
+            balloons: balloon::Balloons::default(),
             deferred: Vec::new(),
         })
     }
@@ -298,7 +313,21 @@ impl Hypervisor {
         self.host.report(&crate::systems::idle_stats(), &mut host);
         out.extend(host.into_iter().map(|(k, v)| (format!("host.{k}"), v)));
         out.insert("host.faults".into(), Stat::Int(self.counters.faults));
+        let c = &self.counters;
+        put_ints(
+            out,
+            "host.",
+            &[
+                ("ept_scans", c.ept_scans),
+                ("ept_cleared", c.ept_cleared),
+                ("ept_splits", c.ept_splits),
+                ("ept_collapses", c.ept_collapses),
+                ("ept_collapse_refused", c.ept_collapse_refused),
+            ],
+        );
+        out.insert("host.ept_remap_cycles".into(), Stat::Float(c.ept_remap_cycles));
         put_ints(out, "virt.", &[("invepts", self.counters.invepts)]);
+        self.balloons.report(out);
         if let Some(ksm) = &self.ksm {
             ksm.report(out);
         }
@@ -307,6 +336,7 @@ impl Hypervisor {
     pub fn reset_stats(&mut self) {
         self.host.reset_stats();
         self.counters = HostCounters::default();
+        self.balloons.reset_stats();
         if let Some(ksm) = self.ksm.as_deref_mut() {
             ksm.reset_stats();
         }
