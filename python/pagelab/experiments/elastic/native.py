@@ -259,16 +259,23 @@ def grouped_bars(ax, t: pd.DataFrame, by: str, groups: list[str], col: str = "cy
     ax.set_xticks(range(len(ws)), ws, rotation=20)
 
 
-def plot_native(t: pd.DataFrame, path: Path) -> Path:
+def cycles_figure(t: pd.DataFrame, path: Path, systems: list[str], ylabel: str, title: str) -> Path:
+    """Table `t`'s cycles_norm as bars per workload, one per system of
+    `systems`, against the normalizer's 1."""
     plt = pyplot()
     ws = list(dict.fromkeys(t.workload))
     fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(ws)), 3.6))
-    grouped_bars(ax, t, "system", SYSTEMS)
+    grouped_bars(ax, t, "system", systems)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
-    ax.set_ylabel("cycles / 4 KiB pages' cycles")
-    ax.set_title("et-native: Neoverse N1 (scaled), native, no fragmentation")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return write_figure(fig, path)
+
+
+def plot_native(t: pd.DataFrame, path: Path) -> Path:
+    return cycles_figure(t, path, SYSTEMS, "cycles / 4 KiB pages' cycles",
+                         "et-native: Neoverse N1 (scaled), native, no fragmentation")
 
 
 def setup_text(variant: str, apps: list[str] | None = None) -> str:

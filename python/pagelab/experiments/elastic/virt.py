@@ -39,12 +39,12 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired, seeds, with_spread, write_outputs,
+                                        write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import ORDER, SCALE, workloads
 from pagelab.experiments.elastic.native import base as native_base
-from pagelab.experiments.elastic.native import gap_summary, grouped_bars, setup_text, shape
+from pagelab.experiments.elastic.native import cycles_figure, gap_summary, setup_text, shape
 from pagelab.experiments.elastic.native import systems as native_systems
 from pagelab.sweep import Sweep
 
@@ -118,15 +118,8 @@ def measured(t: pd.DataFrame) -> dict[str, object]:
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
-    plt = pyplot()
-    ws = list(dict.fromkeys(t.workload))
-    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(ws)), 3.6))
-    grouped_bars(ax, t, "system", SYSTEMS)
-    ax.axhline(1.0, color="black", lw=0.6, ls=":")
-    ax.set_ylabel("cycles / 4 KiB guest pages' cycles")
-    ax.set_title("et-virt: Neoverse N1 (scaled), virtualized, no fragmentation")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return write_figure(fig, path)
+    return cycles_figure(t, path, SYSTEMS, "cycles / 4 KiB guest pages' cycles",
+                         "et-virt: Neoverse N1 (scaled), virtualized, no fragmentation")
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
