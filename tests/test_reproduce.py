@@ -152,17 +152,20 @@ def test_reproduce_tiny(tmp_path, exp_id):
     elif exp_id.startswith("pp-"):
         PP_CHECKS[exp_id](df)
     elif exp_id == "et-hugetlb":
-        # Exactly the columns; every size run, each normalized to
-        # its workload's 4 KiB run; from 2 MiB up the 1 GiB footprint fits
-        # the L2 TLB. (64 KiB is not ordered: on the tiny grid its cold
-        # page-table lines dominate; docs/systems/elastic.md.)
+        # Exactly the columns; every size run (no 1 GiB column: the
+        # tiny footprints hold no 1 GiB page), each normalized to its
+        # workload's 4 KiB run. Canneal's dependent chase over 128 MiB on
+        # the 10-entry L2 TLB: 2 MiB pages (20 MiB of reach) beat 4 KiB
+        # ones, and 32 MiB pages (320 MiB: the whole footprint) at least
+        # match them. (64 KiB is not ordered: on the tiny grid its cold
+        # page-table lines dominate; docs/systems/elastic-results.md.)
         assert_columns(df, ["workload", "virtualized", "page_size", "cycles_norm"])
-        assert set(df.page_size) == {"4k", "64k", "2m", "32m", "1g"} and set(df.virtualized) == {False, True}
-        assert len(df) == 2 * 2 * 5
+        assert set(df.page_size) == {"4k", "64k", "2m", "32m"} and set(df.virtualized) == {False, True}
+        assert set(df.workload) == {"canneal", "streamcluster"} and len(df) == 2 * 2 * 4
         assert (df[df.page_size == "4k"].cycles_norm == 1.0).all()
         for virtualized in (False, True):
-            g = df[(df.workload == "gups") & (df.virtualized == virtualized)].set_index("page_size").cycles_norm
-            assert g["2m"] < g["4k"] and g["1g"] <= g["32m"] <= g["2m"], (virtualized, g.to_dict())
+            g = df[(df.workload == "canneal") & (df.virtualized == virtualized)].set_index("page_size").cycles_norm
+            assert g["2m"] < g["4k"] and g["32m"] <= g["2m"], (virtualized, g.to_dict())
     elif exp_id == "et-native":
         assert_columns(df, ["workload", "system", "cycles_norm", "dtlb_l2_mpki"])
         # 1 GiB pages only where the footprint holds one (not in tiny);

@@ -199,6 +199,11 @@ pub struct WorkloadConfig {
     /// trace: simulate instruction fetches (lackey `I` lines, ChampSim
     /// ips); when false they count only as instructions.
     pub ifetch: bool,
+    /// Where the arrays lie: unset, 2 MiB-aligned starts and lengths in
+    /// whole 4 KiB pages (a THP heap); set, starts aligned to it and
+    /// lengths rounded up to it, as a hugetlbfs mapping of pages of that
+    /// size is (libhugetlbfs's heap).
+    pub align: Option<ByteSize>,
 }
 
 impl Default for WorkloadConfig {
@@ -241,6 +246,7 @@ impl Default for WorkloadConfig {
             instructions: 0,
             format: None,
             ifetch: false,
+            align: None,
         }
     }
 }
@@ -281,6 +287,7 @@ impl WorkloadConfig {
             return Err(Error::config(key("footprint"), "at most 64TiB fits under the layout top"));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
+        self.validate_align(&key("align"))?;
         self.validate_trace_keys(prefix)?;
         if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
             // Silently ignoring it would let a sweep believe it fixed a graph.
@@ -317,6 +324,7 @@ impl WorkloadConfig {
                 ("fast_forward", self.fast_forward != 0),
                 ("skip_kernel_init", self.skip_kernel_init),
                 ("fast_forward_mode", functional),
+                ("align", self.align.is_some()),
             ] {
                 if on {
                     return Err(Error::config(key(k), "generators only; a trace can start later with another capture"));
@@ -369,6 +377,16 @@ impl WorkloadConfig {
             return Err(Error::config(format!("{prefix}.stride"), "must be a positive multiple of 8 bytes"));
         }
         Ok(())
+    }
+
+    /// A hugetlbfs page size: a power of two from 2 MiB to 1 GiB.
+    fn validate_align(&self, key: &str) -> Result<()> {
+        match self.align.map(|a| a.bytes()) {
+            Some(a) if !a.is_power_of_two() || !(2 << 20..=1 << 30).contains(&a) => {
+                Err(Error::config(key, format!("{a} bytes: must be a power of two from 2MiB to 1GiB")))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn validate_node_size(&self, prefix: &str) -> Result<()> {
@@ -524,6 +542,7 @@ mod tests {
             ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
             ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
             ("kind = \"trace\"\npath = \"t\"\nfast_forward = 5", "workload.fast_forward"),
+            ("kind = \"trace\"\npath = \"t\"\nalign = \"2MiB\"", "workload.align"),
             ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
             ("kind = \"trace\"\npath = \"t\"\nfast_forward_mode = \"functional\"", "workload.fast_forward_mode"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
@@ -540,6 +559,9 @@ mod tests {
             ("kind = \"stream\"\nformat = \"lackey\"", "workload.format"),
             ("kind = \"stream\"\nifetch = true", "workload.ifetch"),
             ("kind = \"gups\"\ngraph_seed = 3", "workload.graph_seed"),
+            ("kind = \"gups\"\nalign = \"3MiB\"", "workload.align"),
+            ("kind = \"gups\"\nalign = \"64KiB\"", "workload.align"),
+            ("kind = \"gups\"\nalign = \"2GiB\"", "workload.align"),
             ("kind = \"pointer-chase\"\nhot_layout = \"scattered\"", "workload.hot_layout"),
             (
                 "kind = \"pointer-chase\"\nhot_set = 8192\nhot_layout = \"scattered\"\nhot_chunk = 100",

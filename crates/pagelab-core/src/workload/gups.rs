@@ -46,7 +46,7 @@ pub(crate) struct Gups {
 impl Gups {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let words = cfg.footprint.bytes() / 8;
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let table = layout.place("gups-table", words * 8);
         Gups {
             arrays: layout.into_arrays(),

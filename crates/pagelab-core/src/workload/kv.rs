@@ -180,7 +180,7 @@ impl Kv {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let size = cfg.object_size.bytes();
         let shape = shape_of(cfg);
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let heap = layout.place("kv-heap", shape.heap_bytes());
         let buckets_va = layout.place("kv-buckets", shape.buckets * 8);
         let hash_seed = mix64(cfg.seed ^ 0x6b76_6861_7368);

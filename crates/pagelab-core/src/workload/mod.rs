@@ -318,25 +318,34 @@ pub const LAYOUT_TOP: u64 = 0x7f00_0000_0000;
 const HUGE: u64 = 2 << 20;
 const PAGE: u64 = 4096;
 
-/// Places arrays top-down from [`LAYOUT_TOP`], 2 MiB-aligned, 2 MiB apart.
+/// Places arrays top-down from [`LAYOUT_TOP`], 2 MiB-aligned, 2 MiB apart;
+/// or, with an alignment (`workload.align`), aligned to it, that far apart
+/// and with lengths rounded up to it.
 #[derive(Debug)]
 pub(crate) struct Layout {
     cursor: u64,
     arrays: Vec<Array>,
+    align: Option<u64>,
 }
 
 impl Layout {
     pub(crate) fn new() -> Self {
-        Layout { cursor: LAYOUT_TOP, arrays: Vec::new() }
+        Layout { cursor: LAYOUT_TOP, arrays: Vec::new(), align: None }
     }
 
-    /// Maps `bytes` (rounded up to pages, at least one page) and returns
-    /// the start. E.g. the first 2 MiB array lands at 0x7eff_ffe0_0000 and
-    /// the next one ends 2 MiB below that.
+    /// The layout `cfg.align` asks for.
+    pub(crate) fn of(cfg: &WorkloadConfig) -> Self {
+        Layout { align: cfg.align.map(|a| a.bytes()), ..Layout::new() }
+    }
+
+    /// Maps `bytes` (rounded up to pages, at least one page, or to the
+    /// alignment) and returns the start. E.g. the first 2 MiB array lands
+    /// at 0x7eff_ffe0_0000 and the next one ends 2 MiB below that.
     pub(crate) fn place(&mut self, name: &'static str, bytes: u64) -> VirtAddr {
-        let len = bytes.max(1).div_ceil(PAGE) * PAGE;
-        let start = (self.cursor - len) & !(HUGE - 1);
-        self.cursor = start - HUGE;
+        let (unit, align) = self.align.map_or((PAGE, HUGE), |a| (a, a));
+        let len = bytes.max(1).div_ceil(unit) * unit;
+        let start = (self.cursor - len) & !(align - 1);
+        self.cursor = start - align;
         self.arrays.push(Array { name, start: VirtAddr::new(start), len });
         VirtAddr::new(start)
     }
@@ -450,6 +459,24 @@ mod tests {
         // A trace's instruction address folds into 15 bits.
         assert!(Site::pc(0x7fff_1234_5678).pc_tag() < 1 << 15);
         assert_eq!(Access::load(VirtAddr::new(64), 8, 1).site, Site::NONE);
+    }
+
+    #[test]
+    fn an_aligned_layout_places_hugetlbfs_like_mappings() {
+        // 32 MiB pages: 40 MiB rounds up to 64 MiB, starting on a 32 MiB
+        // boundary below the top; the next array (1 byte: one 32 MiB page)
+        // starts a 32 MiB gap below.
+        let cfg = WorkloadConfig { align: Some(crate::units::ByteSize(32 << 20)), ..Default::default() };
+        let mut layout = Layout::of(&cfg);
+        let a = layout.place("a", 40 << 20);
+        let b = layout.place("b", 1);
+        assert_eq!(a.raw(), 0x7eff_fc00_0000);
+        assert_eq!(b.raw(), 0x7eff_f800_0000);
+        let arrays = layout.into_arrays();
+        assert_eq!((arrays[0].len, arrays[1].len), (64 << 20, 32 << 20));
+        // Unset, the layout is the 2 MiB one.
+        let mut plain = Layout::of(&WorkloadConfig::default());
+        assert_eq!(plain.place("a", 40 << 20).raw(), 0x7f00_0000_0000 - (40 << 20));
     }
 
     #[test]

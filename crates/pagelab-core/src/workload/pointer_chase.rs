@@ -144,7 +144,7 @@ impl PointerChase {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let node_size = cfg.node_size.bytes();
         let nodes = cfg.footprint.bytes() / node_size;
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let base = layout.place("chase-nodes", nodes * node_size);
         let placement = Placement::new(cfg, nodes);
         let hot_nodes = placement.hot_nodes();

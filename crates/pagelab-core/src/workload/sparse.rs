@@ -48,7 +48,7 @@ pub(crate) struct Sparse {
 impl Sparse {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let regions = cfg.footprint.bytes() / REGION;
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let base = layout.place("sparse-regions", regions * REGION);
         Sparse {
             arrays: layout.into_arrays(),

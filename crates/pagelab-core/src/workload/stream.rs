@@ -35,7 +35,7 @@ pub(crate) struct Stream {
 impl Stream {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let elements = cfg.footprint.bytes() / 3 / 8;
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let a = layout.place("stream-a", elements * 8);
         let b = layout.place("stream-b", elements * 8);
         let c = layout.place("stream-c", elements * 8);

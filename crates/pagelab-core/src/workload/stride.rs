@@ -31,7 +31,7 @@ pub(crate) struct Stride {
 impl Stride {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let bytes = cfg.footprint.bytes() & !7;
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let base = layout.place("stride-array", bytes);
         Stride {
             arrays: layout.into_arrays(),

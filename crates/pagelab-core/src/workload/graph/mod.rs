@@ -379,7 +379,7 @@ impl GraphWorkload {
     pub(crate) fn new(cfg: &WorkloadConfig) -> Self {
         let key = graph_key(cfg);
         let graph = cache::kronecker_cached(key, cache::cache_dir().as_deref());
-        let mut layout = Layout::new();
+        let mut layout = Layout::of(cfg);
         let va = CsrVa::place(&mut layout, &graph);
         let kernel = match cfg.kernel {
             GraphKernel::Bfs => AnyKernel::Bfs(bfs::Bfs::new(&graph, &mut layout, cfg.seed, cfg.sources)),
