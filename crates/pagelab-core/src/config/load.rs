@@ -25,6 +25,8 @@ pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<Si
         };
         Error::config(key, inner)
     })?;
+    let mut cfg = cfg;
+    cfg.fill_machine_defaults();
     cfg.validate()?;
     Ok(cfg)
 }
@@ -117,6 +119,17 @@ mod tests {
         assert_eq!(cfg.machine.tlb.l2_ways, 12);
         assert_eq!(cfg.machine.tlb.l2_entries, 1536);
         assert_eq!(cfg.machine.cache.llc.size.bytes(), 16 << 20);
+    }
+
+    #[test]
+    fn leshys_budget_defaults_to_the_machines_l2_tlb_in_every_os() {
+        // i7-10700: 1536 entries; the key, where given, wins.
+        let text = format!("[machine]\npreset = \"i7-10700\"\n[virt.host.elastic]\nleshy_budget = 7\n{MINIMAL}");
+        let cfg = parse_config(&text, "t.toml", &[]).unwrap();
+        assert_eq!(cfg.os.elastic.leshy_budget, Some(1536));
+        assert_eq!(cfg.virt.host.elastic.leshy_budget, Some(7));
+        let o = vec!["machine.tlb.l2_entries=48".to_string()];
+        assert_eq!(parse_config(MINIMAL, "t.toml", &o).unwrap().os.elastic.leshy_budget, Some(48));
     }
 
     #[test]

@@ -249,6 +249,19 @@ impl SimConfig {
         self.workload_list().len()
     }
 
+    /// Fills the defaults that come from the machine: Leshy's budget is the
+    /// L2 TLB's entries (in every OS: the native or guest one, each VM's,
+    /// the hypervisor's).
+    pub fn fill_machine_defaults(&mut self) {
+        let entries = self.machine.tlb.l2_entries.max(1);
+        let oses = std::iter::once(&mut self.os)
+            .chain(std::iter::once(&mut self.virt.host))
+            .chain(self.vms.iter_mut().map(|vm| &mut vm.os));
+        for os in oses {
+            os.elastic.leshy_budget.get_or_insert(entries);
+        }
+    }
+
     /// Checks everything serde could not: ranges, and how keys relate.
     pub fn validate(&self) -> Result<()> {
         let m = &self.machine;

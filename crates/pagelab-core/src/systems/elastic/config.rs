@@ -60,8 +60,10 @@ pub struct ElasticConfig {
     /// -c 1024` of SPE).
     pub leshy_sample_period: u64,
     /// The TLB entries the placement may spend (the artifact's TLBSIZE:
-    /// 1280, the N1's L2 TLB; its online runs used 70% of it).
-    pub leshy_budget: u32,
+    /// 1280, the N1's L2 TLB; its online runs used 70% of it). Unset: the
+    /// machine's L2 TLB entries (`machine.tlb.l2_entries`), filled in when
+    /// the configuration is read (`SimConfig::fill_machine_defaults`).
+    pub leshy_budget: Option<u32>,
     /// The share of sampled misses the hints must cover (the artifact's
     /// target 100000 of 100000: all of them).
     pub leshy_coverage: f64,
@@ -77,6 +79,14 @@ pub struct ElasticConfig {
     pub leshy_hints_out: Option<String>,
 }
 
+impl ElasticConfig {
+    /// Leshy's budget: the key, or else the N1's L2 TLB (1280 entries),
+    /// for a configuration built without `SimConfig::fill_machine_defaults`.
+    pub fn budget(&self) -> usize {
+        self.leshy_budget.unwrap_or(1280) as usize
+    }
+}
+
 impl Default for ElasticConfig {
     fn default() -> Self {
         ElasticConfig {
@@ -86,7 +96,7 @@ impl Default for ElasticConfig {
             khugepaged: true,
             greedy_32m: false,
             leshy_sample_period: 1024,
-            leshy_budget: 1280,
+            leshy_budget: None,
             leshy_coverage: 1.0,
             leshy_epoch_ms: 5000.0,
             leshy_epochs: 2,
@@ -131,7 +141,7 @@ impl ElasticConfig {
         if self.leshy_sample_period == 0 {
             return Err(Error::config(key("leshy_sample_period"), "must be at least 1"));
         }
-        if self.leshy_budget == 0 {
+        if self.leshy_budget == Some(0) {
             return Err(Error::config(key("leshy_budget"), "must be at least 1"));
         }
         if !(self.leshy_coverage > 0.0 && self.leshy_coverage <= 1.0) {

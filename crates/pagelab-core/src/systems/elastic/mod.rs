@@ -83,7 +83,7 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
             source,
             epoch_ms: cfg.leshy_epoch_ms,
             epochs: cfg.leshy_epochs as usize,
-            budget: cfg.leshy_budget as usize,
+            budget: cfg.budget(),
             coverage: cfg.leshy_coverage,
             pages_to_scan: b.os.thp.pages_to_scan as u64,
             scan_sleep_ms: b.os.thp.scan_sleep_ms,
