@@ -690,7 +690,7 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
             _ => break,
         }
     }
-    out.extend(chp::zeroed_leaf(pt, vaddr));
+    chp::push_zeroed_leaf(pt, node, vaddr, &mut out);
     out
 }
 

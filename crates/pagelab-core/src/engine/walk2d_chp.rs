@@ -55,7 +55,7 @@
 //!   which drops every combined entry of the VM.
 //! - **Zeroing backing.** A colored-huge-page fault zeroes its 512 guest
 //!   frames, strided over up to 8 blocks: all are backed then
-//!   ([`zeroed_leaf`]), not only the faulting page's.
+//!   ([`push_zeroed_leaf`]), not only the faulting page's.
 
 use super::super::mmu::Mmu;
 use super::{perforated, Ept, EptMiss, Walk2d, Walker2d};
@@ -233,15 +233,25 @@ fn check_fill(pt: &PageTable, hv: &Hypervisor, vm: usize, vbase: Vpn, host_subs:
     None
 }
 
-/// The guest frames of the leaf a fault at `vaddr` made, which its
-/// handler zeroed: a colored huge page's 512, one range each (strided, not
-/// contiguous), else the leaf's one range; none when nothing maps `vaddr`.
-pub(super) fn zeroed_leaf(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
-    if !crate::systems::chp::pagetable::is_colored_huge(pt, vaddr) {
-        return pt.lookup(vaddr).map(|m| (Gfn::of_guest_kernel(m.frame), m.size.nr_pages())).into_iter().collect();
+/// Adds the guest frames of the leaf a fault at `vaddr` made, which its
+/// handler zeroed, to `out`: the leaf's range, or a colored huge page's
+/// 512 frames, one range each (strided, not contiguous). `table` is the
+/// last table on `vaddr`'s path (a PTE page whose bits say whether it is
+/// a colored huge page's: one array lookup for any other fault).
+#[inline]
+pub(super) fn push_zeroed_leaf(pt: &PageTable, table: NodeId, vaddr: VirtAddr, out: &mut Vec<(Gfn, u64)>) {
+    if pt.table_leaf_ext(table) & COLORED_HUGE != 0 {
+        push_colored_huge(pt, vaddr, out);
+    } else if let Some(m) = pt.lookup(vaddr) {
+        out.push((Gfn::of_guest_kernel(m.frame), m.size.nr_pages()));
     }
+}
+
+#[cold]
+#[inline(never)]
+fn push_colored_huge(pt: &PageTable, vaddr: VirtAddr, out: &mut Vec<(Gfn, u64)>) {
     let base = vaddr.align_down(PageSize::Size2M.bytes());
-    (0..512).filter_map(|i| pt.lookup(base.add(i << 12)).map(|m| (Gfn::of_guest_kernel(m.frame), 1))).collect()
+    out.extend((0..512).filter_map(|i| pt.lookup(base.add(i << 12)).map(|m| (Gfn::of_guest_kernel(m.frame), 1))));
 }
 
 impl Walker2d<'_> {

@@ -316,3 +316,39 @@ proptest::proptest! {
         super::super::tests::check_backing(&sim);
     }
 }
+
+#[test]
+fn chps_counters_read_the_same_in_a_guest_over_host_2m_pages_as_natively() {
+    // Two colored huge pages stored to, then loads striding over both:
+    // the guest OS does what the native one does (os.chp.*), and over
+    // host 2 MiB pages the combined entries have the native entries'
+    // reach, so the L2 TLB misses and CHP walks match; over host 4 KiB
+    // pages every page misses once.
+    let script = || {
+        let loads = (0..4096u64).map(|i| Access::load(BASE.add((i * 37 % 1024) * 4096), 8, 1)).collect();
+        vec![batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 1024)), batch(vec![], loads)]
+    };
+    let native = {
+        let mut cfg = config(&["os.policy=\"chp\"", "machine.color_bits=[12,13,14]", "run.check_translations=true"]);
+        cfg.workload.as_mut().unwrap().colors = vec![1, 5];
+        simulate(cfg, script()).unwrap()
+    };
+    let over_2m = simulate(chp_guest("thp", &[]), script()).unwrap();
+    let over_4k = simulate(chp_guest("base", &[]), script()).unwrap();
+    for name in ["os.chp.attempts", "os.chp.success", "os.chp.blocks", "os.chp.cache_hits", "faults"] {
+        assert_eq!(stat(&over_2m, name), stat(&native, name), "{name}");
+        assert_eq!(stat(&over_4k, name), stat(&native, name), "{name}");
+    }
+    assert_eq!(stat(&native, "os.chp.success"), 2.0);
+    for name in ["dtlb.l2.misses", "walk.chp"] {
+        assert_eq!(stat(&over_2m, name), stat(&native, name), "{name}");
+    }
+    assert_eq!(stat(&native, "dtlb.l2.misses"), 2.0, "one walk per colored huge page");
+    assert_eq!(stat(&over_4k, "dtlb.l2.misses"), 1024.0, "one walk per 4 KiB page");
+    assert_eq!(stat(&over_4k, "walk.chp"), 1024.0);
+    for s in [&over_2m, &over_4k] {
+        let restarts = stat(s, "virt.ept_violations.walk");
+        assert_eq!(stat(s, "walks"), stat(s, "dtlb.l2.misses") + stat(s, "faults") + restarts);
+        assert_eq!(stat(s, "walk.mem_refs"), stat(s, "walk.guest_refs") + stat(s, "walk.host_refs"));
+    }
+}
