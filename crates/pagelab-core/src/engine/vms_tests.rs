@@ -206,7 +206,6 @@ fn bad_vms_tables_are_errors_naming_the_keys() {
         (two.clone(), &["virt.enabled=false"][..], "virt.enabled"),
         (two.clone(), &["vms=[{guest_mem = \"64MiB\"}]"][..], "vms[0]"),
         (two.clone().replace("guest_mem = \"64MiB\"", "guest_mem = \"3MiB\""), &[][..], "vms[0].guest_mem"),
-        (two.clone().replace("policy = \"base\"\n[vms", "policy = \"chp\"\n[vms"), &[][..], "vms[0].os.policy"),
         (two.clone().replace("[vms.os]\n", "nonesuch = 1\n[vms.os]\n"), &[][..], "nonesuch"),
         (two.clone().replace("kind = \"gups\"", "kind = \"nonesuch\""), &[][..], "vms[0].workload.kind"),
     ] {

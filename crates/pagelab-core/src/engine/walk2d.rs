@@ -51,7 +51,7 @@ use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
 use crate::os::{Boot, Kernel, Shootdown};
 use crate::paging::pagetable::{level_size, table_index};
-use crate::paging::pte::{ACCESSED, DIRTY, PERFORATED};
+use crate::paging::pte::{ACCESSED, COLORED_HUGE, DIRTY};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
@@ -374,9 +374,8 @@ impl Walker2d<'_> {
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
         let GuestLeaf { frame, size, writable, dirty, newly_dirty, contig } = loop {
-            if pt.table_leaf_ext(node) & PERFORATED != 0 {
-                let counters = &mut mmu.tlb.extensions_mut().perforated.counters;
-                return perforated::walk_step(&mut ept, pt, node, tag, vaddr, write, counters);
+            if pt.table_leaf_ext(node) & chp::GUEST_STEPS != 0 {
+                return chp::leaf_ext_step(mmu, &mut ept, pt, node, tag, vaddr, write, self.contents.as_mut());
             }
             // With EPT A/D on, reads of guest tables count as stores (SDM 28.2.4).
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node)), true) {
@@ -560,6 +559,10 @@ impl Walker2d<'_> {
                 contents.written(self.nested.vm, Gfn::of_guest_kernel(pte.pfn()), size.nr_pages(), vbase, *data);
             }
             pt.set_bits(slot, DIRTY | ACCESSED);
+            if slot.level == 1 && pt.table_leaf_ext(slot.node) & COLORED_HUGE != 0 {
+                self.colored_huge_dirty_assist(asid, tag, slot.node, vaddr);
+            }
+            let pt = self.guest.page_table_mut(asid);
             let data = pte.pfn().add((vaddr.raw() & (level_size(slot.level).bytes() - 1)) >> 12);
             // The store sets the EPT leaf's dirty bit too (the re-walk that
             // sets it is not charged: see virt::ept_bits).
@@ -687,9 +690,7 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
             _ => break,
         }
     }
-    if let Some(m) = pt.lookup(vaddr) {
-        out.push((Gfn::of_guest_kernel(m.frame), m.size.nr_pages()));
-    }
+    chp::push_zeroed_leaf(pt, node, vaddr, &mut out);
     out
 }
 
@@ -787,6 +788,9 @@ impl Simulation {
 
 #[path = "walk2d_perforated.rs"]
 mod perforated;
+
+#[path = "walk2d_chp.rs"]
+mod chp;
 
 #[cfg(test)]
 #[path = "walk2d_tests.rs"]

@@ -35,14 +35,31 @@ pub fn walk(
     refs.push(pt.node_frame(node).addr(), RefKind::Walk);
     stats.walk_mem_refs += 1;
     stats.leaf_ext_walks += 1;
+    read_line(pt, node, asid, vaddr, write, stride_shift).0
+}
+
+/// The line's part of the walk step, without its reference (the 2D
+/// walker reads the line at its host address, `engine::walk2d_chp`): A
+/// (and D on a store) set in the 8 entries, and the 2 MiB entry they
+/// give, with whether this access set their D bit.
+pub fn read_line(
+    pt: &mut PageTable,
+    node: NodeId,
+    asid: Asid,
+    vaddr: VirtAddr,
+    write: bool,
+    stride_shift: u8,
+) -> (TlbEntry<ColoredHuge>, bool) {
     let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
     let line = pt.ext_line(node);
+    let newly_dirty = write && !line[0].dirty();
     for e in line.iter_mut() {
         *e = e.with(bits);
     }
     let slot = (vaddr.raw() >> 18) as usize & 7;
     let vbase = vaddr.align_down(PageSize::Size2M.bytes()).vpn();
-    colored_huge(asid, vbase, line.map(|e| e.pfn()), stride_shift, line[slot].writable(), line[0].dirty())
+    let entry = colored_huge(asid, vbase, line.map(|e| e.pfn()), stride_shift, line[slot].writable(), line[0].dirty());
+    (entry, newly_dirty)
 }
 
 /// A store through a clean entry of a colored huge page: the same locked
