@@ -24,6 +24,8 @@ pub mod host_budget;
 #[cfg(test)]
 mod ksm_tests;
 pub mod mmu;
+#[cfg(test)]
+mod page_cache_tests;
 mod programs;
 #[cfg(test)]
 mod programs_tests;
