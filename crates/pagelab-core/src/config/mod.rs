@@ -215,6 +215,10 @@ pub struct RunConfig {
     /// measure window without its fault and daemon cycles, else
     /// `machine.timing.base_cpi`.
     pub fast_forward_cpi: f64,
+    /// Report each core's process's COPLACE conflict level at the end
+    /// (`coreN.conflict_level`, `engine/conflict.rs`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub conflict_level: bool,
 }
 
 impl Default for RunConfig {
@@ -228,6 +232,7 @@ impl Default for RunConfig {
             skip_init: false,
             sampling: SamplingConfig::default(),
             fast_forward_cpi: 0.0,
+            conflict_level: false,
         }
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod bench;
 mod boot;
+mod conflict;
 pub mod core;
 mod export;
 pub mod functional;
