@@ -5,20 +5,12 @@
 
 use super::testutil::*;
 use super::*;
-use crate::config::parse_config;
 use crate::os::{FileWindow, ProcessSpec, PAGE_CACHE_POOL};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::units::{Asid, Order, Pfn, VirtAddr};
 
 const WINDOW: u64 = 0x7eff_ffa0_0000;
 const ARRAY: u64 = 0x7eff_ffe0_0000;
-
-fn run_text(text: &str, overrides: &[&str]) -> Simulation {
-    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let mut sim = Simulation::new(parse_config(text, "t.toml", &overrides).unwrap()).unwrap();
-    sim.run().unwrap();
-    sim
-}
 
 fn frame_of(sim: &Simulation, asid: Asid, vaddr: u64) -> u64 {
     let pt = &sim.kernel.proc(asid).aspace.pt;
@@ -58,7 +50,7 @@ fn a_file_read_allocates_cache_and_array_frames_interleaved() {
     // buddy allocator hands out one split block lowest first, so with F
     // the first frame the cache holds F, F+2, F+4, F+6 and the array F+1,
     // F+3, F+5, F+7.
-    let sim = run_text(&reader_then(""), &["os.policy=\"base\""]);
+    let sim = run_toml(&reader_then(""), &["os.policy=\"base\""]);
     let f = frame_of(&sim, 1, WINDOW);
     for i in 0..4 {
         assert_eq!(frame_of(&sim, 1, WINDOW + i * 4096), f + 2 * i, "cache page {i}");
@@ -76,7 +68,7 @@ fn under_bin_hopping_the_cache_and_the_array_take_alternate_bins() {
     // Bin hopping gives consecutive allocations of the process consecutive
     // colors, page-cache pages included: cache page i gets color 2i, array
     // page i color 2i + 1 (mod the colors), from a cursor at 0.
-    let sim = run_text(&reader_then(""), &["os.policy=\"bin-hopping\""]);
+    let sim = run_toml(&reader_then(""), &["os.policy=\"bin-hopping\""]);
     let colors = sim.kernel.color_map();
     let n = colors.nr_colors() as u64;
     assert!(n >= 8, "{n} colors");
@@ -92,9 +84,9 @@ fn after_the_reader_exits_its_array_is_free_the_cache_is_not_and_the_next_progra
     // The reader's array frames F+1, F+3, F+5, F+7 come back as order-0
     // blocks (their buddies hold the cache), and the next program's first
     // faults take them lowest first; then the order-3 block at F+8.
-    let first = run_text(&reader_then(""), &["os.policy=\"base\""]);
+    let first = run_toml(&reader_then(""), &["os.policy=\"base\""]);
     let f = frame_of(&first, 1, WINDOW);
-    let sim = run_text(&reader_then(STREAM_AFTER), &["os.policy=\"base\""]);
+    let sim = run_toml(&reader_then(STREAM_AFTER), &["os.policy=\"base\""]);
     assert_eq!(sim.cores[0].asid, 2);
     for i in 0..4 {
         assert_eq!(sim.kernel.mem.owner(Pfn::new(f + 2 * i)), FrameOwner::Reserved { pool: PAGE_CACHE_POOL });
@@ -112,11 +104,11 @@ fn after_the_reader_exits_its_array_is_free_the_cache_is_not_and_the_next_progra
 fn a_second_reader_of_the_same_file_hits_every_page_and_another_file_fills() {
     let same = "\n[[workloads]]\nkind = \"file-read\"\nfootprint = \"16KiB\"\naccesses = 0\nfile = \"data\"\n\
                 after = \"previous\"\n";
-    let sim = run_text(&reader_then(same), &["os.policy=\"base\""]);
+    let sim = run_toml(&reader_then(same), &["os.policy=\"base\""]);
     assert_eq!((stat(&sim, "pagecache.fills"), stat(&sim, "pagecache.hits")), (4.0, 4.0));
     assert_eq!(stat(&sim, "pagecache.pages"), 4.0);
     let other = sim_text_other();
-    let sim = run_text(&reader_then(&other), &["os.policy=\"base\""]);
+    let sim = run_toml(&reader_then(&other), &["os.policy=\"base\""]);
     assert_eq!((stat(&sim, "pagecache.fills"), stat(&sim, "pagecache.hits")), (8.0, 0.0));
     check_roles(&sim.kernel);
 }
@@ -211,7 +203,7 @@ footprint = "384KiB"
 accesses = 20000
 after = "previous"
 "#;
-    let sim = run_text(text, &[]);
+    let sim = run_toml(text, &[]);
     assert_eq!(stat(&sim, "pagecache.pages"), 256.0);
     assert_eq!(stat(&sim, "pagecache.fills"), 256.0);
     check_roles(&sim.kernel);
@@ -224,7 +216,7 @@ fn every_frame_has_at_most_one_role_over_policies_and_chunks() {
             let then = STREAM_AFTER.to_string() + &sim_text_other().replace("\"other\"", "\"data\"");
             let text = reader_then(&then).replace("footprint = \"16KiB\"", "footprint = \"200KiB\"");
             let text = text.replacen("file = \"data\"", &format!("file = \"data\"\nchunk = \"{chunk}\""), 1);
-            let sim = run_text(&text, &[&format!("os.policy=\"{policy}\"")]);
+            let sim = run_toml(&text, &[&format!("os.policy=\"{policy}\"")]);
             assert_eq!(stat(&sim, "pagecache.hits"), 50.0, "{policy} {chunk}");
             check_roles(&sim.kernel);
         }
@@ -276,7 +268,7 @@ fn varying(reader_first: bool) -> Simulation {
          [run]\nconflict_level = true\n{}{stream}{after}",
         if reader_first { reader } else { "" }
     );
-    run_text(&text, &[])
+    run_toml(&text, &[])
 }
 
 #[test]

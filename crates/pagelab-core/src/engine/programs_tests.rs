@@ -87,9 +87,7 @@ after = "previous"
 "#;
 
 fn run_text(text: &str) -> Simulation {
-    let mut sim = Simulation::new(parse_config(text, "t.toml", &[]).unwrap()).unwrap();
-    sim.run().unwrap();
-    sim
+    run_toml(text, &[])
 }
 
 /// The same text with only its `which`th `[[workloads]]` table, without
