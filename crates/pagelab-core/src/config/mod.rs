@@ -215,6 +215,10 @@ pub struct RunConfig {
     /// measure window without its fault and daemon cycles, else
     /// `machine.timing.base_cpi`.
     pub fast_forward_cpi: f64,
+    /// Report each core's process's COPLACE conflict level at the end
+    /// (`coreN.conflict_level`, `engine/conflict.rs`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub conflict_level: bool,
 }
 
 impl Default for RunConfig {
@@ -228,6 +232,7 @@ impl Default for RunConfig {
             skip_init: false,
             sampling: SamplingConfig::default(),
             fast_forward_cpi: 0.0,
+            conflict_level: false,
         }
     }
 }
@@ -245,8 +250,10 @@ impl SimConfig {
         self.workload_tables().into_iter().map(|(k, _)| k).collect()
     }
 
+    /// One core per workload, but for those that start after the one
+    /// before them (`workload.after`), which share its core.
     pub fn nr_cores(&self) -> usize {
-        self.workload_list().len()
+        self.workload_list().iter().filter(|w| w.after.is_none()).count()
     }
 
     /// Fills the defaults that come from the machine: Leshy's budget is the
@@ -279,7 +286,10 @@ impl SimConfig {
         if m.cores != 0 && m.cores != n {
             return Err(Error::config(
                 "machine.cores",
-                format!("{} cores but {} workloads: each core runs exactly one workload", m.cores, n),
+                format!(
+                    "{} cores but {} workloads: each core runs one workload (and those that start after it)",
+                    m.cores, n
+                ),
             ));
         }
         let frames = m.phys_mem.bytes() >> 12;
@@ -319,7 +329,7 @@ impl SimConfig {
             for guest in self.guests() {
                 self.virt.validate_guest(&guest.os_key, guest.os, &guest.guest_mem_key, guest.guest_mem)?;
             }
-            let most = self.vm_of_cores().iter().fold(vec![0usize; self.guests().len()], |mut n, &vm| {
+            let most = self.vm_of_workloads().iter().fold(vec![0usize; self.guests().len()], |mut n, &vm| {
                 n[vm] += 1;
                 n
             });
@@ -335,6 +345,7 @@ impl SimConfig {
             let os_mem = if self.virt.enabled { guest.guest_mem } else { m.phys_mem };
             guest.os.validate(&guest.os_key, os_mem.bytes(), m.max_order)?;
         }
+        self.validate_sequences()?;
         for (prefix, w) in self.workload_tables() {
             w.validate(&prefix)?;
             if !self.virt.enabled && !w.contents.is_none() {

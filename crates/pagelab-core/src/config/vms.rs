@@ -112,10 +112,38 @@ impl SimConfig {
 
     /// The VM each core is a vCPU of (all 0 without `[[vms]]`).
     pub fn vm_of_cores(&self) -> Vec<usize> {
+        let firsts = self.workload_list().into_iter().map(|w| w.after.is_none());
+        self.vm_of_workloads().into_iter().zip(firsts).filter(|&(_, first)| first).map(|(vm, _)| vm).collect()
+    }
+
+    /// The VM each workload (each program) runs in, in `workload_list`
+    /// order (all 0 without `[[vms]]`).
+    pub fn vm_of_workloads(&self) -> Vec<usize> {
         if self.vms.is_empty() {
-            return vec![0; self.nr_cores()];
+            return vec![0; self.workload_list().len()];
         }
         self.vms.iter().enumerate().flat_map(|(vm, v)| std::iter::repeat_n(vm, v.workload_list().len())).collect()
+    }
+
+    /// `workload.after`: a program starts after another on the same core,
+    /// so the first of a VM's (or the run's) workloads cannot; and page
+    /// contents are declared per core, so they do not mix with it.
+    pub(super) fn validate_sequences(&self) -> Result<()> {
+        let tables = self.workload_tables();
+        let vms = self.vm_of_workloads();
+        for (i, (key, w)) in tables.iter().enumerate() {
+            if w.after.is_none() {
+                continue;
+            }
+            if i == 0 || vms[i - 1] != vms[i] {
+                let msg = "\"previous\" needs a workload before it on the same machine (or VM) to start after";
+                return Err(Error::config(format!("{key}.after"), msg));
+            }
+            if let Some((k, _)) = tables.iter().find(|(_, w)| !w.contents.is_none()) {
+                return Err(Error::config(format!("{k}.contents"), "not with programs in sequence (workload.after)"));
+            }
+        }
+        Ok(())
     }
 
     /// Every core's workload table, in core order, with its dotted key.
@@ -180,7 +208,7 @@ impl SimConfig {
                         "give either workload or [[vms.workloads]], not both",
                     ))
                 }
-                _ => vcpus.push(vm.workload_list().len()),
+                _ => vcpus.push(vm.workload_list().iter().filter(|w| w.after.is_none()).count()),
             }
         }
         let total: usize = vcpus.iter().sum();

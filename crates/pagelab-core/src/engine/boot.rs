@@ -30,7 +30,7 @@ pub(super) fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
 /// the native run is VM 0), which `os.fragmentation.fmfi` scales to. A
 /// trace declares none, so with an FMFI target it is an error.
 pub(crate) fn vm_footprint(cfg: &SimConfig, vm: usize, os_key: &str) -> Result<u64> {
-    let vm_of = cfg.vm_of_cores();
+    let vm_of = cfg.vm_of_workloads();
     let mine = cfg.workload_list().into_iter().zip(vm_of).filter(|&(_, v)| v == vm).map(|(w, _)| w);
     let mut bytes = 0;
     for w in mine {

@@ -47,6 +47,8 @@ pub struct Core {
     pub functional: bool,
     /// What the functional fast-forwards ran, and their clock's pace.
     pub ff: super::functional::FastForward,
+    /// The programs that run after the current one (`workload.after`).
+    pub queued: super::programs::Queue,
 }
 
 impl std::fmt::Debug for Core {
@@ -63,6 +65,9 @@ impl Core {
 
     /// Whether this core has nothing left to run.
     pub fn done(&self) -> bool {
-        self.exhausted && self.pos >= self.batch.accesses.len() && self.next_event >= self.batch.events.len()
+        self.exhausted
+            && self.queued.is_empty()
+            && self.pos >= self.batch.accesses.len()
+            && self.next_event >= self.batch.events.len()
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod bench;
 mod boot;
+mod conflict;
 pub mod core;
 mod export;
 pub mod functional;
@@ -24,6 +25,11 @@ pub mod host_budget;
 #[cfg(test)]
 mod ksm_tests;
 pub mod mmu;
+#[cfg(test)]
+mod page_cache_tests;
+mod programs;
+#[cfg(test)]
+mod programs_tests;
 mod sampling;
 #[cfg(test)]
 mod sampling_tests;
@@ -64,7 +70,7 @@ use crate::error::Result;
 use crate::hw::cache::CacheHierarchy;
 use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Tlb;
-use crate::os::{Kernel, ProcessSpec};
+use crate::os::Kernel;
 use crate::systems;
 use crate::workload::{self, AccessKind, Batch, MapEvent};
 
@@ -160,7 +166,7 @@ impl Simulation {
         // page-walk-cache latencies, so the MMU adds none.
         let interval = m.timing.model == TimingModel::Interval;
         let mmu_latency = |cycles: u32| if interval { 0.0 } else { cycles as f64 };
-        let mut cores = Vec::new();
+        let mut cores: Vec<Core> = Vec::new();
         // L2 TLB misses are sampled (for Leshy) or not, once for the run:
         // each kernel (a native run's, or a guest's) whose OS runs Leshy
         // online gets its samplers.
@@ -177,23 +183,18 @@ impl Simulation {
         if configs.len() != workloads.len() {
             return Err(crate::Error::config("workloads", "one workload table per workload"));
         }
-        for (id, (w, workload)) in configs.iter().zip(workloads).enumerate() {
+        for (w, mut workload) in configs.iter().zip(workloads) {
             expected_accesses = expected_accesses.zip(workload.total_accesses()).map(|(a, b)| a + b);
-            let vm = vm_of_cores[id];
-            let os = cfg.os_of_vm(vm);
-            let kernel = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
-            let auto_vma = os.auto_vma != AutoVma::Off;
-            let spec = ProcessSpec {
-                colors: w.colors.clone(),
-                auto_vma,
-                opt_out: w.opted_out_systems(),
-                untouched: workload.untouched_pages(),
-            };
-            let asid = kernel.spawn(spec)?;
-            let mut workload = workload;
-            if let Some(untouched) = systems::perforated::untouched_pages(&os.holes, cfg.run.seed, asid) {
-                workload.leave_untouched(&untouched);
+            if w.after.is_some() {
+                // (Validation refuses `after` on a core's first program.)
+                let core = cores.last_mut().expect("validated: a program before it");
+                core.queued.push_back(programs::Program { workload, config: w.clone() });
+                continue;
             }
+            let id = cores.len();
+            let vm = vm_of_cores[id];
+            let kernel = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
+            let asid = programs::spawn_program(&cfg, vm, kernel, w, &mut workload)?;
             let mmu = Mmu {
                 tlb: Tlb::with_extensions(
                     &m.tlb,
@@ -228,6 +229,7 @@ impl Simulation {
                 // Sampling fast-forwards its lead-in (the init passes).
                 functional: cfg.run.sampling.enabled(),
                 ff: functional::FastForward { cpi: sampling::initial_fast_forward_cpi(&cfg), ..Default::default() },
+                queued: Default::default(),
             });
         }
         let virt = walk2d::boot_virt(&cfg, &mut kernel, other_guests, &cores)?;
@@ -366,7 +368,11 @@ impl Simulation {
                 core.retired += core.batch.trailing_instrs;
                 core.batch.trailing_instrs = 0;
                 if core.exhausted {
-                    break;
+                    if core.queued.is_empty() {
+                        break;
+                    }
+                    self.start_next_program(i)?;
+                    continue;
                 }
                 core.batch.clear();
                 core.pos = 0;

@@ -41,6 +41,9 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     // The systems' hardware counters (`perforated.*`, `dtlb.l2.share.*`),
     // after the registry's zeros.
     out.extend(ext_stats(sim));
+    if sim.cfg.run.conflict_level {
+        super::conflict::report(&mut out, sim);
+    }
     if several_vms {
         vm_stats(&mut out, sim);
     }

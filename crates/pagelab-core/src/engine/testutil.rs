@@ -53,6 +53,14 @@ pub(crate) fn simulate(cfg: SimConfig, batches: Vec<Batch>) -> Result<Simulation
     Ok(sim)
 }
 
+/// Runs a whole configuration file's text (with `--set` overrides) to its end.
+pub(crate) fn run_toml(text: &str, overrides: &[&str]) -> Simulation {
+    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let mut sim = Simulation::new(parse_config(text, "test.toml", &overrides).unwrap()).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
 pub(crate) fn stat(sim: &Simulation, name: &str) -> f64 {
     sim.stats().get(name).unwrap_or_else(|| panic!("no statistic {name}")).as_f64()
 }

@@ -215,7 +215,10 @@ pub(super) fn boot_virt(
     for c in cores {
         guest_asids[c.vm].push(c.asid);
     }
-    let page_data: Vec<PageData> = cfg.workload_list().iter().map(|w| w.contents).collect();
+    // Per core: its first program's (validation keeps contents away from
+    // programs in sequence).
+    let firsts = cfg.workload_list().into_iter().filter(|w| w.after.is_none());
+    let page_data: Vec<PageData> = firsts.map(|w| w.contents).collect();
     let contents = page_data.iter().any(|d| !d.is_none()).then(Box::<Contents>::default);
     let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests, contents, page_data };
     if v.backing == Backing::Zeroing {

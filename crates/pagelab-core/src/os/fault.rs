@@ -36,18 +36,29 @@ impl Kernel {
         if write && !vma.writable {
             return Err(Error::Workload(format!("store to read-only mapping `{}` at {vaddr}", vma.name)));
         }
-        let fault = Fault { asid, vaddr, write, vma: &vma };
-        let outcome = self.with_systems(|systems, k| {
-            for s in systems.iter_mut() {
-                let opt_out = &k.proc(asid).opt_out;
-                if !opt_out.is_empty() && opt_out.contains(&s.name()) {
-                    continue;
-                }
-                if let Some(outcome) = s.fault(k, &fault)? {
-                    return Ok(Some(outcome));
-                }
+        if !self.proc(asid).files.is_empty() {
+            if let Some((file, index)) = self.file_page_at(asid, vaddr) {
+                let outcome = self.file_fault(asid, vaddr, file, index)?;
+                self.stats.count_fault(outcome.kind);
+                return Ok(outcome);
             }
-            Ok::<_, Error>(None)
+        }
+        let fault = Fault { asid, vaddr, write, vma: &vma };
+        // Out of memory, clean page-cache pages are reclaimed and the
+        // chain tried again (no page cache: the first error stands).
+        let outcome = self.with_reclaim(|k| {
+            k.with_systems(|systems, k| {
+                for s in systems.iter_mut() {
+                    let opt_out = &k.proc(asid).opt_out;
+                    if !opt_out.is_empty() && opt_out.contains(&s.name()) {
+                        continue;
+                    }
+                    if let Some(outcome) = s.fault(k, &fault)? {
+                        return Ok(Some(outcome));
+                    }
+                }
+                Ok::<_, Error>(None)
+            })
         })?;
         let outcome = outcome.ok_or_else(|| {
             Error::Workload(format!("no system of the chain ({}) backed the fault at {vaddr}", self.chain().join(", ")))

@@ -38,6 +38,13 @@ pub struct Process {
     /// (`os.auto_vmas_after_munmap`), since the program touched memory it
     /// had unmapped, or a mapping the trace did not record.
     pub unmapped: VmaTree,
+    /// Its file windows (`ProcessSpec::files`): start, end, file number
+    /// in the page cache. Empty for a process that reads no file, so its
+    /// faults never look.
+    pub files: Vec<(VirtAddr, VirtAddr, u32)>,
+    /// Whether it exited (`Kernel::exit`): its memory and tables are freed
+    /// and its asid is never used again.
+    pub exited: bool,
 }
 
 /// What the kernel boots with (the machine's side of the configuration).
@@ -85,6 +92,9 @@ pub struct Kernel {
     pub(super) tiers: super::tiering::NodeLatencies,
     /// Migrations between the nodes (`os.tier.*`).
     pub tier_stats: super::tiering::TierStats,
+    /// The page cache, made when the first process with a file window
+    /// starts (`pagecache.*` is reported from then on).
+    pub page_cache: Option<super::PageCache>,
 }
 
 impl Kernel {
@@ -113,6 +123,7 @@ impl Kernel {
             miss_samples: Default::default(),
             tiers: super::tiering::NodeLatencies::new(&boot.tiers, boot.memory_latency),
             tier_stats: Default::default(),
+            page_cache: None,
         })
     }
 
@@ -195,7 +206,10 @@ impl Kernel {
             auto_vma: spec.auto_vma,
             opt_out: spec.opt_out.clone(),
             unmapped: VmaTree::default(),
+            files: Vec::new(),
+            exited: false,
         });
+        self.map_files(asid, &spec.files)?;
         self.with_systems(|systems, k| systems.iter_mut().for_each(|s| s.spawn(k, asid, &spec)));
         Ok(asid)
     }
@@ -295,13 +309,16 @@ impl Kernel {
     /// frames (to the system that claims them, else the buddy allocator);
     /// shoots the range down always (`always`: munmap) or only when a page
     /// was mapped in it (an automatic VMA's unused overlap).
-    fn unmap(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr, always: bool) -> Result<()> {
+    pub(super) fn unmap(&mut self, asid: Asid, start: VirtAddr, end: VirtAddr, always: bool) -> Result<()> {
         self.with_systems(|systems, k| {
             systems.iter_mut().for_each(|s| s.before_unmap(k, asid, start, end));
             let (leaves, splits) = k.procs[asid as usize - 1].aspace.unmap_range(start, end, &mut k.mem)?;
             k.stats.splits += splits as u64;
             let shoot = always || !leaves.is_empty() || splits > 0;
             for (va, m) in leaves {
+                if k.release_cached(m.frame) {
+                    continue;
+                }
                 if !systems.iter_mut().any(|s| s.frame_freed(k, va, m.frame, m.size)) {
                     k.mem.free(m.frame, m.size.order());
                 }
@@ -355,6 +372,9 @@ impl Kernel {
     pub fn reset_stats(&mut self) {
         self.stats.reset();
         self.tier_stats = Default::default();
+        if let Some(cache) = &mut self.page_cache {
+            cache.stats = Default::default();
+        }
         self.color_pool.refills = 0;
         self.procs.iter_mut().for_each(|p| p.aspace.pt.reset_contig_breaks());
         self.systems.iter_mut().for_each(|s| s.reset_stats());

@@ -98,6 +98,13 @@ impl Kernel {
             put_ints(out, "os.tier.", &[("refused", t.refused), ("no_memory", t.no_memory)]);
             out.insert("os.tier.migration_cycles".into(), Stat::Float(t.cycles));
         }
+        if let Some(cache) = &self.page_cache {
+            // Only a run whose programs read files has a page cache.
+            let c = &cache.stats;
+            let counts =
+                [("pages", cache.nr_pages()), ("fills", c.fills), ("hits", c.hits), ("reclaimed", c.reclaimed)];
+            put_ints(out, "pagecache.", &counts);
+        }
         for system in &self.systems {
             system.report(self, out);
         }

@@ -19,6 +19,7 @@ use super::fault::FaultOutcome;
 use super::Kernel;
 use crate::error::Result;
 use crate::paging::{PageTable, Vma};
+use crate::phys::FrameOwner;
 use crate::stat::Stats;
 use crate::units::{Asid, PageSize, Pfn, VirtAddr, Vpn};
 
@@ -47,6 +48,9 @@ pub struct ProcessSpec {
     /// region, regions in order. A system may leave them unbacked where it
     /// would back a whole region (perforated pages' unallocated holes).
     pub untouched: Vec<(u64, [u64; 8])>,
+    /// The files it reads, each through a read-only window
+    /// (`os::page_cache`).
+    pub files: Vec<super::FileWindow>,
 }
 
 /// A paging system: what backs a fault, and what happens to its mappings.
@@ -60,6 +64,14 @@ pub trait System: std::fmt::Debug + Send {
     /// Backs the fault, or declines (`Ok(None)`): the next system of the
     /// chain tries. An error ends the run (no memory left, a bad access).
     fn fault(&mut self, _k: &mut Kernel, _f: &Fault) -> Result<Option<FaultOutcome>> {
+        Ok(None)
+    }
+
+    /// A 4 KiB frame the kernel needs for process `asid` (a page-cache
+    /// page), chosen as this system's 4 KiB fault would choose it, with
+    /// `owner`: `Ok(None)` leaves it to the next system and finally to the
+    /// buddy allocator (`Kernel::alloc_page_for`).
+    fn alloc_page(&mut self, _k: &mut Kernel, _asid: Asid, _owner: FrameOwner) -> Result<Option<Pfn>> {
         Ok(None)
     }
 

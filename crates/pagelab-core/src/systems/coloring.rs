@@ -12,7 +12,7 @@ use super::{Build, Registration};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::FrameOwner;
-use crate::units::PageSize;
+use crate::units::{Asid, PageSize, Pfn};
 
 pub const REGISTRATION: Registration =
     Registration { name: "coloring", fault_kinds: &["colored"], terminal: true, idle_stats: |_| {}, build };
@@ -50,6 +50,26 @@ impl System for Coloring {
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
         let (asid, vaddr) = (f.asid, f.vaddr);
         let page = vaddr.align_down(4096);
+        let frame = self.pick_frame(k, asid, &format!("{vaddr}"))?;
+        k.mem.set_owner(frame, FrameOwner::User { asid, vpn: page.vpn() });
+        k.map_user(asid, page, frame, PageSize::Size4K, f.vma.writable)?;
+        Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
+    }
+
+    /// A page-cache page gets its color as the process's next 4 KiB fault
+    /// would: the same cursor moves (Linux's page allocator serves both).
+    fn alloc_page(&mut self, k: &mut Kernel, asid: Asid, owner: FrameOwner) -> Result<Option<Pfn>> {
+        let frame = self.pick_frame(k, asid, "a page-cache page")?;
+        k.mem.set_owner(frame, owner);
+        Ok(Some(frame))
+    }
+}
+
+impl Coloring {
+    /// A free frame of one of the process's allowed colors, chosen
+    /// round-robin or by hopping; its cursor advances. `what` names the
+    /// page in the out-of-memory message.
+    fn pick_frame(&self, k: &mut Kernel, asid: Asid, what: &str) -> Result<Pfn> {
         let allowed = k.proc(asid).colors.clone();
         let mut cursor = k.proc(asid).color_cursor;
         let nr_colors = k.color_map().nr_colors();
@@ -64,16 +84,13 @@ impl System for Coloring {
             }
         });
         k.proc_mut(asid).color_cursor = cursor;
-        let frame = frame.ok_or_else(|| {
+        frame.ok_or_else(|| {
             let share = if allowed.is_empty() {
                 String::new()
             } else {
                 format!(" ({} of {nr_colors} colors allowed by workload.colors)", allowed.len())
             };
-            Error::OutOfMemory(format!("no frame of an allowed color for {vaddr}{share}"))
-        })?;
-        k.mem.set_owner(frame, FrameOwner::User { asid, vpn: page.vpn() });
-        k.map_user(asid, page, frame, PageSize::Size4K, f.vma.writable)?;
-        Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
+            Error::OutOfMemory(format!("no frame of an allowed color for {what}{share}"))
+        })
     }
 }

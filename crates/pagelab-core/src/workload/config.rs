@@ -19,6 +19,9 @@ pub enum WorkloadKind {
     Kv,
     Graph,
     Sparse,
+    /// SysBench fileio's sequential read of a file into an array
+    /// (`workload/file_read.rs`).
+    FileRead,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -33,6 +36,7 @@ impl WorkloadKind {
             WorkloadKind::Kv => "kv",
             WorkloadKind::Graph => "graph",
             WorkloadKind::Sparse => "sparse",
+            WorkloadKind::FileRead => "file-read",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -203,7 +207,28 @@ pub struct WorkloadConfig {
     /// whole 4 KiB pages (a THP heap); set, starts aligned to it and
     /// lengths rounded up to it, as a hugetlbfs mapping of pages of that
     /// size is (libhugetlbfs's heap).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub align: Option<ByteSize>,
+    /// Run this program on the core of the workload before it (in file
+    /// order), starting when that one exits: `"previous"`. Unset: a core of
+    /// its own from the start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+    /// file-read: the file's name; programs that read the same name share
+    /// its page-cache pages. Default `"file"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// file-read: bytes per read() call (a multiple of 4 KiB). Default 4 KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<ByteSize>,
+}
+
+/// When a program starts (`workload.after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum After {
+    /// When the program before it on the same core exits.
+    Previous,
 }
 
 impl Default for WorkloadConfig {
@@ -247,6 +272,9 @@ impl Default for WorkloadConfig {
             format: None,
             ifetch: false,
             align: None,
+            after: None,
+            file: None,
+            chunk: None,
         }
     }
 }
@@ -289,6 +317,7 @@ impl WorkloadConfig {
         self.validate_write_fraction(&key("write_fraction"))?;
         self.validate_align(&key("align"))?;
         self.validate_trace_keys(prefix)?;
+        self.validate_file_keys(prefix)?;
         if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
             // Silently ignoring it would let a sweep believe it fixed a graph.
             return Err(Error::config(
@@ -308,6 +337,7 @@ impl WorkloadConfig {
             WorkloadKind::Kv => self.validate_kv(prefix),
             WorkloadKind::Graph => self.validate_graph(prefix),
             WorkloadKind::Sparse => self.validate_sparse(prefix),
+            WorkloadKind::FileRead => self.validate_file_read(prefix),
             // A page holds a gups word and a stream element of each array.
             WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Trace => Ok(()),
         }
@@ -350,6 +380,31 @@ impl WorkloadConfig {
         }
         if self.ifetch {
             return only_trace("ifetch");
+        }
+        Ok(())
+    }
+
+    fn validate_file_read(&self, prefix: &str) -> Result<()> {
+        if self.file.as_deref() == Some("") {
+            return Err(Error::config(format!("{prefix}.file"), "a file needs a name"));
+        }
+        let chunk = self.chunk.map_or(4096, |c| c.bytes());
+        if chunk == 0 || !chunk.is_multiple_of(4096) {
+            return Err(Error::config(format!("{prefix}.chunk"), format!("{chunk} bytes is not a multiple of 4KiB")));
+        }
+        Ok(())
+    }
+
+    /// `file` and `chunk` belong to file-read only.
+    fn validate_file_keys(&self, prefix: &str) -> Result<()> {
+        if self.kind == WorkloadKind::FileRead {
+            return Ok(());
+        }
+        for (k, set) in [("file", self.file.is_some()), ("chunk", self.chunk.is_some())] {
+            if set {
+                let msg = format!("only for kind = \"file-read\" (this workload is {})", self.kind.as_str());
+                return Err(Error::config(format!("{prefix}.{k}"), msg));
+            }
         }
         Ok(())
     }

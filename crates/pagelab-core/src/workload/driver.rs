@@ -43,6 +43,10 @@ pub(crate) trait Generator: Send {
     fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
         Vec::new()
     }
+    /// [`Workload::file_windows`]; the default: none.
+    fn file_windows(&self) -> Vec<crate::os::FileWindow> {
+        Vec::new()
+    }
 }
 
 /// The parts of the configuration the driver applies.
@@ -319,6 +323,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
 
     fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
         self.gen.untouched_pages()
+    }
+
+    fn file_windows(&self) -> Vec<crate::os::FileWindow> {
+        self.gen.file_windows()
     }
 }
 

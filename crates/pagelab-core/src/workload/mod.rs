@@ -47,6 +47,7 @@
 
 mod config;
 mod driver;
+mod file_read;
 mod graph;
 mod gups;
 mod host;
@@ -59,7 +60,8 @@ mod stride;
 mod zipf;
 
 pub use config::{
-    FastForwardMode, GraphKernel, HotLayout, InitMode, KeyDistribution, TraceFormat, WorkloadConfig, WorkloadKind,
+    After, FastForwardMode, GraphKernel, HotLayout, InitMode, KeyDistribution, TraceFormat, WorkloadConfig,
+    WorkloadKind,
 };
 pub use graph::Csr;
 pub use host::{host_need, HostNeed};
@@ -260,6 +262,11 @@ pub trait Workload: Send {
     fn untouched_pages(&self) -> Vec<(u64, [u64; 8])> {
         Vec::new()
     }
+    /// The files the program reads, each through a read-only window of
+    /// its address space (`os::page_cache`); empty for most programs.
+    fn file_windows(&self) -> Vec<crate::os::FileWindow> {
+        Vec::new()
+    }
 }
 
 /// The pages a program never touches, by 2 MiB region (the virtual
@@ -280,7 +287,8 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
     let name = cfg.name.clone().unwrap_or_else(|| cfg.kind.as_str().to_string());
     let run = driver::RunPlan {
         name,
-        init: cfg.init,
+        // A file read is its array's first touch (`file_read.rs`).
+        init: if cfg.kind == WorkloadKind::FileRead { InitMode::None } else { cfg.init },
         accesses: cfg.accesses,
         fast_forward: cfg.fast_forward,
         skip_kernel_init: cfg.skip_kernel_init,
@@ -294,6 +302,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::Kv => driver::Driven::boxed(run, kv::Kv::new(cfg)),
         WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
         WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
+        WorkloadKind::FileRead => driver::Driven::boxed(run, file_read::FileRead::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }
