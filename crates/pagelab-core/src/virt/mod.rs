@@ -98,7 +98,7 @@ pub struct Hypervisor {
     /// The VMs' balloons (`virt::balloon`), empty until one inflates.
     pub balloons: balloon::Balloons,
     /// Whether an EPT leaf may be a perforated page (`perforated` in the
-    /// host's chain): the 2D walker then looks for combined perforated
+    /// host's chain, or KSM that punches): the 2D walker then looks for combined perforated
     /// entries over 4 KiB EPT translations (`engine/walk2d_host_perforated.rs`).
     pub host_perforated: bool,
     /// Host changes to one VM's EPT that a fault on another VM's core
@@ -125,7 +125,8 @@ impl Hypervisor {
     pub fn boot(cfg: &VirtConfig, guest_mems: &[u64], boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
         let mut host = crate::systems::boot(&cfg.host, boot, freq_ghz, seed)?;
         let ksm = cfg.host.ksm.enabled.then(|| Box::new(Ksm::new(&cfg.host.ksm, &host.chain(), freq_ghz)));
-        let host_perforated = host.chain().contains(&"perforated");
+        let punch = cfg.host.ksm.enabled && cfg.host.ksm.split == ksm::KsmSplit::Punch;
+        let host_perforated = host.chain().contains(&"perforated") || punch;
         let mut vms = Vec::new();
         for (i, &bytes) in guest_mems.iter().enumerate() {
             let host_asid = host.spawn(ProcessSpec::default())?;
