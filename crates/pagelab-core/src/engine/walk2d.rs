@@ -647,7 +647,7 @@ impl Ept<'_> {
             }
             if pte.raw() & (HUGE | PERFORATED) != 0 {
                 if !pte.is_huge() {
-                    return perforated::host::ept_leaf(self, gfn, child.expect("a hole table"), write);
+                    break perforated::host::ept_leaf(self, gfn, child.expect("a hole table"), write)?;
                 }
                 ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, bits);
                 break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());

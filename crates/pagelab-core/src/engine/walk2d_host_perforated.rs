@@ -53,8 +53,8 @@ use crate::virt::Hypervisor;
 
 /// The EPT walk's step at a perforated PMD entry whose hole table is
 /// `table`: the filter, maybe the host's bitmap, maybe the host's hole
-/// walk; a 4 KiB translation of `gfn`, or the violation of an unbacked
-/// hole.
+/// walk; a 4 KiB translation of `gfn` (the leaf's frame: `gfn`'s is
+/// this frame plus nothing), or the violation of an unbacked hole.
 #[cold]
 #[inline(never)]
 pub(in crate::engine::walk2d) fn ept_leaf(
@@ -82,9 +82,8 @@ pub(in crate::engine::walk2d) fn ept_leaf(
     if !pte.present() {
         return Err(EptMiss::Violation(gfn));
     }
-    let (frame, writable, dirty) = (pte.pfn(), pte.writable(), write || pte.dirty());
-    ept.nested.ntlb.fill_after_miss(ept.nested.vpid, gfn, frame, PageSize::Size4K, writable, dirty);
-    Ok((frame, PageSize::Size4K, writable, dirty))
+    // (The caller fills the nested TLB with this 4 KiB translation.)
+    Ok((pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty()))
 }
 
 /// The perforated page's main-entry view: its frame and the filter the
