@@ -16,7 +16,7 @@ DECLARED = {
     "baseline": {"baseline-thp", "frag-sweep", "mem-tiers"},
     "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
     "virt": {"virt-ksm", "virt-splinter", "virt-walks"},
-    "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-realfrag", "pp-redis", "pp-virt"},
+    "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-ksm", "pp-realfrag", "pp-redis", "pp-virt"},
     "elastic": {"et-frag", "et-hints", "et-hugetlb", "et-native", "et-sizes", "et-virt"},
 }
 

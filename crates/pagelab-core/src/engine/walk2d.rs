@@ -51,7 +51,7 @@ use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
 use crate::os::{Boot, Kernel, Shootdown};
 use crate::paging::pagetable::{level_size, table_index};
-use crate::paging::pte::{ACCESSED, COLORED_HUGE, DIRTY};
+use crate::paging::pte::{ACCESSED, COLORED_HUGE, DIRTY, HUGE, PERFORATED};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
@@ -93,8 +93,7 @@ impl NestedHw {
             ntlb_latency: if ntlb.entries > 0 { ntlb.latency as f64 } else { 0.0 },
             vm: vpid as usize - 1,
             vpid,
-            // (As the host numbers the VMs' processes, spawned first in VPID
-            // order; `boot_virt` sets it from the hypervisor.)
+            // (The host's numbering of the VMs' processes; `boot_virt` sets it.)
             host_asid: vpid,
         }
     }
@@ -299,9 +298,8 @@ impl Walker2d<'_> {
                 self.stats.cycles_translation += self.mmu.l2_tlb_latency;
                 None
             }
-            // A guest perforated page's combined entry whose filter does
-            // not answer: the bitmap, then maybe the hole walk (or walk
-            // again after a fault).
+            // A combined perforated entry whose filter does not answer: the
+            // bitmap, then maybe a hole walk (or walk again).
             TlbLookup::Resolve => {
                 self.stats.tlb_l1_misses(instr);
                 self.stats.cycles_translation += self.mmu.l2_tlb_latency;
@@ -428,6 +426,12 @@ impl Walker2d<'_> {
         }
         if write && !host_writable {
             return Walk2d::WriteProtected(data_gfn);
+        }
+        if host_size == PageSize::Size4K && size != PageSize::Size4K && ept.hv.host_perforated {
+            let perms = (writable && host_writable, dirty && host_writable && host_dirty);
+            if let Some(w) = perforated::host::combined(&mut ept, tag, vaddr, data_gfn, perms, 0) {
+                return w;
+            }
         }
         let guest_reach = if contig { walk2d_contig::guest_contiguous_reach(mmu, size) } else { size.into() };
         let combined = walk2d_contig::combined_reach(mmu, ept.hv, ept.nested.vm, guest_reach, data_gfn, host_size);
@@ -647,7 +651,10 @@ impl Ept<'_> {
             if !pte.present() {
                 return Err(EptMiss::Violation(gfn));
             }
-            if pte.is_huge() {
+            if pte.raw() & (HUGE | PERFORATED) != 0 {
+                if !pte.is_huge() {
+                    break perforated::host::ept_leaf(self, gfn, child.expect("a hole table"), write)?;
+                }
                 ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, bits);
                 break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
             }
@@ -704,50 +711,6 @@ fn guest_frame_of(guest: &Kernel, asid: Asid, vaddr: VirtAddr) -> Option<Gfn> {
     Some(Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)))
 }
 
-/// The check mode for a combined entry: its frame must be what the guest's
-/// table and then the EPT say now.
-#[cold]
-#[inline(never)]
-pub fn check_combined(
-    guest: &Kernel,
-    hv: &Hypervisor,
-    vm: usize,
-    asid: Asid,
-    vaddr: VirtAddr,
-    frame: Pfn,
-) -> Result<()> {
-    let gfn = guest_frame_of(guest, asid, vaddr);
-    let expected = gfn.and_then(|g| hv.backing_of(vm, g)).map(|(f, _)| f);
-    if expected != Some(frame) {
-        return Err(Error::Workload(format!(
-            "stale translation: the TLB maps guest {vaddr} to host frame {frame}, but the guest's table gives \
-             guest frame {gfn:?} and the EPT host frame {expected:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// The check mode for a combined entry's permission: a dirty entry over a
-/// write-protected EPT leaf would let stores skip their copy-on-write.
-#[cold]
-#[inline(never)]
-fn check_write_protection(
-    guest: &Kernel,
-    hv: &Hypervisor,
-    vm: usize,
-    asid: Asid,
-    vaddr: VirtAddr,
-    dirty: bool,
-) -> Result<()> {
-    let gfn = guest_frame_of(guest, asid, vaddr);
-    if dirty && gfn.is_some_and(|g| hv.write_protected(vm, g)) {
-        return Err(Error::Workload(format!(
-            "stale translation: the TLB holds a dirty entry for guest {vaddr} over a write-protected EPT leaf"
-        )));
-    }
-    Ok(())
-}
-
 impl Simulation {
     /// A guest's shootdown as the hardware sees it: its address space
     /// tagged with VM `vm`'s VPID (a native run's, unchanged).
@@ -788,6 +751,11 @@ impl Simulation {
         self.deliver_ept_changes();
     }
 }
+
+#[path = "walk2d_check.rs"]
+mod check;
+pub use check::check_combined;
+use check::check_write_protection;
 
 #[path = "walk2d_perforated.rs"]
 mod perforated;

@@ -16,10 +16,10 @@
 //!   from the hole walk), and the walker, which makes no 2 MiB entry to
 //!   hang bitmap entries on, reads the guest bitmap itself when the filter
 //!   does not answer (one reference, no L2 bitmap entry).
-//! - **Filters and bitmaps combine by OR**, the paper's rule. The host's
-//!   EPT leaves are never perforated here (`virt/config.rs` refuses
-//!   `perforated` in the host, saying why), so the combined filter and
-//!   bitmap are the guest's.
+//! - **Filters and bitmaps combine by OR**, the paper's rule: over a host
+//!   perforated EPT leaf (`walk2d_host_perforated.rs`) the combined entry
+//!   carries the guest's filter ORed with the host's, and the bitmap step
+//!   ORs the two bitmaps (reading both lines when the L2 lacks the entry).
 //! - **The bitmap register.** The guest's bitmap region is guest memory
 //!   (the guest kernel reserves it at boot, as natively), backed by the
 //!   host like any guest frame. The register the paper adds holds its host
@@ -46,7 +46,7 @@
 //!   included.
 
 use super::super::mmu::Request;
-use super::{check_combined, Ept, Walk2d, Walker2d};
+use super::{check_combined, guest_frame_of, Ept, Walk2d, Walker2d};
 use crate::error::Result;
 use crate::hw::core_stats::CoreStats;
 use crate::hw::refs::{RefBuf, RefKind};
@@ -54,7 +54,7 @@ use crate::hw::tlb::{EntryKind, ReachSize, TlbEntry};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{NodeId, PageTable};
 use crate::systems::perforated::holes::is_hole;
-use crate::systems::perforated::pagetable::{perforation, Perforation};
+use crate::systems::perforated::pagetable::{is_perforated, perforation, Perforation};
 use crate::systems::perforated::tlb::{FlowCounters, HolePage, PerforatedKind, PerforatedPage};
 use crate::systems::perforated::translate::{chunk_addr, is_hole_by_bitmap, page_index};
 use crate::systems::perforated::walk;
@@ -91,6 +91,12 @@ pub(super) fn walk_step(
     let EntryKind::Ext(PerforatedKind::Page(page)) = guest.kind else {
         unreachable!("a perforated page's walk gives its page entry")
     };
+    if host_size == PageSize::Size4K {
+        let perms = (guest.writable && host_writable, host_writable && host_dirty);
+        if let Some(w) = host::combined(ept, tag, vaddr, home, perms, page.filter) {
+            return w;
+        }
+    }
     if host_size != PageSize::Size4K {
         let page = PerforatedPage { frame: Pfn::new(host.raw() - i as u64), filter: page.filter };
         return Walk2d::Perforated(TlbEntry {
@@ -206,7 +212,8 @@ impl Walker2d<'_> {
 
     /// Rows 2 to 5 of Figure 5 for the combined perforated entry `entry`
     /// (else the L2's, which the lookup hit). `None`: a fault or an EPT
-    /// violation was handled; the caller walks again.
+    /// violation was handled, or the sub-page is a hole only in the host;
+    /// the caller walks again.
     #[cold]
     #[inline(never)]
     pub(super) fn resolve_perforated(
@@ -217,24 +224,23 @@ impl Walker2d<'_> {
     ) -> Result<Option<Pfn>> {
         let Request { asid, vaddr, write, instr } = req;
         let entry = entry.or_else(|| self.mmu.tlb.peek_l2(tag, vaddr)).expect("an entry to resolve");
-        let hole = match self.bitmap_step(asid, tag, &entry, vaddr, instr) {
-            Ok(frame) => {
+        let outcome = match self.bitmap_step(asid, tag, &entry, vaddr, instr) {
+            Bitmap::NoHole(frame) => {
                 if self.mmu.check {
                     check_combined(self.guest, self.hv, self.nested.vm, asid, vaddr, frame)?;
                 }
                 return Ok(Some(frame));
             }
-            Err(hole) => hole,
-        };
-        let outcome = match hole {
-            Some(table) => {
+            Bitmap::GuestHole(table) => {
                 let Walker2d { mmu, nested, guest, hv, refs, stats, .. } = self;
                 let pt = guest.page_table_mut(asid);
                 let p = perforation(pt, table);
                 let mut ept = Ept { nested, hv, refs, stats, check: mmu.check };
                 hole_walk(&mut ept, pt, table, &p, tag, vaddr, write)
             }
-            None => Walk2d::EptViolation(bitmap_gfn(self.guest.page_table_mut(asid), vaddr)),
+            // The walk translates it: the guest's, then the host's hole walk.
+            Bitmap::HostHole => return Ok(None),
+            Bitmap::Unbacked => Walk2d::EptViolation(bitmap_gfn(self.guest.page_table_mut(asid), vaddr)),
         };
         if let Walk2d::Leaf(hole) = outcome {
             self.mmu.tlb.fill_after_walk(hole, vaddr, instr);
@@ -244,30 +250,63 @@ impl Walker2d<'_> {
         Ok(None)
     }
 
-    /// The bitmap's answer for `vaddr` through `entry`: a non-hole's frame
-    /// (its 4 KiB entry filled in the L1), or `Err(Some(table))` for a hole
-    /// of hole table `table`, or `Err(None)` when the bitmap's page is not
-    /// backed (the register names no frame yet).
-    fn bitmap_step(
-        &mut self,
-        asid: Asid,
-        tag: Asid,
-        entry: &ExtEntry,
-        vaddr: VirtAddr,
-        instr: bool,
-    ) -> std::result::Result<Pfn, Option<NodeId>> {
+    /// The bitmap's answer for `vaddr` through `entry`: the guest's bitmap
+    /// (a guest perforated page), the host's (a host perforated EPT leaf),
+    /// or both ORed (see [`Bitmap`]).
+    fn bitmap_step(&mut self, asid: Asid, tag: Asid, entry: &ExtEntry, vaddr: VirtAddr, instr: bool) -> Bitmap {
         let pt = self.guest.page_table_mut(asid);
-        let (table, _) = pt.pmd_table_of(vaddr).expect("a cached perforated page is in the guest's table");
-        let p = perforation(pt, table);
-        let line = bitmap_register(self.hv, self.nested.vm, p.bitmap_line).map_err(|_| None)?;
+        let guest = is_perforated(pt, vaddr).then(|| {
+            let (table, _) = pt.pmd_table_of(vaddr).expect("a perforated page has its hole table");
+            (table, perforation(pt, table))
+        });
+        let i = page_index(vaddr);
+        let home = match &guest {
+            Some((_, g)) => Some(Gfn::of_guest_kernel(g.frame.add(i as u64))),
+            None => guest_frame_of(self.guest, asid, vaddr),
+        };
+        let host = home.and_then(|g| host::host_perforation(self.hv, self.nested.vm, g));
+        let (mut p, line) = match (&guest, &host) {
+            (Some((_, g)), _) => match bitmap_register(self.hv, self.nested.vm, g.bitmap_line) {
+                Ok(line) => (*g, line),
+                Err(_) => return Bitmap::Unbacked,
+            },
+            (None, Some(h)) => (*h, h.bitmap_line),
+            (None, None) => unreachable!("a combined perforated entry has a perforated page in one layer"),
+        };
+        if let (Some(_), Some(h)) = (&guest, &host) {
+            p.holes.iter_mut().zip(h.holes).for_each(|(g, h)| *g |= h);
+        }
         let tlb = &mut self.mmu.tlb;
-        if !is_hole_by_bitmap(tlb, &p, line, tag, vaddr, self.mmu.l2_tlb_latency, self.refs, self.stats) {
+        let fetched = tlb.extensions().perforated.counters.bitmap_refs;
+        let hole = is_hole_by_bitmap(tlb, &p, line, tag, vaddr, self.mmu.l2_tlb_latency, self.refs, self.stats);
+        let counters = &mut tlb.extensions_mut().perforated.counters;
+        if let (Some(_), Some(h), true) = (&guest, &host, counters.bitmap_refs > fetched) {
+            // Both layers' bitmaps: the host's line is read too.
+            read_bitmap(h.bitmap_line, vaddr, self.refs, self.stats, counters);
+        }
+        if !hole {
             tlb.fill_l1(entry, vaddr, instr);
-            return Ok(entry.frame_of(vaddr));
+            return Bitmap::NoHole(entry.frame_of(vaddr));
         }
         tlb.extensions_mut().perforated.counters.hole_walks += 1;
-        Err(Some(table))
+        match guest {
+            Some((table, g)) if is_hole(&g.holes, i) => Bitmap::GuestHole(table),
+            _ => Bitmap::HostHole,
+        }
     }
+}
+
+/// What the bitmap step found.
+enum Bitmap {
+    /// No hole: the frame (its 4 KiB entry filled in the L1).
+    NoHole(Pfn),
+    /// A hole in the guest (maybe in the host too) of hole table `table`.
+    GuestHole(NodeId),
+    /// A hole only in the host.
+    HostHole,
+    /// The guest bitmap's page is not backed (the register names no frame
+    /// yet).
+    Unbacked,
 }
 
 /// The guest frame of `vaddr`'s perforated page's bitmap line.
@@ -275,6 +314,9 @@ fn bitmap_gfn(pt: &PageTable, vaddr: VirtAddr) -> Gfn {
     let (table, _) = pt.pmd_table_of(vaddr).expect("a cached perforated page is in the guest's table");
     Gfn::of_guest_kernel(perforation(pt, table).bitmap_line.pfn())
 }
+
+#[path = "walk2d_host_perforated.rs"]
+pub(super) mod host;
 
 #[cfg(test)]
 #[path = "walk2d_perforated_tests.rs"]

@@ -23,6 +23,11 @@ pub enum KsmSplit {
     /// (Linux: `try_to_merge_one_page` splits a THP it merges into).
     #[default]
     AnyDuplicate,
+    /// Perforated Pages' answer (the paper's II-B): a huge leaf with a
+    /// duplicate part becomes a perforated page of the same frames, and
+    /// each merged part a hole remapped to its KSM page, so the rest of
+    /// the leaf keeps its 2 MiB reach (`virt/ksm/punch.rs`).
+    Punch,
 }
 
 /// `virt.host.ksm`.

@@ -113,15 +113,9 @@ impl Default for VirtConfig {
 const NOT_IN_A_GUEST: &[&str] = &[];
 
 /// Systems that cannot back a guest, and why: the EPT walk is the base
-/// walker, which knows no colored huge page; and a perforated EPT leaf
-/// would need its holes resolved in the second dimension (the host's
-/// filter and bitmap ORed into the guest's, a host hole's EPT walk through
-/// the host's shadow entry), which the 2D walker does not do
-/// (docs/systems/perforated.md, "Virtualization").
-const NOT_IN_THE_HOST: &[(&str, &str)] = &[
-    ("chp", "the EPT walk is the base walker"),
-    ("perforated", "the 2D walker resolves perforated pages of the guest only, not holes in EPT leaves"),
-];
+/// walker, which knows no colored huge page. (A perforated EPT leaf is
+/// the 2D walker's: `engine/walk2d_host_perforated.rs`.)
+const NOT_IN_THE_HOST: &[(&str, &str)] = &[("chp", "the EPT walk is the base walker")];
 
 impl VirtConfig {
     /// Checks the host's keys; `phys_mem` and `max_order` are the

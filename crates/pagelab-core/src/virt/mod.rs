@@ -97,6 +97,10 @@ pub struct Hypervisor {
     pub ksm: Option<Box<Ksm>>,
     /// The VMs' balloons (`virt::balloon`), empty until one inflates.
     pub balloons: balloon::Balloons,
+    /// Whether an EPT leaf may be a perforated page (`perforated` in the
+    /// host's chain, or KSM that punches): the 2D walker then looks for combined perforated
+    /// entries over 4 KiB EPT translations (`engine/walk2d_host_perforated.rs`).
+    pub host_perforated: bool,
     /// Host changes to one VM's EPT that a fault on another VM's core
     /// caused: they wait for the end of the round (as a native fault's
     /// shootdowns reach the other cores then).
@@ -121,6 +125,8 @@ impl Hypervisor {
     pub fn boot(cfg: &VirtConfig, guest_mems: &[u64], boot: Boot, freq_ghz: f64, seed: u64) -> Result<Hypervisor> {
         let mut host = crate::systems::boot(&cfg.host, boot, freq_ghz, seed)?;
         let ksm = cfg.host.ksm.enabled.then(|| Box::new(Ksm::new(&cfg.host.ksm, &host.chain(), freq_ghz)));
+        let punch = cfg.host.ksm.enabled && cfg.host.ksm.split == ksm::KsmSplit::Punch;
+        let host_perforated = host.chain().contains(&"perforated") || punch;
         let mut vms = Vec::new();
         for (i, &bytes) in guest_mems.iter().enumerate() {
             let host_asid = host.spawn(ProcessSpec::default())?;
@@ -135,6 +141,7 @@ impl Hypervisor {
             counters: HostCounters::default(),
             ksm,
             balloons: balloon::Balloons::default(),
+            host_perforated,
             deferred: Vec::new(),
         })
     }

@@ -25,7 +25,7 @@ fn bad_virt_keys_are_errors_naming_the_key() {
         (&["virt.enabled=true", "virt.host.systems=[\"thp\"]"][..], "virt.host.systems"),
         (&["virt.enabled=true", "virt.host.fragmentation.target=2.0"][..], "virt.host.fragmentation.target"),
         (&["virt.enabled=true", "virt.host.fragmentation.fmfi=1.5"][..], "virt.host.fragmentation.fmfi"),
-        (&["virt.enabled=true", "virt.host.policy=\"perforated\""][..], "virt.host.policy"),
+        (&["virt.enabled=true", "virt.host.policy=\"chp\""][..], "virt.host.policy"),
         (&["virt.enabled=true", "virt.host.systems=[\"chp\", \"coloring\", \"base\"]"][..], "virt.host.systems"),
         (&["virt.backing=\"sometimes\""][..], "virt.backing"),
         (&["virt.nonesuch=1"][..], "nonesuch"),

@@ -98,8 +98,8 @@ fn build(b: &Build, k: &mut Kernel, make: bool) -> Result<()> {
 }
 
 /// The reserved region of hole bitmaps: one bit per frame of memory, in
-/// one block of unmovable kernel memory.
-fn reserve_bitmaps(k: &mut Kernel) -> Result<Pfn> {
+/// one block of unmovable kernel memory (KSM's punch reserves its own).
+pub fn reserve_bitmaps(k: &mut Kernel) -> Result<Pfn> {
     let pages = k.mem.nr_frames().div_ceil(8 * 4096).max(1);
     let order = Order::new(pages.next_power_of_two().trailing_zeros() as u8);
     k.mem

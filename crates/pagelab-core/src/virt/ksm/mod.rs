@@ -27,6 +27,7 @@
 //! [`KSM_POOL`]: compaction does not move them and a host munmap of
 //! guest memory releases them through [`Ksm::unmerge`].
 
+mod punch;
 mod scan;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -90,6 +91,8 @@ pub struct Ksm {
     /// Linux never merges them).
     may_split: bool,
     counters: KsmCounters,
+    /// What `split = "punch"` keeps to make perforated pages.
+    punch_space: punch::PunchSpace,
 }
 
 impl Ksm {
@@ -106,6 +109,7 @@ impl Ksm {
             pages: BTreeMap::new(),
             may_split: !host_chain.contains(&"hugetlb") && cfg.split != KsmSplit::Never,
             counters: KsmCounters::default(),
+            punch_space: punch::PunchSpace::default(),
         }
     }
 
@@ -152,15 +156,26 @@ impl Ksm {
         frame: Pfn,
         contents: Option<&mut Contents>,
     ) -> Result<f64> {
-        let owner = FrameOwner::User { asid: vm.host_asid, vpn: gfn.addr().as_host_virt().vpn() };
-        let copy = host.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(|| {
-            Error::OutOfMemory(format!(
-                "host memory exhausted copying KSM page {frame} for guest frame {gfn} of VM {} (there is no swap)",
-                vm.vpid
-            ))
-        })?;
-        remap(host, vm, gfn, copy, true);
-        self.release(host, frame);
+        // A hole of a host perforated page (`split = "punch"`) goes home
+        // when its frame in the 2 MiB block is free (the last sharer's
+        // store frees the KSM page first, so it may be that frame).
+        let perforated = punch::in_perforated_page(host, vm, gfn);
+        if perforated {
+            self.release(host, frame);
+        }
+        if !(perforated && punch::patch_back(host, vm, gfn)) {
+            let owner = FrameOwner::User { asid: vm.host_asid, vpn: gfn.addr().as_host_virt().vpn() };
+            let copy = host.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(|| {
+                Error::OutOfMemory(format!(
+                    "host memory exhausted copying KSM page {frame} for guest frame {gfn} of VM {} (there is no swap)",
+                    vm.vpid
+                ))
+            })?;
+            remap(host, vm, gfn, copy, true);
+        }
+        if !perforated {
+            self.release(host, frame);
+        }
         if let Some(c) = contents {
             c.rewritten(vm.vpid as usize - 1, gfn);
         }
@@ -230,11 +245,15 @@ impl Ksm {
             ],
         );
         out.insert("ksm.cpu_cycles".into(), Stat::Float(c.cpu_cycles));
+        if self.cfg.split == KsmSplit::Punch {
+            out.insert("ksm.perforated".into(), Stat::Int(self.punch_space.perforated));
+        }
     }
 
     /// The end of warm-up: counters restart; the KSM pages stay.
     pub fn reset_stats(&mut self) {
         self.counters = KsmCounters::default();
+        self.punch_space.perforated = 0;
     }
 }
 
@@ -242,6 +261,8 @@ impl Ksm {
 /// write-protected, keeping its accessed and dirty bits, and queues the
 /// INVEPT of that frame.
 fn remap(host: &mut Kernel, vm: &Vm, gfn: Gfn, frame: Pfn, writable: bool) {
+    // In a host perforated page the part becomes (or stays) a hole.
+    punch::mark_hole(host, vm, gfn);
     let va = gfn.addr().as_host_virt();
     let pt = host.page_table_mut(vm.host_asid);
     let slot = pt.leaf_slot(va).expect("a backed guest frame");

@@ -80,7 +80,7 @@ impl Ksm {
                     self.cursor.1 = part;
                     let part_gfn = Gfn::new(part);
                     if let HugePart::Duplicate = self.scan_huge_part(host, vms, contents, vm, part_gfn) {
-                        if self.split(host, &v, part_gfn) {
+                        if self.break_huge(host, &v, part_gfn) {
                             return scanned;
                         }
                         self.count_scanned(host);
@@ -184,7 +184,7 @@ impl Ksm {
     /// (None: its huge page could not be split.)
     fn promote(&mut self, host: &mut Kernel, vm: &Vm, gfn: Gfn, id: ContentId) -> Option<Pfn> {
         let m = host.proc(vm.host_asid).aspace.pt.lookup(frame_addr(gfn.raw())).expect("a mergeable page is backed");
-        if m.size != PageSize::Size4K && !self.split(host, vm, gfn) {
+        if m.size != PageSize::Size4K && !self.break_huge(host, vm, gfn) {
             return None;
         }
         let frame = m.frame.add(gfn.raw() & (m.size.nr_pages() - 1));
@@ -203,6 +203,15 @@ impl Ksm {
         self.pages.get_mut(&kpage).expect("a KSM page").sharers += 1;
         self.counters.merges += 1;
         self.counters.cpu_cycles += host.costs.copy_4k;
+    }
+
+    /// Splits the host huge page over `gfn`, or (`split = "punch"`) makes
+    /// it a perforated page; false when it could not.
+    fn break_huge(&mut self, host: &mut Kernel, vm: &Vm, gfn: Gfn) -> bool {
+        if self.cfg.split == KsmSplit::Punch {
+            return self.perforate(host, vm, gfn);
+        }
+        self.split(host, vm, gfn)
     }
 
     /// Splits the host huge page (2 MiB) mapping `gfn` of `vm` into 4 KiB

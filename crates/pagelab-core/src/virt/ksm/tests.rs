@@ -20,7 +20,7 @@ const PERIOD: f64 = 3e6;
 
 /// A 256 MiB host with `vms` VMs of 64 MiB, KSM on, waking every
 /// millisecond, with `extra` settings.
-fn hypervisor(vms: usize, extra: &[&str]) -> Hypervisor {
+pub(super) fn hypervisor(vms: usize, extra: &[&str]) -> Hypervisor {
     let mut sets = vec![
         "virt.host.ksm.enabled=true".to_string(),
         "virt.host.ksm.sleep_ms=1".to_string(),
@@ -33,11 +33,11 @@ fn hypervisor(vms: usize, extra: &[&str]) -> Hypervisor {
 }
 
 /// Runs ksmd's wake-ups up to the `n`-th.
-fn wake_until(hv: &mut Hypervisor, contents: &Contents, n: u64) {
+pub(super) fn wake_until(hv: &mut Hypervisor, contents: &Contents, n: u64) {
     hv.tick(n as f64 * PERIOD, Some(contents));
 }
 
-fn ksm(hv: &Hypervisor) -> &Ksm {
+pub(super) fn ksm(hv: &Hypervisor) -> &Ksm {
     hv.ksm.as_deref().unwrap()
 }
 
