@@ -258,10 +258,13 @@ impl SimConfig {
 
     /// Fills the defaults that come from the machine: Leshy's budget is the
     /// L2 TLB's entries (in every OS: the native or guest one, each VM's,
-    /// the hypervisor's).
+    /// the hypervisor's). With `[[vms]]` the top-level `os` stays as given:
+    /// it must be absent, and `validate_vms` tells so by its defaults.
     pub fn fill_machine_defaults(&mut self) {
         let entries = self.machine.tlb.l2_entries.max(1);
-        let oses = std::iter::once(&mut self.os)
+        let top = self.vms.is_empty().then_some(&mut self.os);
+        let oses = top
+            .into_iter()
             .chain(std::iter::once(&mut self.virt.host))
             .chain(self.vms.iter_mut().map(|vm| &mut vm.os));
         for os in oses {
