@@ -263,10 +263,8 @@ impl SimConfig {
     pub fn fill_machine_defaults(&mut self) {
         let entries = self.machine.tlb.l2_entries.max(1);
         let top = self.vms.is_empty().then_some(&mut self.os);
-        let oses = top
-            .into_iter()
-            .chain(std::iter::once(&mut self.virt.host))
-            .chain(self.vms.iter_mut().map(|vm| &mut vm.os));
+        let oses =
+            top.into_iter().chain(std::iter::once(&mut self.virt.host)).chain(self.vms.iter_mut().map(|vm| &mut vm.os));
         for os in oses {
             os.elastic.leshy_budget.get_or_insert(entries);
         }
