@@ -98,12 +98,8 @@ def sweep(variant: str) -> Sweep:
         grid={"virtualized": modes(variant), "page_size": sizes(variant)},
         workloads=apps(variant),
         seeds=seeds(variant),
-        shape=functools.partial(_fit, variant=variant),
+        shape=functools.partial(fit, variant=variant),
     )
-
-
-def _fit(config: dict, params: dict, variant: str) -> None:
-    fit(config, params, variant)
 
 
 def unbacked_1g(df: pd.DataFrame) -> pd.Series:
