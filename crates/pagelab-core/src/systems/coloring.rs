@@ -50,7 +50,7 @@ impl System for Coloring {
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
         let (asid, vaddr) = (f.asid, f.vaddr);
         let page = vaddr.align_down(4096);
-        let frame = self.pick_frame(k, asid, &format!("{vaddr}"))?;
+        let frame = self.pick_frame(k, asid, || format!("{vaddr}"))?;
         k.mem.set_owner(frame, FrameOwner::User { asid, vpn: page.vpn() });
         k.map_user(asid, page, frame, PageSize::Size4K, f.vma.writable)?;
         Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
@@ -59,7 +59,7 @@ impl System for Coloring {
     /// A page-cache page gets its color as the process's next 4 KiB fault
     /// would: the same cursor moves (Linux's page allocator serves both).
     fn alloc_page(&mut self, k: &mut Kernel, asid: Asid, owner: FrameOwner) -> Result<Option<Pfn>> {
-        let frame = self.pick_frame(k, asid, "a page-cache page")?;
+        let frame = self.pick_frame(k, asid, || "a page-cache page".to_string())?;
         k.mem.set_owner(frame, owner);
         Ok(Some(frame))
     }
@@ -68,8 +68,8 @@ impl System for Coloring {
 impl Coloring {
     /// A free frame of one of the process's allowed colors, chosen
     /// round-robin or by hopping; its cursor advances. `what` names the
-    /// page in the out-of-memory message.
-    fn pick_frame(&self, k: &mut Kernel, asid: Asid, what: &str) -> Result<Pfn> {
+    /// page in the out-of-memory message (built only then: faults are many).
+    fn pick_frame(&self, k: &mut Kernel, asid: Asid, what: impl FnOnce() -> String) -> Result<Pfn> {
         let allowed = k.proc(asid).colors.clone();
         let mut cursor = k.proc(asid).color_cursor;
         let nr_colors = k.color_map().nr_colors();
@@ -90,7 +90,7 @@ impl Coloring {
             } else {
                 format!(" ({} of {nr_colors} colors allowed by workload.colors)", allowed.len())
             };
-            Error::OutOfMemory(format!("no frame of an allowed color for {what}{share}"))
+            Error::OutOfMemory(format!("no frame of an allowed color for {}{share}", what()))
         })
     }
 }
