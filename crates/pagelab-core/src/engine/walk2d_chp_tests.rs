@@ -4,7 +4,7 @@
 //! after a guest or host change (the check mode verifies every hit and
 //! every combined fill against both tables).
 
-use super::super::tests::{access, cold, guest_frame, translate, virt_config, Cold, NO_CACHES};
+use super::super::tests::{access, cold, guest_frame, op, run_churn, translate, virt_config, Cold, NO_CACHES};
 use super::super::*;
 use crate::engine::testutil::*;
 use crate::hw::refs::RefTag;
@@ -247,25 +247,6 @@ fn a_missing_invept_under_a_combined_entry_is_caught_by_the_check_mode() {
     assert!(e.contains("stale translation"), "{e}");
 }
 
-/// One step of the property test.
-#[derive(Debug, Clone)]
-enum Op {
-    Touch { page: u64, write: bool },
-    GuestRemap { page: u64, pages: u64 },
-    GuestProtect { page: u64, pages: u64 },
-    HostDiscard { gfn: u64, frames: u64 },
-}
-
-fn op() -> impl proptest::strategy::Strategy<Value = Op> {
-    use proptest::prelude::*;
-    prop_oneof![
-        8 => (0..1024u64, any::<bool>()).prop_map(|(page, write)| Op::Touch { page, write }),
-        1 => (0..1024u64, 1..600u64).prop_map(|(page, pages)| Op::GuestRemap { page, pages: pages.min(1024 - page) }),
-        1 => (0..1024u64, 1..600u64).prop_map(|(page, pages)| Op::GuestProtect { page, pages: pages.min(1024 - page) }),
-        1 => (0..16384u64, 1..600u64).prop_map(|(gfn, frames)| Op::HostDiscard { gfn, frames: frames.min(16384 - gfn) }),
-    ]
-}
-
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
@@ -276,44 +257,10 @@ proptest::proptest! {
     #[test]
     fn with_chp_in_the_guest_every_address_translates_as_the_two_tables_say(
         host_thp in proptest::prelude::any::<bool>(),
-        ops in proptest::collection::vec(op(), 1..60),
+        ops in proptest::collection::vec(op(8), 1..60),
     ) {
         let cfg = chp_guest(if host_thp { "thp" } else { "base" }, &["run.quantum=1"]);
-        let mut batches = vec![batch(vec![mmap(BASE, 4 << 20)], vec![])];
-        let mut host_ops = Vec::new();
-        let mut events = Vec::new();
-        for op in &ops {
-            match *op {
-                Op::Touch { page, write } => {
-                    let at = BASE.add(page * 4096);
-                    let a = if write { Access::store(at, 8, 1) } else { Access::load(at, 8, 1) };
-                    batches.push(batch(std::mem::take(&mut events), vec![a]));
-                    host_ops.push(None);
-                }
-                Op::GuestRemap { page, pages } => {
-                    let (start, len) = (BASE.add(page * 4096), pages * 4096);
-                    events.push((0, MapEvent::Munmap { start, len }));
-                    events.push((0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() }));
-                }
-                Op::GuestProtect { page, pages } => {
-                    let (start, len) = (BASE.add(page * 4096), pages * 4096);
-                    events.push((0, MapEvent::Mprotect { start, len, writable: false }));
-                    events.push((0, MapEvent::Mprotect { start, len, writable: true }));
-                }
-                Op::HostDiscard { gfn, frames } => host_ops.push(Some((gfn, frames))),
-            }
-        }
-        let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })]).unwrap();
-        for host_op in host_ops {
-            if let Some((gfn, frames)) = host_op {
-                sim.virt.as_deref_mut().unwrap().hv.discard(0, Gfn::new(gfn), frames).unwrap();
-                sim.virt_round_end(0.0);
-            } else {
-                sim.step(1).unwrap();
-            }
-        }
-        sim.run().unwrap();
-        super::super::tests::check_backing(&sim);
+        run_churn(cfg, &ops);
     }
 }
 

@@ -6,9 +6,10 @@
 //! of the region under the guest's data (filter 0b10). Every cache of both
 //! dimensions is off; the L2 TLB latency is 9 cycles.
 
-use super::super::super::{Ept, NestedHw, Walker2d};
-use crate::engine::mmu::{Mmu, Request};
+use super::super::super::{Ept, NestedHw};
+use crate::engine::mmu::Mmu;
 use crate::engine::testutil::*;
+use crate::engine::walk2d::tests::walk_once;
 use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::RefTag;
@@ -96,20 +97,8 @@ impl Probe {
     /// One load or store: the host frame, the references' tags and the
     /// translation cycles.
     fn access(&mut self, sim: &mut Simulation, va: VirtAddr, write: bool) -> (Pfn, Vec<RefTag>, f64) {
-        let virt = sim.virt.as_deref_mut().unwrap();
-        let mut refs = RefBuf::default();
         let before = self.stats.cycles_translation;
-        let mut w = Walker2d {
-            mmu: &mut self.mmu,
-            nested: &mut self.nested,
-            guest: &mut sim.kernel,
-            hv: &mut virt.hv,
-            refs: &mut refs,
-            stats: &mut self.stats,
-            guest_asids: &virt.guest_asids[0],
-            contents: None,
-        };
-        let frame = w.translate(Request { asid: 1, vaddr: va, write, instr: false }).unwrap();
+        let (frame, refs) = walk_once(sim, &mut self.mmu, &mut self.nested, &mut self.stats, va, write);
         let got = (0..refs.len()).map(|j| refs.tag(j)).collect();
         (frame, got, self.stats.cycles_translation - before)
     }

@@ -6,10 +6,11 @@
 //! on a fresh MMU with every cache of both dimensions off (so each count
 //! below is exact) and an L2 TLB latency of 9 cycles.
 
-use super::super::{NestedHw, Walker2d};
-use crate::engine::mmu::{Mmu, Request};
+use super::super::NestedHw;
+use crate::engine::mmu::Mmu;
 use crate::engine::testutil::*;
-use crate::engine::{CoreStats, RefBuf, Simulation};
+use crate::engine::walk2d::tests::walk_once;
+use crate::engine::{CoreStats, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::RefTag;
 use crate::hw::tlb::{Tlb, TlbLookup};
@@ -92,20 +93,8 @@ impl Probe {
     }
 
     fn load(&mut self, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<(u64, RefTag)>, f64) {
-        let virt = sim.virt.as_deref_mut().unwrap();
-        let mut refs = RefBuf::default();
         let before = self.stats.cycles_translation;
-        let mut w = Walker2d {
-            mmu: &mut self.mmu,
-            nested: &mut self.nested,
-            guest: &mut sim.kernel,
-            hv: &mut virt.hv,
-            refs: &mut refs,
-            stats: &mut self.stats,
-            guest_asids: &virt.guest_asids[0],
-            contents: None,
-        };
-        let frame = w.translate(Request { asid: 1, vaddr: va, write: false, instr: false }).unwrap();
+        let (frame, refs) = walk_once(sim, &mut self.mmu, &mut self.nested, &mut self.stats, va, false);
         let got = (0..refs.len()).map(|j| (refs.get(j).0, refs.tag(j))).collect();
         (frame, got, self.stats.cycles_translation - before)
     }

@@ -61,24 +61,40 @@ pub(crate) fn translate(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr) ->
 
 /// [`translate`] of a load or, with `write`, a store.
 pub(crate) fn access(sim: &mut Simulation, hw: &mut Cold, vaddr: VirtAddr, write: bool) -> (RefBuf, CoreStats) {
-    let virt = sim.virt.as_deref_mut().unwrap();
-    let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    let mut w = Walker2d {
-        mmu: &mut hw.mmu,
-        nested: &mut hw.nested,
-        guest: &mut sim.kernel,
-        hv: &mut virt.hv,
-        refs: &mut refs,
-        stats: &mut stats,
-        guest_asids: &virt.guest_asids[0],
-        contents: None,
-    };
-    let frame = w.translate(Request { asid: 1, vaddr, write, instr: false }).unwrap();
+    let mut stats = CoreStats::default();
+    let (frame, refs) = walk_once(sim, &mut hw.mmu, &mut hw.nested, &mut stats, vaddr, write);
+    let virt = sim.virt.as_deref().unwrap();
     let expected = virt.hv.backing_of(0, guest_frame(&sim.kernel, vaddr)).unwrap().0;
     assert_eq!(frame, expected, "the combined translation is the guest's then the EPT's");
     assert_eq!(stats.walk_mem_refs as usize, refs.len());
     assert_eq!(stats.walk_guest_refs + stats.walk_host_refs, stats.walk_mem_refs);
     (refs, stats)
+}
+
+/// One translation of `vaddr` (process 1 of the first VM) on the given
+/// hardware, counted into `stats`: the host frame and the references.
+pub(crate) fn walk_once(
+    sim: &mut Simulation,
+    mmu: &mut Mmu,
+    nested: &mut NestedHw,
+    stats: &mut CoreStats,
+    vaddr: VirtAddr,
+    write: bool,
+) -> (Pfn, RefBuf) {
+    let virt = sim.virt.as_deref_mut().unwrap();
+    let mut refs = RefBuf::default();
+    let mut w = Walker2d {
+        mmu,
+        nested,
+        guest: &mut sim.kernel,
+        hv: &mut virt.hv,
+        refs: &mut refs,
+        stats,
+        guest_asids: &virt.guest_asids[0],
+        contents: None,
+    };
+    let frame = w.translate(Request { asid: 1, vaddr, write, instr: false }).unwrap();
+    (frame, refs)
 }
 
 /// The guest frame the guest maps `vaddr` to (a software walk).
@@ -376,26 +392,73 @@ const ELASTIC_BOTH: [&str; 6] = [
     "run.quantum=1",
 ];
 
-/// One step of the property test.
+/// One step of the churn the property tests apply to a 4 MiB VMA at
+/// `BASE` in a VM (`run_churn`).
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     /// A load or store of a page of the 4 MiB VMA.
     Touch { page: u64, write: bool },
     /// The guest unmaps pages and maps them again (frames freed, the
     /// guest's shootdown, later faults).
     GuestRemap { page: u64, pages: u64 },
+    /// The guest write-protects pages and makes them writable again.
+    GuestProtect { page: u64, pages: u64 },
     /// The host discards guest frames (EPT entries removed, host huge
     /// pages split: an INVEPT).
     HostDiscard { gfn: u64, frames: u64 },
 }
 
-fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+/// A step: mostly touches (weight `touch` against 1 for each change).
+pub(crate) fn op(touch: u32) -> impl proptest::strategy::Strategy<Value = Op> {
     use proptest::prelude::*;
+    let change = |page: u64, pages: u64| (page, pages.min(1024 - page));
     prop_oneof![
-        6 => (0..1024u64, any::<bool>()).prop_map(|(page, write)| Op::Touch { page, write }),
-        1 => (0..1024u64, 1..600u64).prop_map(|(page, pages)| Op::GuestRemap { page, pages: pages.min(1024 - page) }),
+        touch => (0..1024u64, any::<bool>()).prop_map(|(page, write)| Op::Touch { page, write }),
+        1 => (0..1024u64, 1..600u64).prop_map(move |(p, n)| { let (page, pages) = change(p, n); Op::GuestRemap { page, pages } }),
+        1 => (0..1024u64, 1..600u64).prop_map(move |(p, n)| { let (page, pages) = change(p, n); Op::GuestProtect { page, pages } }),
         1 => (0..16384u64, 1..600u64).prop_map(|(gfn, frames)| Op::HostDiscard { gfn, frames: frames.min(16384 - gfn) }),
     ]
+}
+
+/// Runs `ops` on a VM configured by `cfg` (which should check every
+/// translation): one batch per touch with the guest's changes as events
+/// before it, the host's discards between steps; then checks the backing.
+pub(crate) fn run_churn(cfg: SimConfig, ops: &[Op]) {
+    let mut batches = vec![batch(vec![mmap(BASE, 4 << 20)], vec![])];
+    let mut host_ops = Vec::new();
+    let mut events = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Touch { page, write } => {
+                let at = BASE.add(page * 4096);
+                let a = if write { Access::store(at, 8, 1) } else { Access::load(at, 8, 1) };
+                batches.push(batch(std::mem::take(&mut events), vec![a]));
+                host_ops.push(None);
+            }
+            Op::GuestRemap { page, pages } => {
+                let (start, len) = (BASE.add(page * 4096), pages * 4096);
+                events.push((0, MapEvent::Munmap { start, len }));
+                events.push((0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() }));
+            }
+            Op::GuestProtect { page, pages } => {
+                let (start, len) = (BASE.add(page * 4096), pages * 4096);
+                events.push((0, MapEvent::Mprotect { start, len, writable: false }));
+                events.push((0, MapEvent::Mprotect { start, len, writable: true }));
+            }
+            Op::HostDiscard { gfn, frames } => host_ops.push(Some((gfn, frames))),
+        }
+    }
+    let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })]).unwrap();
+    for host_op in host_ops {
+        if let Some((gfn, frames)) = host_op {
+            sim.virt.as_deref_mut().unwrap().hv.discard(0, Gfn::new(gfn), frames).unwrap();
+            sim.virt_round_end(0.0);
+        } else {
+            sim.step(1).unwrap();
+        }
+    }
+    sim.run().unwrap();
+    check_backing(&sim);
 }
 
 proptest::proptest! {
@@ -409,45 +472,14 @@ proptest::proptest! {
         guest_thp in proptest::prelude::any::<bool>(),
         host_thp in proptest::prelude::any::<bool>(),
         elastic in proptest::prelude::any::<bool>(),
-        ops in proptest::collection::vec(op(), 1..60),
+        ops in proptest::collection::vec(op(6), 1..60),
     ) {
         let guest = if guest_thp { "os.policy=\"thp\"" } else { "os.policy=\"base\"" };
         let host = if host_thp { "virt.host.policy=\"thp\"" } else { "virt.host.policy=\"base\"" };
         // Or greedy Elastic Translations in both, on the N1 (contiguous
         // entries in both dimensions: `walk2d_contig`).
         let cfg = if elastic { virt_config(&ELASTIC_BOTH) } else { virt_config(&[guest, host, "run.quantum=1"]) };
-        // One batch per touch, the guest's remaps as events before it; the
-        // host's discards between steps.
-        let mut batches = vec![batch(vec![mmap(BASE, 4 << 20)], vec![])];
-        let mut host_ops = Vec::new();
-        let mut events = Vec::new();
-        for op in &ops {
-            match *op {
-                Op::Touch { page, write } => {
-                    let at = BASE.add(page * 4096);
-                    let a = if write { Access::store(at, 8, 1) } else { Access::load(at, 8, 1) };
-                    batches.push(batch(std::mem::take(&mut events), vec![a]));
-                    host_ops.push(None);
-                }
-                Op::GuestRemap { page, pages } => {
-                    let (start, len) = (BASE.add(page * 4096), pages * 4096);
-                    events.push((0, MapEvent::Munmap { start, len }));
-                    events.push((0, MapEvent::Mmap { start, len, writable: true, name: "heap".into() }));
-                }
-                Op::HostDiscard { gfn, frames } => host_ops.push(Some((gfn, frames))),
-            }
-        }
-        let mut sim = Simulation::with_workloads(cfg, vec![Box::new(Script { batches })]).unwrap();
-        for host_op in host_ops {
-            if let Some((gfn, frames)) = host_op {
-                sim.virt.as_deref_mut().unwrap().hv.discard(0, Gfn::new(gfn), frames).unwrap();
-                sim.virt_round_end(0.0);
-            } else {
-                sim.step(1).unwrap();
-            }
-        }
-        sim.run().unwrap();
-        check_backing(&sim);
+        run_churn(cfg, &ops);
     }
 }
 
