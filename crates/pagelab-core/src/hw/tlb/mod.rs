@@ -38,7 +38,7 @@ mod l2;
 mod sampler;
 mod stats;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use config::TlbConfig;
 pub use entry::{

@@ -39,7 +39,7 @@ fn frame(outcome: TlbLookup) -> Option<u64> {
 
 /// A small machine: L1 4K 4 entries 2-way (2 sets), L1 2M 2 x 2-way,
 /// L1 1G 1, L2 8 entries 2-way (4 sets), L2 1G 2.
-fn small() -> TlbConfig {
+pub(crate) fn small() -> TlbConfig {
     TlbConfig {
         l1_4k_entries: 4,
         l1_4k_ways: 2,

@@ -105,7 +105,7 @@ pub fn is_colored_huge(e: &TlbEntry<ColoredHuge>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::tlb::{Tlb, TlbConfig, TlbLookup, Translation};
+    use crate::hw::tlb::{Tlb, TlbLookup, Translation};
     use crate::units::VirtAddr;
 
     const A: Asid = 1;
@@ -122,20 +122,7 @@ mod tests {
 
     /// The small machine of `hw::tlb`'s tests.
     fn small() -> Tlb<ChpTlb> {
-        let cfg = TlbConfig {
-            l1_4k_entries: 4,
-            l1_4k_ways: 2,
-            l1_2m_entries: 2,
-            l1_2m_ways: 2,
-            l1_1g_entries: 1,
-            l1_1g_ways: 1,
-            l2_entries: 8,
-            l2_ways: 2,
-            l2_1g_entries: 2,
-            l2_1g_ways: 2,
-            ..TlbConfig::default()
-        };
-        Tlb::new(&cfg, 0)
+        Tlb::new(&crate::hw::tlb::tests::small(), 0)
     }
 
     fn chp(asid: Asid, base: u64) -> TlbEntry<ColoredHuge> {
