@@ -49,7 +49,10 @@ fn unknown_field(msg: &str) -> Option<&str> {
 }
 
 /// Applies `a.b.c=VALUE`. VALUE is read as a TOML value (`4`, `true`,
-/// `"lru"`, `[1, 2]`), or as a bare string when it is not one (`lru`).
+/// `"lru"`, `[1, 2]`), or as a bare string when it is not one (`lru`). A
+/// part `name[N]` steps into the N-th table of an array of tables
+/// (`workloads[1].footprint=...`, `vms[0].workloads[1].kind=...`), which
+/// the file must already have.
 pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
     let (key, raw) = item.split_once('=').ok_or_else(|| Error::config(item, "an override is KEY=VALUE"))?;
     let key = key.trim();
@@ -60,14 +63,56 @@ pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
     }
     let mut node = table;
     for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
-        let entry = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = match entry {
-            toml::Value::Table(t) => t,
-            _ => return Err(Error::config(parts[..=i].join("."), "is a value, not a table")),
+        let here = || parts[..=i].join(".");
+        node = match split_index(part).map_err(|why| Error::config(here(), why))? {
+            (name, None) => {
+                match node.entry(name.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new())) {
+                    toml::Value::Table(t) => t,
+                    _ => return Err(Error::config(here(), "is a value, not a table")),
+                }
+            }
+            (name, Some(n)) => array_table(node, name, n).map_err(|why| Error::config(here(), why))?,
         };
     }
-    node.insert(parts[parts.len() - 1].to_string(), value);
-    Ok(())
+    let last = parts[parts.len() - 1];
+    match split_index(last) {
+        Ok((name, None)) => {
+            node.insert(name.to_string(), value);
+            Ok(())
+        }
+        Ok(_) => Err(Error::config(key, "names a table of an array: set a key inside it")),
+        Err(why) => Err(Error::config(key, why)),
+    }
+}
+
+/// `name[N]` as (name, Some(N)); a plain part as (part, None).
+fn split_index(part: &str) -> std::result::Result<(&str, Option<usize>), String> {
+    let Some((name, rest)) = part.split_once('[') else {
+        return Ok((part, None));
+    };
+    let digits = rest.strip_suffix(']').ok_or("an index is written name[N]")?;
+    let n = digits.parse().map_err(|_| format!("`{digits}` is not an index (0, 1, ...)"))?;
+    if name.is_empty() {
+        return Err("an index follows a key: name[N]".into());
+    }
+    Ok((name, Some(n)))
+}
+
+/// The `n`-th table of the array of tables `name` in `node`.
+fn array_table<'a>(
+    node: &'a mut toml::Table,
+    name: &str,
+    n: usize,
+) -> std::result::Result<&'a mut toml::Table, String> {
+    let Some(toml::Value::Array(items)) = node.get_mut(name) else {
+        return Err(format!("the configuration has no array of tables [[{name}]]"));
+    };
+    let len = items.len();
+    match items.get_mut(n) {
+        Some(toml::Value::Table(t)) => Ok(t),
+        Some(_) => Err(format!("{name}[{n}] is not a table")),
+        None => Err(format!("index {n} out of range: [[{name}]] has {len}")),
+    }
 }
 
 fn parse_value(raw: &str) -> toml::Value {
@@ -130,6 +175,30 @@ mod tests {
         assert_eq!(cfg.virt.host.elastic.leshy_budget, Some(7));
         let o = vec!["machine.tlb.l2_entries=48".to_string()];
         assert_eq!(parse_config(MINIMAL, "t.toml", &o).unwrap().os.elastic.leshy_budget, Some(48));
+    }
+
+    #[test]
+    fn overrides_reach_into_arrays_of_tables_by_index() {
+        let text = "[[workloads]]\nkind = \"gups\"\nfootprint = \"64MiB\"\n[[workloads]]\nkind = \"stream\"\nfootprint = \"1MiB\"\n";
+        let mut t: toml::Table = text.parse().unwrap();
+        apply_override(&mut t, "workloads[1].footprint=\"2MiB\"").unwrap();
+        let ws = t["workloads"].as_array().unwrap();
+        assert_eq!(ws[1]["footprint"].as_str(), Some("2MiB"));
+        assert_eq!(ws[0]["footprint"].as_str(), Some("64MiB"), "the other table is untouched");
+        let err = |item: &str| apply_override(&mut t.clone(), item).unwrap_err().to_string();
+        assert!(
+            err("workloads[2].kind=gups").contains("index 2 out of range: [[workloads]] has 2"),
+            "{}",
+            err("workloads[2].kind=gups")
+        );
+        assert!(err("vms[0].guest_mem=1").contains("no array of tables [[vms]]"));
+        assert!(err("workloads[x].kind=gups").contains("`x` is not an index"));
+        assert!(err("workloads[1]=3").contains("set a key inside it"));
+        assert!(err("workloads[1.kind=3").contains("name[N]"));
+        let mut v: toml::Table =
+            "[[vms]]\n[[vms.workloads]]\nkind = \"gups\"\n[[vms.workloads]]\nkind = \"bfs\"\n".parse().unwrap();
+        apply_override(&mut v, "vms[0].workloads[1].kind=stream").unwrap();
+        assert_eq!(v["vms"][0]["workloads"][1]["kind"].as_str(), Some("stream"));
     }
 
     #[test]
