@@ -65,7 +65,7 @@ fn access(sim: &mut Simulation, vaddr: crate::units::VirtAddr, write: bool) -> (
         refs: &mut refs,
         stats: &mut stats,
         guest_asids: &virt.guest_asids[0],
-        contents: virt.contents.as_deref_mut().map(|c| (c, PageData::Shared)),
+        contents: virt.contents.as_deref_mut().map(|c| (c, PageData::Shared.into())),
     };
     let frame = w.translate(mmu::Request { asid: 1, vaddr, write, instr: false }).unwrap();
     (frame, stats)
