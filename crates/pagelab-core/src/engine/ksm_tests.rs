@@ -206,3 +206,77 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
         assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
     }
 }
+
+#[test]
+fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_every_hole_is_patched() {
+    // As above with `split = "punch"`: KSM makes each VM's 2 MiB EPT leaf a
+    // perforated page whose 8 merged parts are holes (VM 2's own frames
+    // of them freed); khugepaged must neither copy a KSM page into a
+    // private huge page nor free it.
+    let text = ksm_text(1000.0).replace(
+        "policy = \"base\"\n[virt.host.ksm]",
+        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
+         split = \"punch\"\npages_to_scan = 100000",
+    );
+    let cfg = parse_config(&text, "ksm-punch.toml", &[]).unwrap();
+    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
+        .map(|_| {
+            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
+            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
+        })
+        .collect();
+    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
+    sim.run().unwrap();
+    let ghz = 3e9;
+    sim.virt_round_end(2.0 * ghz);
+    let s = sim.stats();
+    assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
+    assert_eq!(s["ksm.splits"].as_f64(), 0.0);
+    let gfn =
+        |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
+    let perforation = |sim: &Simulation, vm: usize| {
+        let base = gfn(sim, vm).addr().as_host_virt().align_down(2 << 20);
+        crate::systems::perforated::pagetable::perforation_at(sim.virt.as_ref().unwrap().hv.ept(vm), base)
+    };
+    let holes =
+        |sim: &Simulation, vm: usize| perforation(sim, vm).map(|p| crate::systems::perforated::holes::count(&p.holes));
+    assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)), "each leaf perforated, 8 holes");
+    // khugepaged's wake-ups find the KSM pages among the hole table's
+    // PTEs (not the VM's own: SCAN_PAGE_COUNT) and leave both alone.
+    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
+    sim.virt_round_end(2.01 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
+    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
+    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)));
+    let virt = sim.virt.as_ref().unwrap();
+    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    // VM 1 stores to its 8 pages. The KSM pages are VM 1's own frames in
+    // its 2 MiB block, still VM 2's: each hole stays, remapped to a
+    // private copy. Its pages are then all its own: khugepaged collapses
+    // the perforated page, with a copy, into a plain 2 MiB leaf, and frees
+    // the copies and the old block's other frames, not the KSM pages.
+    // VM 2's page keeps its holes and the KSM pages.
+    for i in 0..8 {
+        access(&mut sim, BASE.add(i * 4096), true);
+    }
+    assert_eq!(holes(&sim, 0), Some(8), "the KSM pages are VM 2's now");
+    sim.virt_round_end(2.02 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.succeed"].as_f64() > before);
+    assert_eq!(perforation(&sim, 0), None, "collapsed: no longer a perforated page");
+    let hv = &sim.virt.as_ref().unwrap().hv;
+    assert_eq!(hv.backing_of(0, gfn(&sim, 0)).unwrap().1, crate::units::PageSize::Size2M);
+    assert_eq!(holes(&sim, 1), Some(8));
+    assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
+    let virt = sim.virt.as_ref().unwrap();
+    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    // Every page reads its own frame through the combined entries, in
+    // both VMs (check_translations checks every hit too).
+    for i in 0..8 {
+        let (frame, _) = access(&mut sim, BASE.add(i * 4096), false);
+        assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
+    }
+    sim.run().unwrap();
+}
