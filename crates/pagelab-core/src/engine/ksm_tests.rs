@@ -149,16 +149,17 @@ fn ksm_statistics_exist_only_when_it_runs() {
     assert!(!sim.stats().keys().any(|k| k.starts_with("ksm.")));
 }
 
-#[test]
-fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_unshared() {
-    // The host maps guest memory with THP at fault and runs khugepaged
-    // every 1 ms; KSM (every 1 s, scanning all of both VMs' backed memory
-    // each time) splits the 2 MiB leaves of the 8 pages both VMs wrote and
-    // merges them.
+/// Both VMs store to 8 pages of host THP memory, host khugepaged waking
+/// every 1 ms; KSM (`extra` keys; every 1 s, scanning all of both VMs'
+/// backed memory each time) merges the 8 pairs at its second wake-up.
+/// Returns the run and the clock's cycles per second.
+fn merged_beside_khugepaged(extra: &str) -> (Simulation, f64) {
     let text = ksm_text(1000.0).replace(
         "policy = \"base\"\n[virt.host.ksm]",
-        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
-         pages_to_scan = 100000",
+        &format!(
+            "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
+             {extra}pages_to_scan = 100000"
+        ),
     );
     let cfg = parse_config(&text, "ksm-thp.toml", &[]).unwrap();
     let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
@@ -173,6 +174,14 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     sim.virt_round_end(2.0 * ghz);
     let s = sim.stats();
     assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
+    (sim, ghz)
+}
+
+#[test]
+fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_unshared() {
+    // KSM splits the 2 MiB leaves of the 8 pages both VMs wrote to merge
+    // them.
+    let (mut sim, ghz) = merged_beside_khugepaged("");
     let gfn =
         |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
     let backing = |sim: &Simulation, vm: usize| sim.virt.as_ref().unwrap().hv.backing_of(vm, gfn(sim, vm)).unwrap();
@@ -213,24 +222,8 @@ fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_ever
     // perforated page whose 8 merged parts are holes (VM 2's own frames
     // of them freed); khugepaged must neither copy a KSM page into a
     // private huge page nor free it.
-    let text = ksm_text(1000.0).replace(
-        "policy = \"base\"\n[virt.host.ksm]",
-        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
-         split = \"punch\"\npages_to_scan = 100000",
-    );
-    let cfg = parse_config(&text, "ksm-punch.toml", &[]).unwrap();
-    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
-        .map(|_| {
-            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
-            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
-        })
-        .collect();
-    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
-    sim.run().unwrap();
-    let ghz = 3e9;
-    sim.virt_round_end(2.0 * ghz);
+    let (mut sim, ghz) = merged_beside_khugepaged("split = \"punch\"\n");
     let s = sim.stats();
-    assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
     assert_eq!(s["ksm.splits"].as_f64(), 0.0);
     let gfn =
         |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
