@@ -188,12 +188,7 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size4K, "KSM split the leaf to merge a part");
     // khugepaged's next wake-ups find the KSM pages and leave both VMs'
     // ranges alone: still shared, still 4 KiB.
-    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
-    sim.virt_round_end(2.01 * ghz);
-    let s = sim.stats();
-    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
-    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
-    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    let before = khugepaged_leaves_both_alone(&mut sim, ghz);
     assert_eq!(backing(&sim, 0).0, backing(&sim, 1).0, "one KSM frame for both");
     // VM 1 stores to its 8 pages: each is copied back (copy-on-write), so
     // its range holds only its own pages and collapses at the next scan;
@@ -207,12 +202,30 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size2M);
     assert_eq!(backing(&sim, 1).1, crate::units::PageSize::Size4K);
     assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
+    vm1_reads_its_own_frames(&mut sim);
+}
+
+/// khugepaged's wake-ups up to 2.01 s: both VMs' ranges counted as
+/// `page_count`, none collapsed, the 8 pages still shared. Returns the
+/// collapses before them.
+fn khugepaged_leaves_both_alone(sim: &mut Simulation, ghz: f64) -> f64 {
+    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
+    sim.virt_round_end(2.01 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
+    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
+    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    before
+}
+
+/// The sharing invariants hold, and each of VM 1's 8 pages reads its own
+/// host frame through the combined entries (after its collapse).
+fn vm1_reads_its_own_frames(sim: &mut Simulation) {
     let virt = sim.virt.as_ref().unwrap();
     crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
-    // Every page still reads its own frame through the combined entries.
     for i in 0..8 {
-        let (frame, _) = access(&mut sim, BASE.add(i * 4096), false);
-        assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
+        let (frame, _) = access(sim, BASE.add(i * 4096), false);
+        assert_eq!(frame, host_frame(sim, 0, BASE.add(i * 4096)));
     }
 }
 
@@ -236,12 +249,7 @@ fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_ever
     assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)), "each leaf perforated, 8 holes");
     // khugepaged's wake-ups find the KSM pages among the hole table's
     // PTEs (not the VM's own: SCAN_PAGE_COUNT) and leave both alone.
-    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
-    sim.virt_round_end(2.01 * ghz);
-    let s = sim.stats();
-    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
-    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
-    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    let before = khugepaged_leaves_both_alone(&mut sim, ghz);
     assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)));
     let virt = sim.virt.as_ref().unwrap();
     crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
@@ -263,13 +271,6 @@ fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_ever
     assert_eq!(hv.backing_of(0, gfn(&sim, 0)).unwrap().1, crate::units::PageSize::Size2M);
     assert_eq!(holes(&sim, 1), Some(8));
     assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
-    let virt = sim.virt.as_ref().unwrap();
-    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
-    // Every page reads its own frame through the combined entries, in
-    // both VMs (check_translations checks every hit too).
-    for i in 0..8 {
-        let (frame, _) = access(&mut sim, BASE.add(i * 4096), false);
-        assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
-    }
-    sim.run().unwrap();
+    // (check_translations checks every TLB hit too.)
+    vm1_reads_its_own_frames(&mut sim);
 }
