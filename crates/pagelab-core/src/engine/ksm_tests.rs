@@ -65,7 +65,7 @@ fn access(sim: &mut Simulation, vaddr: crate::units::VirtAddr, write: bool) -> (
         refs: &mut refs,
         stats: &mut stats,
         guest_asids: &virt.guest_asids[0],
-        contents: virt.contents.as_deref_mut().map(|c| (c, PageData::Shared)),
+        contents: virt.contents.as_deref_mut().map(|c| (c, PageData::Shared.into())),
     };
     let frame = w.translate(mmu::Request { asid: 1, vaddr, write, instr: false }).unwrap();
     (frame, stats)
@@ -149,16 +149,17 @@ fn ksm_statistics_exist_only_when_it_runs() {
     assert!(!sim.stats().keys().any(|k| k.starts_with("ksm.")));
 }
 
-#[test]
-fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_unshared() {
-    // The host maps guest memory with THP at fault and runs khugepaged
-    // every 1 ms; KSM (every 1 s, scanning all of both VMs' backed memory
-    // each time) splits the 2 MiB leaves of the 8 pages both VMs wrote and
-    // merges them.
+/// Both VMs store to 8 pages of host THP memory, host khugepaged waking
+/// every 1 ms; KSM (`extra` keys; every 1 s, scanning all of both VMs'
+/// backed memory each time) merges the 8 pairs at its second wake-up.
+/// Returns the run and the clock's cycles per second.
+fn merged_beside_khugepaged(extra: &str) -> (Simulation, f64) {
     let text = ksm_text(1000.0).replace(
         "policy = \"base\"\n[virt.host.ksm]",
-        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
-         pages_to_scan = 100000",
+        &format!(
+            "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = true\nscan_sleep_ms = 1.0\n[virt.host.ksm]\n\
+             {extra}pages_to_scan = 100000"
+        ),
     );
     let cfg = parse_config(&text, "ksm-thp.toml", &[]).unwrap();
     let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
@@ -173,18 +174,21 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     sim.virt_round_end(2.0 * ghz);
     let s = sim.stats();
     assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
+    (sim, ghz)
+}
+
+#[test]
+fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_unshared() {
+    // KSM splits the 2 MiB leaves of the 8 pages both VMs wrote to merge
+    // them.
+    let (mut sim, ghz) = merged_beside_khugepaged("");
     let gfn =
         |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
     let backing = |sim: &Simulation, vm: usize| sim.virt.as_ref().unwrap().hv.backing_of(vm, gfn(sim, vm)).unwrap();
     assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size4K, "KSM split the leaf to merge a part");
     // khugepaged's next wake-ups find the KSM pages and leave both VMs'
     // ranges alone: still shared, still 4 KiB.
-    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
-    sim.virt_round_end(2.01 * ghz);
-    let s = sim.stats();
-    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
-    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
-    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    let before = khugepaged_leaves_both_alone(&mut sim, ghz);
     assert_eq!(backing(&sim, 0).0, backing(&sim, 1).0, "one KSM frame for both");
     // VM 1 stores to its 8 pages: each is copied back (copy-on-write), so
     // its range holds only its own pages and collapses at the next scan;
@@ -198,11 +202,75 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size2M);
     assert_eq!(backing(&sim, 1).1, crate::units::PageSize::Size4K);
     assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
+    vm1_reads_its_own_frames(&mut sim);
+}
+
+/// khugepaged's wake-ups up to 2.01 s: both VMs' ranges counted as
+/// `page_count`, none collapsed, the 8 pages still shared. Returns the
+/// collapses before them.
+fn khugepaged_leaves_both_alone(sim: &mut Simulation, ghz: f64) -> f64 {
+    let before = sim.stats()["host.khugepaged.succeed"].as_f64();
+    sim.virt_round_end(2.01 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
+    assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
+    assert_eq!(s["ksm.pages_sharing"].as_f64(), 8.0);
+    before
+}
+
+/// The sharing invariants hold, and each of VM 1's 8 pages reads its own
+/// host frame through the combined entries (after its collapse).
+fn vm1_reads_its_own_frames(sim: &mut Simulation) {
     let virt = sim.virt.as_ref().unwrap();
     crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
-    // Every page still reads its own frame through the combined entries.
     for i in 0..8 {
-        let (frame, _) = access(&mut sim, BASE.add(i * 4096), false);
-        assert_eq!(frame, host_frame(&sim, 0, BASE.add(i * 4096)));
+        let (frame, _) = access(sim, BASE.add(i * 4096), false);
+        assert_eq!(frame, host_frame(sim, 0, BASE.add(i * 4096)));
     }
+}
+
+#[test]
+fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_every_hole_is_patched() {
+    // As above with `split = "punch"`: KSM makes each VM's 2 MiB EPT leaf a
+    // perforated page whose 8 merged parts are holes (VM 2's own frames
+    // of them freed); khugepaged must neither copy a KSM page into a
+    // private huge page nor free it.
+    let (mut sim, ghz) = merged_beside_khugepaged("split = \"punch\"\n");
+    let s = sim.stats();
+    assert_eq!(s["ksm.splits"].as_f64(), 0.0);
+    let gfn =
+        |sim: &Simulation, vm: usize| Gfn::of_guest_kernel(sim.guest(vm).proc(1).aspace.pt.lookup(BASE).unwrap().frame);
+    let perforation = |sim: &Simulation, vm: usize| {
+        let base = gfn(sim, vm).addr().as_host_virt().align_down(2 << 20);
+        crate::systems::perforated::pagetable::perforation_at(sim.virt.as_ref().unwrap().hv.ept(vm), base)
+    };
+    let holes =
+        |sim: &Simulation, vm: usize| perforation(sim, vm).map(|p| crate::systems::perforated::holes::count(&p.holes));
+    assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)), "each leaf perforated, 8 holes");
+    // khugepaged's wake-ups find the KSM pages among the hole table's
+    // PTEs (not the VM's own: SCAN_PAGE_COUNT) and leave both alone.
+    let before = khugepaged_leaves_both_alone(&mut sim, ghz);
+    assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)));
+    let virt = sim.virt.as_ref().unwrap();
+    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    // VM 1 stores to its 8 pages. The KSM pages are VM 1's own frames in
+    // its 2 MiB block, still VM 2's: each hole stays, remapped to a
+    // private copy. Its pages are then all its own: khugepaged collapses
+    // the perforated page, with a copy, into a plain 2 MiB leaf, and frees
+    // the copies and the old block's other frames, not the KSM pages.
+    // VM 2's page keeps its holes and the KSM pages.
+    for i in 0..8 {
+        access(&mut sim, BASE.add(i * 4096), true);
+    }
+    assert_eq!(holes(&sim, 0), Some(8), "the KSM pages are VM 2's now");
+    sim.virt_round_end(2.02 * ghz);
+    let s = sim.stats();
+    assert!(s["host.khugepaged.succeed"].as_f64() > before);
+    assert_eq!(perforation(&sim, 0), None, "collapsed: no longer a perforated page");
+    let hv = &sim.virt.as_ref().unwrap().hv;
+    assert_eq!(hv.backing_of(0, gfn(&sim, 0)).unwrap().1, crate::units::PageSize::Size2M);
+    assert_eq!(holes(&sim, 1), Some(8));
+    assert_eq!(s["ksm.pages_shared"].as_f64(), 8.0, "VM 2 keeps each KSM page");
+    // (check_translations checks every TLB hit too.)
+    vm1_reads_its_own_frames(&mut sim);
 }

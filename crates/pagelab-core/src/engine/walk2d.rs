@@ -54,7 +54,7 @@ use crate::paging::pagetable::{level_size, table_index};
 use crate::paging::pte::{ACCESSED, COLORED_HUGE, DIRTY, HUGE, PERFORATED};
 use crate::paging::{LeafSlot, NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
-use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, PageData};
+use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, Writes};
 
 /// The second dimension's hardware of one core.
 #[derive(Debug)]
@@ -129,7 +129,7 @@ pub struct VirtRun {
     /// what it writes (`workload.contents`); None costs nothing.
     pub contents: Option<Box<Contents>>,
     /// What each core's process writes.
-    pub page_data: Vec<PageData>,
+    pub page_data: Vec<Writes>,
 }
 
 impl VirtRun {
@@ -217,7 +217,7 @@ pub(super) fn boot_virt(
     // Per core: its first program's (validation keeps contents away from
     // programs in sequence).
     let firsts = cfg.workload_list().into_iter().filter(|w| w.after.is_none());
-    let page_data: Vec<PageData> = firsts.map(|w| w.contents).collect();
+    let page_data: Vec<Writes> = firsts.map(|w| Writes::of(w.contents, w.shared.as_ref())).collect();
     let contents = page_data.iter().any(|d| !d.is_none()).then(Box::<Contents>::default);
     let mut run = VirtRun { hv, cores: nested, guest_asids, other_guests, contents, page_data };
     if v.backing == Backing::Zeroing {
@@ -275,7 +275,7 @@ pub struct Walker2d<'a> {
     pub guest_asids: &'a [Asid],
     /// The content identities and what this core's process writes, when
     /// it declares it.
-    pub contents: Option<(&'a mut Contents, PageData)>,
+    pub contents: Option<(&'a mut Contents, Writes)>,
 }
 
 impl Walker2d<'_> {

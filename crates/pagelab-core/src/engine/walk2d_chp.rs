@@ -67,7 +67,7 @@ use crate::systems::chp::walk::{dirty_assist, read_line};
 use crate::systems::extensions::wrap;
 use crate::systems::ExtKind;
 use crate::units::{Asid, Gfn, PageSize, Pfn, VirtAddr, Vpn};
-use crate::virt::{Contents, Hypervisor, PageData};
+use crate::virt::{Contents, Hypervisor, Writes};
 
 /// The guest leaf-extension bits the 2D walker has a step for. (A GTSM
 /// page's bit is not one: its 4 KiB PTEs are walked, as before.)
@@ -77,7 +77,7 @@ pub(super) const GUEST_STEPS: u64 = PERFORATED | COLORED_HUGE;
 const SUB_PAGES: u64 = 64;
 
 /// A walker's content identities and what its process writes, if declared.
-type ContentsOf<'c, 'a> = Option<&'c mut (&'a mut Contents, PageData)>;
+type ContentsOf<'c, 'a> = Option<&'c mut (&'a mut Contents, Writes)>;
 
 /// The walk's step at a guest PMD entry carrying bits of [`GUEST_STEPS`]
 /// (`table` is the PTE page it points at): a perforated page's, else a
@@ -204,7 +204,7 @@ fn refreshed(ept: &mut Ept, want: bool, gfn: Gfn, frame: Pfn, size: PageSize, di
 
 /// The guest's D bit of the whole colored huge page was just set: its 512
 /// pages count as written (the guest-content rule of a 2 MiB page's D bit).
-fn written_all(contents: &mut Contents, vm: usize, p: &ColoredHuge, vbase: Vpn, data: PageData) {
+fn written_all(contents: &mut Contents, vm: usize, p: &ColoredHuge, vbase: Vpn, data: Writes) {
     for page in 0..512u64 {
         let gfn = Gfn::of_guest_kernel(p.frame_of(page << 12));
         contents.written(vm, gfn, 1, Vpn::new(vbase.raw() + page), data);

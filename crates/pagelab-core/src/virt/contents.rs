@@ -20,11 +20,20 @@
 //!
 //! A frame with no identity (never declared, or filled by a guest daemon's
 //! copy) is unlike every other.
+//!
+//! `partly-shared` data mixes the two within one process, page by page:
+//! which pages hold the shared data is [`SharedPages`]' scenario, a pure
+//! function of the virtual page and `workload.shared.seed` (the process,
+//! VM and fault order do not enter it), so two VMs running the same
+//! program with the same seed hold the same data at the same pages.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+use crate::systems::perforated::holes::{is_hole, HoleBits, HoleScenario};
+use crate::systems::perforated::{Distribution, HoleKind, HolesConfig};
 use crate::units::{Gfn, Vpn};
 
 /// What a workload writes (`workload.contents`).
@@ -42,11 +51,120 @@ pub enum PageData {
     /// for page at the same virtual address (two VMs initialising the same
     /// buffer; servers loaded with the same data set).
     Shared,
+    /// `shared` data at the pages `workload.shared` picks, `unique` data
+    /// at the rest (a program whose heap holds duplicates of another
+    /// VM's here and there: the Perforated Pages paper's mcf under KSM).
+    PartlyShared,
 }
 
 impl PageData {
     pub fn is_none(&self) -> bool {
         *self == PageData::None
+    }
+}
+
+/// Which pages of a `partly-shared` process hold the shared data
+/// (`workload.shared`), named as the `os.holes` scenario whose choice it
+/// reuses: a share of the 2 MiB virtual regions (`portion`) hold shared
+/// pages, a share of each such region's 512 pages (`degree`), one run at
+/// a seeded place (`clustered`) or evenly spaced (`dispersed`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SharedPages {
+    pub portion: f64,
+    pub degree: f64,
+    pub distribution: Distribution,
+    /// Processes that should agree on which pages are shared (the same
+    /// program in two VMs) give the same seed.
+    pub seed: u64,
+}
+
+impl Default for SharedPages {
+    fn default() -> Self {
+        SharedPages { portion: 0.0, degree: 0.25, distribution: Distribution::Clustered, seed: 1 }
+    }
+}
+
+impl SharedPages {
+    /// The keys' ranges and their combination with `workload.contents`
+    /// (`prefix` is the workload's, as `workload`).
+    pub fn validate(shared: Option<&SharedPages>, data: PageData, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.shared.{k}");
+        let Some(s) = shared else {
+            if data == PageData::PartlyShared {
+                let msg =
+                    "contents = \"partly-shared\" needs workload.shared.portion and .degree (which pages are shared)";
+                return Err(Error::config(key("portion"), msg));
+            }
+            return Ok(());
+        };
+        if data != PageData::PartlyShared {
+            return Err(Error::config(format!("{prefix}.shared"), "only with contents = \"partly-shared\""));
+        }
+        for (name, v) in [("portion", s.portion), ("degree", s.degree)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::config(key(name), format!("{v} is not in [0, 1]")));
+            }
+        }
+        if s.portion > 0.0 && s.scenario().pages_per_region() == 0 {
+            return Err(Error::config(key("degree"), format!("{} rounds to no page of a region's 512", s.degree)));
+        }
+        Ok(())
+    }
+
+    fn scenario(&self) -> SharedScenario {
+        let cfg = HolesConfig {
+            portion: self.portion,
+            degree: self.degree,
+            distribution: self.distribution,
+            kind: HoleKind::Allocated,
+            spread: 0.0,
+        };
+        SharedScenario(HoleScenario::new(&cfg, self.seed), cfg.holes_per_region())
+    }
+}
+
+/// [`SharedPages`] as the engine carries it: the scenario's choice of
+/// pages (the process key is fixed, so every process with the same seed
+/// gets the same choice) and its pages per chosen region.
+#[derive(Debug, Clone, Copy)]
+struct SharedScenario(HoleScenario, u32);
+
+impl SharedScenario {
+    fn pages_per_region(&self) -> u32 {
+        self.1
+    }
+
+    /// The shared pages of 2 MiB virtual region `region` (vpn >> 9).
+    fn region(&self, region: u64) -> Option<HoleBits> {
+        self.0.holes(0, region)
+    }
+}
+
+/// What one process writes, as [`Contents::written`] takes it: its
+/// `workload.contents` and, for `partly-shared`, which pages are shared.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Writes {
+    pub data: PageData,
+    shared: Option<SharedScenario>,
+}
+
+impl Writes {
+    /// A workload's declaration (`shared` is its `workload.shared`,
+    /// validated).
+    pub fn of(data: PageData, shared: Option<&SharedPages>) -> Writes {
+        let shared = (data == PageData::PartlyShared).then(|| shared.copied().unwrap_or_default().scenario());
+        Writes { data, shared }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.data.is_none()
+    }
+}
+
+impl From<PageData> for Writes {
+    fn from(data: PageData) -> Writes {
+        Writes::of(data, None)
     }
 }
 
@@ -90,16 +208,34 @@ impl Contents {
 
     /// A store dirtied a guest leaf of `count` frames from `first`, mapped
     /// at virtual page `vbase`, of a process that writes `data`.
-    pub fn written(&mut self, vm: usize, first: Gfn, count: u64, vbase: Vpn, data: PageData) {
+    pub fn written(&mut self, vm: usize, first: Gfn, count: u64, vbase: Vpn, data: impl Into<Writes>) {
+        let writes = data.into();
+        // The shared pages of the region last looked up (a 2 MiB leaf's
+        // 512 pages are one region: one look-up).
+        let mut region: Option<(u64, Option<HoleBits>)> = None;
         for i in 0..count {
-            let id = match data {
-                PageData::None => continue,
-                PageData::Zero => ContentId::ZERO,
-                PageData::Shared => ContentId::shared(Vpn::new(vbase.raw() + i)),
-                PageData::Unique => {
-                    self.last_unique += 1;
-                    ContentId(self.last_unique)
+            let vpn = vbase.raw() + i;
+            let shared = match (writes.data, writes.shared) {
+                (PageData::None, _) => continue,
+                (PageData::Zero, _) => {
+                    self.by_frame.insert((vm, Gfn::new(first.raw() + i)), ContentId::ZERO);
+                    continue;
                 }
+                (PageData::Shared, _) => true,
+                (PageData::PartlyShared, Some(s)) => {
+                    let r = vpn >> 9;
+                    if region.is_none_or(|(at, _)| at != r) {
+                        region = Some((r, s.region(r)));
+                    }
+                    region.and_then(|(_, bits)| bits).is_some_and(|b| is_hole(&b, (vpn & 511) as usize))
+                }
+                (PageData::Unique | PageData::PartlyShared, _) => false,
+            };
+            let id = if shared {
+                ContentId::shared(Vpn::new(vpn))
+            } else {
+                self.last_unique += 1;
+                ContentId(self.last_unique)
             };
             self.by_frame.insert((vm, Gfn::new(first.raw() + i)), id);
         }
@@ -152,5 +288,79 @@ mod tests {
         assert_eq!(c.of(0, Gfn::new(10)), Some(ContentId::shared(Vpn::new(100))));
         c.zeroed(0, Gfn::new(10), 4);
         assert_eq!(c.census(), (12, 6, 5));
+    }
+
+    fn partly(portion: f64, degree: f64, distribution: Distribution, seed: u64) -> Writes {
+        Writes::of(PageData::PartlyShared, Some(&SharedPages { portion, degree, distribution, seed }))
+    }
+
+    /// The pages of the 512 from virtual page `vbase` (a region's first)
+    /// that `writes` makes shared, written by VM 0 at guest frame 0.
+    fn shared_pages(writes: Writes, vbase: u64) -> Vec<u64> {
+        let mut c = Contents::default();
+        c.written(0, Gfn::new(0), 512, Vpn::new(vbase), writes);
+        (0..512).filter(|&i| c.of(0, Gfn::new(i)) == Some(ContentId::shared(Vpn::new(vbase + i)))).collect()
+    }
+
+    #[test]
+    fn partly_shared_pages_follow_portion_degree_and_distribution() {
+        // Degree 1/4 dispersed: 128 pages, page floor((512 j + phase) / 128)
+        // with phase < 128: every fourth page from the first, whatever the
+        // seed (each of the 8 filter regions holds 16).
+        for seed in [1, 2] {
+            assert_eq!(
+                shared_pages(partly(1.0, 0.25, Distribution::Dispersed, seed), 512),
+                (0..128).map(|j| 4 * j).collect::<Vec<_>>()
+            );
+        }
+        // Degree 8/512 dispersed: one page in each 64-page filter region.
+        assert_eq!(
+            shared_pages(partly(1.0, 8.0 / 512.0, Distribution::Dispersed, 1), 0),
+            (0..8).map(|j| 64 * j).collect::<Vec<_>>()
+        );
+        // Clustered: one run of 128 consecutive pages at a seeded place;
+        // the same seed, the same run, in any VM and at any frame.
+        let run = shared_pages(partly(1.0, 0.25, Distribution::Clustered, 1), 512);
+        assert_eq!(run.len(), 128);
+        assert_eq!(run[127] - run[0], 127);
+        assert_eq!(run, shared_pages(partly(1.0, 0.25, Distribution::Clustered, 1), 512));
+        let other_seed: Vec<Vec<u64>> =
+            (0..4).map(|r| shared_pages(partly(1.0, 0.25, Distribution::Clustered, 9), 512 * r)).collect();
+        let same_seed: Vec<Vec<u64>> =
+            (0..4).map(|r| shared_pages(partly(1.0, 0.25, Distribution::Clustered, 1), 512 * r)).collect();
+        assert_ne!(other_seed, same_seed);
+        // Portion 1/2: about half the regions hold shared pages (the
+        // scenario's low-discrepancy choice: within one of 100).
+        let holding = (0..100)
+            .filter(|r| !shared_pages(partly(0.5, 0.25, Distribution::Clustered, 1), 512 * r).is_empty())
+            .count();
+        assert!((49..=51).contains(&holding), "{holding} of 100 regions");
+        // Portion 0: no page shared; the rest is unique data.
+        let mut c = Contents::default();
+        c.written(0, Gfn::new(0), 512, Vpn::new(0), partly(0.0, 0.25, Distribution::Clustered, 1));
+        assert_eq!(c.census(), (512, 0, 0));
+    }
+
+    #[test]
+    fn two_vms_with_the_same_seed_duplicate_exactly_their_shared_pages() {
+        // Two VMs write the same two regions (vpn 1024..2048) at different
+        // guest frames, a 2 MiB leaf each, then 4 KiB leaves one by one:
+        // the same pages are shared; each shared page's identity is in
+        // both VMs once: 256 duplicates among 2048 pages.
+        let w = partly(1.0, 0.25, Distribution::Dispersed, 3);
+        let mut c = Contents::default();
+        c.written(0, Gfn::new(0), 512, Vpn::new(1024), w);
+        c.written(0, Gfn::new(512), 512, Vpn::new(1536), w);
+        for i in 0..1024 {
+            c.written(1, Gfn::new(5000 + i), 1, Vpn::new(1024 + i), w);
+        }
+        assert_eq!(c.census(), (2048, 0, 256));
+        assert_eq!(c.of(0, Gfn::new(4)), c.of(1, Gfn::new(5004)));
+        assert_ne!(c.of(0, Gfn::new(5)), c.of(1, Gfn::new(5005)));
+        // A third VM shares a clustered run of 128 pages of the first
+        // region: a run of 128 holds 32 multiples of 4, so 32 of its pages
+        // duplicate the others' and 96 are shared data no one else has.
+        c.written(2, Gfn::new(0), 512, Vpn::new(1024), partly(1.0, 0.25, Distribution::Clustered, 4));
+        assert_eq!(c.census(), (2560, 0, 256 + 32));
     }
 }

@@ -29,7 +29,7 @@ pub mod ksm;
 mod tests;
 
 pub use config::{Backing, VirtConfig, VirtCosts};
-pub use contents::{ContentId, Contents, PageData};
+pub use contents::{ContentId, Contents, PageData, SharedPages, Writes};
 pub use ksm::Ksm;
 
 use crate::error::{Error, Result};

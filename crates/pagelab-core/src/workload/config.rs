@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::units::ByteSize;
-use crate::virt::PageData;
+use crate::virt::{PageData, SharedPages};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -136,10 +136,14 @@ pub struct WorkloadConfig {
     pub write_fraction: Option<f64>,
     /// What the workload's stores write, for the host's page comparisons
     /// (virtualized runs; `virt::contents`): `none` (default), `unique`,
-    /// `zero`, `shared`. Carried for the hypervisor; generators do not read
-    /// it.
+    /// `zero`, `shared`, `partly-shared` (with `shared`). Carried for the
+    /// hypervisor; generators do not read it.
     #[serde(skip_serializing_if = "PageData::is_none")]
     pub contents: PageData,
+    /// `contents = "partly-shared"`: which pages hold the shared data
+    /// (`workload.shared.portion`, `.degree`, `.distribution`, `.seed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedPages>,
     /// Page colors the OS may give this workload (empty = all). Carried for
     /// the OS; generators do not read it.
     pub colors: Vec<u32>,
@@ -245,6 +249,7 @@ impl Default for WorkloadConfig {
             graph_seed: None,
             write_fraction: None,
             contents: PageData::None,
+            shared: None,
             colors: Vec::new(),
             chp: true,
             init: InitMode::Pages,
@@ -315,6 +320,7 @@ impl WorkloadConfig {
             return Err(Error::config(key("footprint"), "at most 64TiB fits under the layout top"));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
+        SharedPages::validate(self.shared.as_ref(), self.contents, prefix)?;
         self.validate_align(&key("align"))?;
         self.validate_trace_keys(prefix)?;
         self.validate_file_keys(prefix)?;
@@ -626,6 +632,12 @@ mod tests {
                 "kind = \"pointer-chase\"\nhot_set = 4096\nhot_layout = \"scattered\"\nhot_chunk = 8192",
                 "workload.hot_set",
             ),
+            ("contents = \"partly-shared\"", "workload.shared.portion"),
+            ("contents = \"shared\"\nshared.portion = 0.5", "workload.shared"),
+            ("shared.portion = 0.5", "workload.shared"),
+            ("contents = \"partly-shared\"\nshared.portion = 1.5", "workload.shared.portion"),
+            ("contents = \"partly-shared\"\nshared.portion = 0.5\nshared.degree = -0.1", "workload.shared.degree"),
+            ("contents = \"partly-shared\"\nshared.portion = 0.5\nshared.degree = 0.0005", "workload.shared.degree"),
         ];
         for (text, key) in cases {
             assert_eq!(rejected_key(text), key, "{text}");

@@ -98,7 +98,7 @@ pub enum HoleKind {
 /// The fragmentation scenario (`os.holes`): a share of the workload's
 /// 2 MiB regions (`portion`) hold frames the kernel cannot use for a huge
 /// page, a share of each such region's pages (`degree`).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HolesConfig {
     pub portion: f64,

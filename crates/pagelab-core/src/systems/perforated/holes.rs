@@ -19,7 +19,7 @@ pub use super::pagetable::HoleBits;
 /// consecutive regions (a coin per region would stray by sqrt(n)).
 const PHI_FRAC: f64 = 0.618_033_988_749_894_9;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct HoleScenario {
     cfg: HolesConfig,
     seed: u64,
@@ -27,7 +27,7 @@ pub struct HoleScenario {
 
 impl HoleScenario {
     pub fn new(cfg: &HolesConfig, seed: u64) -> Self {
-        HoleScenario { cfg: cfg.clone(), seed }
+        HoleScenario { cfg: *cfg, seed }
     }
 
     /// Whether the scenario fragments anything.
