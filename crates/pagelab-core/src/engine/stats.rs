@@ -289,4 +289,6 @@ fn kernel_stats(out: &mut Stats, sim: &Simulation, vm: usize) {
     kernel.report(&crate::systems::idle_stats(), out);
     // Set once at boot by `Snapshot::apply` (os.fragmentation.snapshot).
     out.insert("phys.snapshot_unplaced".into(), Stat::Int(kernel.mem.snapshot_unplaced()));
+    // The snapshot's page cache freed when memory ran out (0 without one).
+    out.insert("phys.reclaimed".into(), Stat::Int(kernel.mem.reclaimed()));
 }

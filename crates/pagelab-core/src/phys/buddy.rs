@@ -71,6 +71,12 @@ pub struct PhysMem {
     ///
     /// [`snapshot::Snapshot::apply`]: super::snapshot::Snapshot::apply
     snapshot_unplaced: u64,
+    /// The frames a snapshot left in use in Movable pageblocks (its page
+    /// cache), in the order reclaim frees them: the last first. Empty
+    /// without a snapshot, so reclaim never runs then.
+    page_cache: Vec<u64>,
+    /// Frames freed by reclaim (`phys.reclaimed`).
+    reclaimed: u64,
     /// The first pfn past each node (memory tier), ascending; one node ends
     /// at `nr_frames`. Node boundaries are multiples of the largest block,
     /// so no buddy block straddles two nodes.
@@ -116,6 +122,8 @@ impl PhysMem {
             nr_free_pages: 0,
             stats: Stats::default(),
             snapshot_unplaced: 0,
+            page_cache: Vec::new(),
+            reclaimed: 0,
             node_ends: node_frames
                 .iter()
                 .scan(0, |end, &n| {
@@ -176,6 +184,39 @@ impl PhysMem {
 
     pub(super) fn set_snapshot_unplaced(&mut self, n: u64) {
         self.snapshot_unplaced = n;
+    }
+
+    /// Gives reclaim the snapshot's page cache: these frames, taken
+    /// (owner `Kernel`), freed the last first when memory runs out.
+    pub(super) fn set_page_cache(&mut self, frames: Vec<u64>) {
+        debug_assert!(frames.iter().all(|&f| self.owners[f as usize] == FrameOwner::Kernel.pack()));
+        self.page_cache = frames;
+    }
+
+    /// Frames of the snapshot's page cache not reclaimed yet.
+    pub fn page_cache_left(&self) -> u64 {
+        self.page_cache.len() as u64
+    }
+
+    /// Frames freed by reclaim since boot (0 without a snapshot).
+    pub fn reclaimed(&self) -> u64 {
+        self.reclaimed
+    }
+
+    /// Frees up to `n` frames of the snapshot's page cache (shrink_lru's
+    /// batch); returns how many it freed. A frame whose owner changed since
+    /// the snapshot (a perforated page patched over it) is skipped.
+    pub fn reclaim(&mut self, n: usize) -> u64 {
+        let mut freed = 0;
+        while freed < n as u64 {
+            let Some(pfn) = self.page_cache.pop() else { break };
+            if self.owners[pfn as usize] == FrameOwner::Kernel.pack() {
+                self.free(Pfn::new(pfn), Order::BASE);
+                freed += 1;
+            }
+        }
+        self.reclaimed += freed;
+        freed
     }
 
     /// Largest block order, as given to [`PhysMem::new`].
@@ -265,10 +306,33 @@ impl PhysMem {
         if order > self.max_order {
             return None;
         }
-        let pfn = (0..self.node_ends.len()).find_map(|node| self.rmqueue_in(order, mt, self.node_ends[node]))?;
+        let pfn = self.rmqueue(order, mt).or_else(|| self.reclaim_then_rmqueue(order, mt))?;
         self.set_block_owner(pfn, order, owner);
         self.stats.allocs += 1;
         Some(Pfn::new(pfn))
+    }
+
+    fn rmqueue(&mut self, order: u8, mt: Migratetype) -> Option<u64> {
+        (0..self.node_ends.len()).find_map(|node| self.rmqueue_in(order, mt, self.node_ends[node]))
+    }
+
+    /// Direct reclaim when no frame is free: a batch of the snapshot's page
+    /// cache at a time until a 4 KiB request is served. Only order 0: a
+    /// 2 MiB request (THP's fault, `defrag = madvise`) falls back rather
+    /// than stall, and frames freed in LRU order, scattered over memory,
+    /// seldom merge into larger blocks.
+    #[cold]
+    fn reclaim_then_rmqueue(&mut self, order: u8, mt: Migratetype) -> Option<u64> {
+        const BATCH: usize = 32; // SWAP_CLUSTER_MAX
+        if order != 0 {
+            return None;
+        }
+        while self.reclaim(BATCH) > 0 {
+            if let Some(pfn) = self.rmqueue(order, mt) {
+                return Some(pfn);
+            }
+        }
+        None
     }
 
     /// `__rmqueue` in the nodes below pfn `limit`. Nodes are tried in

@@ -15,8 +15,16 @@
 //! inside pageblocks of that type, never beside a free buddy of the same
 //! order (which would merge with it). The memory that stays allocated
 //! stands for what the real machine was using; it is pinned (owner
-//! `Kernel`): pagelab reproduces the captured state, not the real
-//! machine's reclaim of its page cache.
+//! `Kernel`): no compaction moves it. Frames that a system reserved at
+//! boot, before the snapshot (a hugetlb pool, the hole bitmaps), stay
+//! reserved: no free block is placed over them.
+//!
+//! The used frames of Movable pageblocks stand for the page cache (and
+//! anonymous memory) the real machine held: when a 4 KiB request finds no
+//! free frame, reclaim frees them, in a random order (an LRU's order has
+//! nothing to do with where a page sits), 32 at a time
+//! ([`PhysMem::reclaim`]). Unmovable and Reclaimable pageblocks' used
+//! frames (kernel memory, slab) are never reclaimed.
 
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -136,6 +144,7 @@ impl Snapshot {
         let scale = self.scale_to(mem);
         let pageblocks = (mem.nr_frames() / PAGEBLOCK_PAGES) as usize;
         let types = assign_pageblock_types(&self.pageblocks, pageblocks, placement, &mut rng);
+        let reserved: Vec<bool> = (0..mem.nr_frames()).map(|f| !mem.is_free(Pfn::new(f))).collect();
         allocate_everything(mem)?;
         for (pb, &k) in types.iter().enumerate() {
             mem.set_pageblock_migratetype(Pfn::new(pb as u64 * PAGEBLOCK_PAGES), TYPES[k].1);
@@ -154,7 +163,7 @@ impl Snapshot {
                     // so none of the rest of this order and type would find
                     // one (a fuzzed snapshot asking for 33 million blocks
                     // took seconds scanning for each).
-                    if !place_free_block(mem, &candidates, order, &mut rng) {
+                    if !place_free_block(mem, &reserved, &candidates, order, &mut rng) {
                         unplaced += want - placed;
                         break;
                     }
@@ -162,8 +171,26 @@ impl Snapshot {
             }
         }
         mem.set_snapshot_unplaced(unplaced);
+        mem.set_page_cache(page_cache(mem, &reserved, &mut rng));
         Ok(unplaced)
     }
+}
+
+/// The frames the snapshot left in use in Movable pageblocks (not a
+/// boot-time reservation), in the random order reclaim takes them.
+fn page_cache(mem: &PhysMem, reserved: &[bool], rng: &mut Xoshiro256PlusPlus) -> Vec<u64> {
+    let mut frames: Vec<u64> = (0..mem.nr_frames())
+        .filter(|&f| {
+            !reserved[f as usize]
+                && !mem.is_free(Pfn::new(f))
+                && mem.pageblock_migratetype(Pfn::new(f)) == Migratetype::Movable
+        })
+        .collect();
+    // Fisher-Yates.
+    for i in (1..frames.len()).rev() {
+        frames.swap(i, rng.random_range(0..=i));
+    }
+    frames
 }
 
 /// Splits "Node 0, zone Normal, type Movable  1 2 3" into the text before
@@ -243,10 +270,17 @@ fn allocate_everything(mem: &mut PhysMem) -> Result<()> {
 
 /// Frees one block of `order` at a random place inside the pageblocks
 /// `candidates` (all of one migratetype), where every frame is still
-/// allocated and the buddy is not a free block of the same order. After 64
+/// allocated, none `reserved` before the snapshot, and the buddy is not a
+/// free block of the same order. After 64
 /// random tries, scans every place in order, so a block goes unplaced only
 /// when no valid place is left.
-fn place_free_block(mem: &mut PhysMem, candidates: &[usize], order: Order, rng: &mut Xoshiro256PlusPlus) -> bool {
+fn place_free_block(
+    mem: &mut PhysMem,
+    reserved: &[bool],
+    candidates: &[usize],
+    order: Order,
+    rng: &mut Xoshiro256PlusPlus,
+) -> bool {
     if candidates.is_empty() {
         return false;
     }
@@ -262,7 +296,7 @@ fn place_free_block(mem: &mut PhysMem, candidates: &[usize], order: Order, rng: 
     for _ in 0..64 {
         let pb = candidates[rng.random_range(0..candidates.len())] as u64;
         let start = slot_start(pb, rng.random_range(0..slots_per_pb));
-        if can_free_at(mem, start, order) {
+        if can_free_at(mem, reserved, start, order) {
             mem.free(Pfn::new(start), order);
             return true;
         }
@@ -270,7 +304,7 @@ fn place_free_block(mem: &mut PhysMem, candidates: &[usize], order: Order, rng: 
     for &pb in candidates {
         for slot in 0..slots_per_pb {
             let start = slot_start(pb as u64, slot);
-            if can_free_at(mem, start, order) {
+            if can_free_at(mem, reserved, start, order) {
                 mem.free(Pfn::new(start), order);
                 return true;
             }
@@ -279,7 +313,7 @@ fn place_free_block(mem: &mut PhysMem, candidates: &[usize], order: Order, rng: 
     false
 }
 
-fn can_free_at(mem: &PhysMem, start: u64, order: Order) -> bool {
+fn can_free_at(mem: &PhysMem, reserved: &[bool], start: u64, order: Order) -> bool {
     let span = order.nr_pages();
     if start + span > mem.nr_frames() {
         return false;
@@ -291,7 +325,7 @@ fn can_free_at(mem: &PhysMem, start: u64, order: Order) -> bool {
     // free buddy of their order, which would change the counts.
     let buddy = Pfn::new(start ^ span);
     let buddy_free = order.get() < mem.max_order() && mem.free_block_containing(buddy) == Some((buddy, order));
-    same_type && !buddy_free && (0..span).all(|i| !mem.is_free(Pfn::new(start + i)))
+    same_type && !buddy_free && (start..start + span).all(|f| !mem.is_free(Pfn::new(f)) && !reserved[f as usize])
 }
 
 #[cfg(test)]
@@ -431,6 +465,34 @@ Node 0, zone   Normal           44         2992          100            0       
         assert!((129..=130).contains(&unplaced), "{unplaced}");
         assert_eq!(mem.snapshot_unplaced(), unplaced);
         assert_eq!(PhysMem::new(512, 9).unwrap().snapshot_unplaced(), 0);
+    }
+
+    #[test]
+    fn reserved_frames_stay_reserved_and_reclaim_frees_only_movable_pageblocks_used_frames() {
+        let s = Snapshot::parse(SAMPLE, "snap.txt").unwrap();
+        let mut mem = PhysMem::new(786 * 512, 10).unwrap();
+        // A boot-time reservation (a hugetlb pool's page) predates the snapshot.
+        let pool = mem.alloc(Order::PMD, Migratetype::Movable, FrameOwner::Reserved { pool: 1 }).unwrap();
+        s.apply(&mut mem, 7).unwrap();
+        mem.check_invariants().unwrap();
+        assert!((0..512).all(|i| mem.owner(pool.add(i)) == FrameOwner::Reserved { pool: 1 }));
+        // Take every free frame, then as many more as the Movable
+        // pageblocks' used frames: reclaim serves each, 32 at a time.
+        let free = mem.free_pages();
+        let cache = mem.page_cache_left();
+        let movable_used: u64 = (0..786u64)
+            .filter(|&pb| mem.pageblock_migratetype(Pfn::new(pb * 512)) == Migratetype::Movable)
+            .map(|pb| (0..512).filter(|&i| !mem.is_free(Pfn::new(pb * 512 + i))).count() as u64)
+            .sum();
+        assert_eq!(cache, movable_used - 512 * (mem.pageblock_migratetype(pool) == Migratetype::Movable) as u64);
+        for _ in 0..free + cache {
+            assert!(mem.alloc(Order::BASE, Migratetype::Movable, FrameOwner::Kernel).is_some());
+        }
+        assert_eq!(mem.reclaimed(), cache);
+        assert!(mem.alloc(Order::BASE, Migratetype::Movable, FrameOwner::Kernel).is_none(), "nothing left");
+        // Unmovable and Reclaimable pageblocks' used frames, and the pool, were never freed.
+        assert!((0..512).all(|i| mem.owner(pool.add(i)) == FrameOwner::Reserved { pool: 1 }));
+        mem.check_invariants().unwrap();
     }
 
     #[test]

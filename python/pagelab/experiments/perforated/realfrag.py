@@ -1,26 +1,37 @@
 """Perforated Pages, III-C: real fragmentation. How much of a 2 GB
 allocation a fragmented machine can back with 2 MiB pages and with
 perforated pages under the paper's creation rule, and the random-access
-microbenchmark's gain from the perforated share.
+microbenchmark's gain from the perforated share: the simulated machine
+booted into each snapshot answers it.
 
 Columns of `pp-realfrag`: `snapshot, placement, huge_share,
-perforated_share, speedup_gain`.
+perforated_share, speedup_gain`, then `counted_huge_share`,
+`counted_perforated_share` (the snapshot's free blocks counted,
+`allocation`), `base_huge_share` and `reclaimed_share`.
 
 - `snapshot`: a file of `snapshots/` (`pagelab frag capture`'s format):
   `this-vm` was captured on the machine pagelab was built on;
   `paper-first` and `paper-second` are constructed to match the paper's
   two runs (their headers and docs/systems/perforated-results.md say how).
-- `placement`: where a partly used pageblock's used frames sit, which
-  `/proc/pagetypeinfo` does not say: `clustered` (one run) or `dispersed`
-  (evenly spaced). It decides the filter bits, so the rule's second half.
-- `huge_share`, `perforated_share`: shares of the 2 GB (1024 regions) that
-  wholly free pageblocks back, then that pageblocks the rule accepts back
-  (`allocation`).
+  The machine is booted into it (`os.fragmentation.snapshot`) at the
+  snapshot's own size (`full`) or a fraction of it (`SCALES`), the
+  allocation the same fraction of 2 GiB.
+- `placement`: where the snapshot's Unmovable and Reclaimable pageblocks
+  sit, which `/proc/pagetypeinfo` does not say (`os.fragmentation.placement`):
+  `clustered` (each type one run of pageblocks) or `dispersed` (scattered
+  at random). Inside a pageblock the used frames are what its free blocks
+  leave (a free order-8 block is half of it): the snapshot decides that.
+- `huge_share`, `perforated_share`: `mem.mapped.2m` and
+  `mem.mapped.perforated` of the `perforated` run over the allocation
+  (random loads over it, every page touched first).
 - `speedup_gain`: the paper's "performance improvement" of a system with
-  those huge and perforated pages over the conventional one with the same
-  huge pages and 4 KiB pages elsewhere: cycles of `base-2m-4k` over cycles
-  of `perforated`, minus 1, seed by seed, on the Fig. 7 microbenchmark with
-  the scenario the shares give (`scenario`).
+  those huge and perforated pages over the conventional one (THP, 4 KiB
+  pages where no 2 MiB block is free): cycles of `base-2m-4k` over cycles
+  of `perforated`, minus 1, seed by seed, each run on its own booted
+  machine (the same snapshot and seed).
+- `base_huge_share`: `base-2m-4k`'s `mem.mapped.2m` share;
+  `reclaimed_share`: the snapshot's page cache that the `perforated` run's
+  allocation reclaimed (`phys.reclaimed`), as a share of the allocation.
 """
 
 from __future__ import annotations
@@ -49,12 +60,21 @@ MAX_UNMOVABLE = 0.25
 MAX_FILTER_BITS = 4
 TYPES = ["unmovable", "movable", "reclaimable"]
 
-#: variant -> (phys_mem, footprint, accesses, snapshots)
+#: The paper's allocation, in bytes.
+ALLOCATION = 2 * GIB
+#: variant -> (scale, accesses, snapshots): the machine is the snapshot's
+#: size times `scale` (the snapshot scaled onto it, `phys::snapshot`), the
+#: allocation ALLOCATION times `scale`, so that the shares stay the
+#: snapshot's (up to the rounding of scaled counts, at random per seed).
 SCALES = {
-    "full": (8 * GIB, 2 * GIB, 4_000_000, ["this-vm", "paper-first", "paper-second"]),
-    "quick": (4 * GIB, 2 * GIB, 1_000_000, ["this-vm", "paper-first", "paper-second"]),
-    "tiny": (512 * MIB, 64 * MIB, 20_000, ["paper-first", "paper-second"]),
+    "full": (1.0, 4_000_000, ["this-vm", "paper-first", "paper-second"]),
+    "quick": (1 / 4, 1_000_000, ["this-vm", "paper-first", "paper-second"]),
+    "tiny": (1 / 32, 20_000, ["paper-first", "paper-second"]),
 }
+#: The experiment's placement -> `os.fragmentation.placement`.
+PAGEBLOCK_PLACEMENT = {"clustered": "clustered", "dispersed": "random"}
+#: System -> its `os` keys: THP with and without perforated pages.
+SYSTEMS = {"base-2m-4k": {"policy": "thp"}, "perforated": {"policy": "perforated"}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,57 +150,67 @@ def allocation_of(name: str, placement: str) -> Allocation:
     return allocation(load(name), placement)
 
 
-def scenario(a: Allocation) -> dict | None:
-    """`os.holes` giving the microbenchmark's regions the allocation's mix:
-    the regions not under 2 MiB pages are fragmented (`portion`), those
-    the rule refuses dispersed (`spread`: every filter bit set), the rest
-    with the placement's holes at the accepted pageblocks' degree (at
-    least 8 holes, so that a spread region does set every bit). `None`
-    when every region gets a 2 MiB page."""
-    portion = 1.0 - a.huge_share
-    if portion <= 0:
-        return None
-    degree = min(max(a.degree, 8 / 512), 500 / 512)
-    return {"portion": portion, "degree": degree, "spread": 1.0 - a.perforated_share / portion}
+@functools.lru_cache(maxsize=None)
+def machine_bytes(name: str, scale: float) -> int:
+    """The booted machine's memory: the snapshot's times `scale`, in whole
+    pageblocks (2 MiB)."""
+    return round(load(name)["frames"] * scale / 512) * 2 * MIB
 
 
-def shape(config: dict, params: dict) -> None:
-    a = allocation_of(params["snapshot"], params["placement"])
+def shape(config: dict, params: dict, scale: float) -> None:
+    """A point: the machine booted into its snapshot, at its scale, with
+    its pageblock placement, and its system."""
+    config["machine"]["phys_mem"] = machine_bytes(params["snapshot"], scale)
     os_ = config.setdefault("os", {})
-    os_.update({"policy": "perforated"} if params["system"] == "perforated" else
-               {"policy": "thp", "systems": ["holes", "thp", "base"]})
-    holes = scenario(a)
-    if holes:
-        os_["holes"] = {**holes, "distribution": params["placement"], "kind": "allocated"}
+    os_.update(SYSTEMS[params["system"]])
+    os_["fragmentation"] = {
+        "snapshot": str(snapshot_path(params["snapshot"])),
+        "placement": PAGEBLOCK_PLACEMENT[params["placement"]],
+    }
 
 
 def sweep(variant: str) -> Sweep:
-    phys, fp, n, names = SCALES[variant]
+    scale, n, names = SCALES[variant]
     return Sweep(
         id=f"{ID}:{variant}",
-        base=paper_machine(phys),
-        grid={"snapshot": labels(names), "placement": labels(PLACEMENTS), "system": labels(["base-2m-4k", "perforated"])},
-        workloads=[microbenchmark(fp, n)],
+        base=paper_machine(machine_bytes(names[0], scale)),
+        grid={"snapshot": labels(names), "placement": labels(PLACEMENTS), "system": labels(list(SYSTEMS))},
+        workloads=[microbenchmark(round(ALLOCATION * scale), n)],
         seeds=seeds(variant),
-        shape=shape,
+        shape=functools.partial(shape, scale=scale),
     )
 
 
 KEYS = ["snapshot", "placement"]
 
 
+#: The table's columns: the issue's, then the counted shares beside them.
+COLUMNS = KEYS + ["huge_share", "perforated_share", "speedup_gain", "counted_huge_share",
+                  "counted_perforated_share", "base_huge_share", "reclaimed_share"]
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
+    by = KEYS + ["seed"]
     p = df[df.system == "perforated"]
-    d = pd.DataFrame({k: p[k] for k in KEYS + ["seed"]})
-    # The shares depend on the snapshot only (the same for every seed).
-    shares = [allocation_of(s, pl) for s, pl in zip(d.snapshot, d.placement)]
-    d["huge_share"] = [a.huge_share for a in shares]
-    d["perforated_share"] = [a.perforated_share for a in shares]
-    d["speedup_gain"] = paired(df, "cycles", KEYS + ["seed"], df.system == "base-2m-4k")[p.index] / p.cycles - 1
+    base = df.system == "base-2m-4k"
+    # The allocation: all the process maps (a perforated page's sub-pages
+    # are 4 KiB leaves of its table, so they count under `4k` too).
+    size = p["mem.mapped.4k"] + p["mem.mapped.2m"]
+    d = pd.DataFrame({k: p[k] for k in by})
+    d["huge_share"] = p["mem.mapped.2m"] / size
+    d["perforated_share"] = p["mem.mapped.perforated"] / size
+    d["speedup_gain"] = paired(df, "cycles", by, base)[p.index] / p.cycles - 1
+    # The counting's shares (used frames clustered inside a pageblock,
+    # which is what the snapshots' large free blocks leave).
+    counted = [allocation_of(s, "clustered") for s in d.snapshot]
+    d["counted_huge_share"] = [a.huge_share for a in counted]
+    d["counted_perforated_share"] = [a.perforated_share for a in counted]
+    d["base_huge_share"] = paired(df, "mem.mapped.2m", by, base)[p.index] / size
+    d["reclaimed_share"] = p["phys.reclaimed"] * 4096 / size
     t = mean_over_seeds(d, KEYS)
-    order = {s: i for i, s in enumerate(SCALES["full"][3])}
+    order = {s: i for i, s in enumerate(SCALES["full"][2])}
     t = t.assign(_s=t.snapshot.map(order)).sort_values(["_s", "placement"]).drop(columns="_s")
-    return with_spread(t, KEYS + ["huge_share", "perforated_share", "speedup_gain"]).reset_index(drop=True)
+    return with_spread(t, COLUMNS).reset_index(drop=True)
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:
@@ -212,14 +242,16 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     t = table(df)
     files, paper = write_outputs(__file__, ID, t, plot, measured(t), out)
-    phys, fp, n = SCALES[variant][:3]
+    scale, n = SCALES[variant][:2]
     head = f"""# {ID}: a 2 GB allocation on fragmented machines
 
-Variant `{variant}`. Shares: of 2 GB (1024 regions), from the snapshot's
-free blocks under the stated assumptions (`realfrag.allocation`).
-`speedup_gain`: cycles of `base-2m-4k` over `perforated`, minus 1, on
-random loads over {fp >> 20} MiB ({n:,} measured accesses), the paper's
-machine with {phys >> 20} MiB, the regions fragmented as the shares say."""
+Variant `{variant}`. The paper's machine booted into each snapshot at
+{scale:g} of its size; random loads over {round(ALLOCATION * scale) >> 20} MiB
+({n:,} measured accesses, every page touched first). `huge_share`,
+`perforated_share`: `mem.mapped.2m` and `mem.mapped.perforated` of the
+`perforated` run over the allocation; `counted_*`: the snapshot's free
+blocks counted (`realfrag.allocation`). `speedup_gain`: cycles of
+`base-2m-4k` over `perforated`, minus 1, paired by seed."""
     files.append(write_up(out / f"{ID}.md", head, paper, t))
     return files
 

@@ -34,6 +34,8 @@
 //! entries in one frame per PMD table, allocated with the first perforated
 //! page under it.
 
+#[cfg(test)]
+mod booted_tests;
 pub mod config;
 pub mod holes;
 pub mod pagetable;
@@ -91,8 +93,7 @@ fn build(b: &Build, k: &mut Kernel, make: bool) -> Result<()> {
         live: BTreeSet::new(),
         declared: BTreeMap::new(),
         stats: PerforatedStats::default(),
-        faulty: b.os.faulty_frames > 0.0,
-        next_faulty_region: 0,
+        next_pinned_region: 0,
     }));
     Ok(())
 }
@@ -157,11 +158,9 @@ pub struct Perforated {
     /// 2 MiB region (`ProcessSpec::untouched`; kept by `perforated` only).
     declared: BTreeMap<(Asid, u64), HoleBits>,
     stats: PerforatedStats,
-    /// Whether memory has faulty frames (`os.faulty_frames`).
-    faulty: bool,
     /// The next 2 MiB region of physical memory to try for a perforated
-    /// page over faulty frames (regions are tried in order, each once).
-    next_faulty_region: u64,
+    /// page over pinned frames (regions are tried in order, each once).
+    next_pinned_region: u64,
 }
 
 impl Perforated {
@@ -214,17 +213,20 @@ impl Perforated {
         self.install(k, f, base, frame, holes, Under::Freed)
     }
 
-    /// Where memory has faulty frames and no free 2 MiB block is left
-    /// (while one is, THP next in the chain takes it): a perforated page
-    /// over the next 2 MiB region of only free and faulty frames that the
-    /// rule allows, its holes at the faulty frames, each remapped to a
-    /// frame of its own (the program uses the whole region). `None` when
-    /// there is no such region (the chain gives 4 KiB pages).
-    fn over_faulty_frames(&mut self, k: &mut Kernel, f: &Fault, base: VirtAddr) -> Result<Option<FaultOutcome>> {
-        if !self.make || !self.faulty || k.mem.free_pages_at_or_above(Order::PMD) > 0 {
+    /// When no free 2 MiB block is left (while one is, THP next in the
+    /// chain takes it): a perforated page over the next 2 MiB region of
+    /// physical memory whose frames are all free or pinned (not movable:
+    /// the kernel's, as a booted snapshot's used frames are, a page
+    /// table's, a pool's, faulty ones) and that the rule allows, its holes at
+    /// the pinned frames, each remapped to a frame of its own (the program
+    /// uses the whole region). The paper's III-C kernel does this with a
+    /// fragmented machine's partly used pageblocks. `None` when there is
+    /// no such region (the chain gives 4 KiB pages).
+    fn over_pinned_frames(&mut self, k: &mut Kernel, f: &Fault, base: VirtAddr) -> Result<Option<FaultOutcome>> {
+        if !self.make || k.mem.free_pages_at_or_above(Order::PMD) > 0 {
             return Ok(None);
         }
-        while let Some((frame, holes)) = next_faulty_region(&k.mem, &mut self.next_faulty_region) {
+        while let Some((frame, holes)) = next_pinned_region(&k.mem, &mut self.next_pinned_region) {
             if !self.rule_allows(&holes) {
                 self.stats.declined += 1;
                 continue;
@@ -240,7 +242,7 @@ impl Perforated {
     }
 
     /// Maps the region at `base` as a perforated page of the 2 MiB frame
-    /// `frame` (taken, save its faulty frames) with these holes.
+    /// `frame` (taken, save its pinned frames) with these holes.
     fn install(
         &mut self,
         k: &mut Kernel,
@@ -264,9 +266,9 @@ impl Perforated {
                 continue;
             }
             // The frame under a hole stands for the unmovable data that
-            // made the region fragmented: it stays the kernel's (a faulty
-            // one stays faulty).
-            if k.mem.owner(frame.add(i)) != FrameOwner::Faulty {
+            // made the region fragmented: a frame of the block taken for
+            // the page becomes the kernel's; a pinned one keeps its owner.
+            if matches!(k.mem.owner(frame.add(i)), FrameOwner::User { .. }) {
                 k.mem.set_owner(frame.add(i), FrameOwner::Kernel);
             }
             if under == Under::Remapped {
@@ -337,22 +339,24 @@ pub fn untouched_pages(holes: &HolesConfig, seed: u64, asid: Asid) -> Option<imp
 }
 
 /// The next 2 MiB region of physical memory, from `cursor` on, whose frames
-/// are all free or faulty (at least one faulty): its first frame and its
-/// faulty frames as holes.
-fn next_faulty_region(mem: &crate::phys::PhysMem, cursor: &mut u64) -> Option<(Pfn, HoleBits)> {
+/// are all free or pinned (at least one pinned, at least one free): its
+/// first frame and its pinned frames as holes. A user page (movable, but
+/// moving it is compaction's work, which the fault does not do) rules a
+/// region out.
+fn next_pinned_region(mem: &crate::phys::PhysMem, cursor: &mut u64) -> Option<(Pfn, HoleBits)> {
     while (*cursor + 1) * 512 <= mem.nr_frames() {
         let frame = Pfn::new(*cursor * 512);
         *cursor += 1;
         let mut holes = [0u64; 8];
         let usable = (0..512).all(|i| match mem.owner(frame.add(i)) {
             FrameOwner::Free => true,
-            FrameOwner::Faulty => {
+            FrameOwner::User { .. } => false,
+            _ => {
                 set_hole(&mut holes, i as usize, true);
                 true
             }
-            _ => false,
         });
-        if usable && holes != [0; 8] {
+        if usable && holes != [0; 8] && count(&holes) < 512 {
             return Some((frame, holes));
         }
     }
@@ -404,7 +408,7 @@ impl System for Perforated {
             if let Some(&holes) = self.declared.get(&(f.asid, region)) {
                 return self.over_untouched(k, f, base, holes);
             }
-            return self.over_faulty_frames(k, f, base);
+            return self.over_pinned_frames(k, f, base);
         };
         if self.make {
             if !self.rule_allows(&holes) {
