@@ -178,6 +178,15 @@ mod tests {
     }
 
     #[test]
+    fn declared_contents_are_refused_under_a_guests_perforated_pages() {
+        let text = "[virt]\nenabled = true\nguest_mem = \"64MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\ncontents = \"shared\"\n";
+        let with = |policy: &str| parse_config(text, "t.toml", &[format!("os.policy={policy}")]);
+        let err = with("perforated").unwrap_err().to_string();
+        assert!(err.contains("workload.contents") && err.contains("perforated pages"), "{err}");
+        assert!(with("thp").is_ok(), "other guest policies follow contents");
+    }
+
+    #[test]
     fn overrides_reach_into_arrays_of_tables_by_index() {
         let text = "[[workloads]]\nkind = \"gups\"\nfootprint = \"64MiB\"\n[[workloads]]\nkind = \"stream\"\nfootprint = \"1MiB\"\n";
         let mut t: toml::Table = text.parse().unwrap();

@@ -347,6 +347,7 @@ impl SimConfig {
             guest.os.validate(&guest.os_key, os_mem.bytes(), m.max_order)?;
         }
         self.validate_sequences()?;
+        self.validate_contents_with_guest_systems()?;
         for (prefix, w) in self.workload_tables() {
             w.validate(&prefix)?;
             if !self.virt.enabled && !w.contents.is_none() {

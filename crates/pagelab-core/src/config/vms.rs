@@ -146,6 +146,24 @@ impl SimConfig {
         Ok(())
     }
 
+    /// Declared page contents follow a guest's stores through its 4 KiB,
+    /// huge and colored huge pages, not yet through its perforated pages
+    /// (their dirtying store leaves the frames' identities as the fault's
+    /// zeros, so KSM would merge different data): refused together.
+    pub(super) fn validate_contents_with_guest_systems(&self) -> Result<()> {
+        if !self.virt.enabled {
+            return Ok(());
+        }
+        let vms = self.vm_of_workloads();
+        for ((key, w), vm) in self.workload_tables().iter().zip(vms) {
+            if !w.contents.is_none() && self.os_of_vm(vm).chain().contains(&"perforated") {
+                let msg = "not followed through a guest's perforated pages yet: give the guest another policy";
+                return Err(Error::config(format!("{key}.contents"), msg));
+            }
+        }
+        Ok(())
+    }
+
     /// Every core's workload table, in core order, with its dotted key.
     pub(super) fn workload_tables(&self) -> Vec<(String, WorkloadConfig)> {
         if !self.vms.is_empty() {
