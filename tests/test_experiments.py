@@ -136,6 +136,10 @@ def test_et_analogues_keep_the_paper_footprints_ratio_to_the_l2_tlb_reach():
                 assert fp / (entries * page) == pytest.approx(paper_fp / (1280 * page), rel=0.01), (variant, app)
             m = a.machine(variant, app)
             assert m["tlb"]["l2_entries"] == entries and entries % 5 == 0 and m["tlb"]["l2_ways"] == 5
+            # A VM's second dimension is scaled as the guest's caches are.
+            s = a.divisor(variant, app)
+            assert m["ept_pwc"] == m["pwc"] and m["pwc"]["pde_entries"] == max(1, 32 // s)
+            assert m["nested_tlb"]["entries"] == max(1, 16 // s)
             # Scaled no further than MIN_SCALED allows: the small
             # workloads run unscaled, on the whole N1.
             assert fp >= min(paper_fp, a.MIN_SCALED) - (2 << 20)

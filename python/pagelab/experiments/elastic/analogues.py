@@ -51,7 +51,12 @@ entries are divided by s too, so that the page tables keep their ratio to
 the caches: unscaled, a 512 MiB footprint's 1 MiB of PTEs would sit in
 the LLC and a walk would cost a fraction of what it costs at 64 GiB (128
 MiB of PTEs against 32 MiB of LLC); measured on the tiny grid before that
-change, GUPS ran as fast with 4 KiB pages as with 32 MiB ones. s is the
+change, GUPS ran as fast with 4 KiB pages as with 32 MiB ones. In a VM
+the second dimension's caches are divided by s the same way (the nested
+TLB's 16 entries and the EPT's paging-structure caches, at least one
+entry each; since 2026-11-24 19:00 UTC: before, they kept pagelab's
+defaults, so a scaled guest's 2D walks found nearly every EPT entry
+cached). The keys are inert in native runs. s is the
 variant's (`SCALE`: 32 in `full`, 128 in `quick`), halved for a workload
 until its scaled footprint is at least 256 MiB (`MIN_SCALED`), and 1 for
 the three small ones: scaled by 32, Omnetpp's 200 MiB would be 6 MiB,
@@ -149,6 +154,9 @@ def l2_entries(variant: str, app: str | None = None) -> int:
 N1_CACHES = {"l1d": (64 << 10, 4), "l2": (1 << 20, 8), "llc": (32 << 20, 16)}
 #: pagelab's page-walk caches (Intel's three; the N1's are not published).
 PWC_ENTRIES = {"pml4_entries": 2, "pdpt_entries": 4, "pde_entries": 32}
+#: pagelab's nested TLB (`machine.nested_tlb.entries`'s default; the N1's
+#: stage-2 caching is not published either).
+NESTED_TLB_ENTRIES = 16
 
 
 def machine(variant: str, app: str | None = None) -> dict:
@@ -161,7 +169,8 @@ def machine(variant: str, app: str | None = None) -> dict:
         tlb[f"{array}_entries"], tlb[f"{array}_ways"] = l1, l1
     cache = {name: {"size": f"{max(64 * ways, size // s)}B"} for name, (size, ways) in N1_CACHES.items()}
     pwc = {k: max(1, n // s) for k, n in PWC_ENTRIES.items()}
-    return {"preset": "ampere-altra", "phys_mem": phys, "tlb": tlb, "cache": cache, "pwc": pwc}
+    return {"preset": "ampere-altra", "phys_mem": phys, "tlb": tlb, "cache": cache, "pwc": pwc,
+            "ept_pwc": dict(pwc), "nested_tlb": {"entries": max(1, NESTED_TLB_ENTRIES // s)}}
 
 
 #: The share of the L2 TLB that a system's Leshy may spend: the artifact's

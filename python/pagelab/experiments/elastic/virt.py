@@ -25,10 +25,10 @@ has no column there and is not run here). The script sets
 
 Guest memory: half the scaled machine's memory (the artifact's VM had 200
 GiB on a 256 GiB host), which holds every analogue's footprint. The EPT
-has 4 levels and the second dimension's caches pagelab's defaults (a
-16-entry nested TLB; the EPT paging-structure caches as `machine.pwc`'s
-defaults): the N1's stage-2 caching is not published, and these are not
-scaled with the footprint as the guest's caches are.
+has 4 levels; the second dimension's caches (a nested TLB and the EPT's
+paging-structure caches, pagelab's defaults: the N1's stage-2 caching is
+not published) are scaled with the footprint as the guest's are
+(`analogues.machine`).
 """
 
 from __future__ import annotations
