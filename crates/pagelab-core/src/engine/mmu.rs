@@ -78,16 +78,17 @@ impl Mmu {
         stats: &mut CoreStats,
     ) -> Result<Pfn> {
         let Request { asid, vaddr, write, instr } = req;
-        match self.tlb.lookup(asid, vaddr, instr) {
-            TlbLookup::L1(t) => {
-                if write && !t.dirty {
-                    self.dirty_assist(kernel, asid, vaddr, refs, stats);
-                }
-                if self.check {
-                    check_translation(kernel, asid, vaddr, t.pfn)?;
-                }
-                return Ok(t.pfn);
+        if let Some(t) = self.tlb.lookup_l1(asid, vaddr, instr) {
+            if write && !t.dirty {
+                self.dirty_assist(kernel, asid, vaddr, refs, stats);
             }
+            if self.check {
+                check_translation(kernel, asid, vaddr, t.pfn)?;
+            }
+            return Ok(t.pfn);
+        }
+        match self.tlb.lookup_below_l1(asid, vaddr, instr) {
+            TlbLookup::L1(_) => unreachable!("lookup_below_l1 starts below the L1"),
             TlbLookup::L2(t) => {
                 stats.tlb_l1_misses(instr);
                 stats.cycles_translation += self.l2_tlb_latency;

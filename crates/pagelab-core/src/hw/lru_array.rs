@@ -60,8 +60,9 @@ impl<V: Copy + Default> LruArray<V> {
     }
 
     /// [`insert`](Self::insert) of a key a lookup just missed: only the
-    /// victim is searched for.
-    #[inline]
+    /// victim is searched for. (Always inlined: the page-walk cache's fill
+    /// in the walk, which LLVM had left out of line.)
+    #[inline(always)]
     pub fn insert_absent(&mut self, key: u64, index: u64, value: V) -> Option<u64> {
         match self {
             LruArray::Full(m) => m.insert_absent(key, value).map(|(k, _)| k),

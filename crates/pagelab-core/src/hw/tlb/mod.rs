@@ -145,20 +145,32 @@ impl<X: TlbExtension> Tlb<X> {
     /// variants LLVM kept it out of line, +3% instructions on gups.)
     #[inline(always)]
     pub fn lookup(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
+        match self.lookup_l1(asid, vaddr, is_instr) {
+            Some(t) => TlbLookup::L1(t),
+            None => self.lookup_below_l1(asid, vaddr, is_instr),
+        }
+    }
+
+    /// The first half of [`lookup`](Self::lookup): the access counted and
+    /// the L1 probed; on a miss the caller goes on with
+    /// [`lookup_below_l1`](Self::lookup_below_l1). (The MMU's hit path
+    /// takes the translation from here, in registers: through `lookup`,
+    /// LLVM kept the `TlbLookup` of every hit in memory, since the call
+    /// below returns one there.)
+    #[inline(always)]
+    pub fn lookup_l1(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> Option<Translation> {
         let mvpn = masked_vpn(vaddr);
         if is_instr {
             self.instr.accesses += 1;
         } else {
             self.data.accesses += 1;
         }
-        match self.l1_side(is_instr).lookup(asid, mvpn) {
-            Some(t) => TlbLookup::L1(t),
-            None => self.lookup_l2(asid, vaddr, is_instr),
-        }
+        self.l1_side(is_instr).lookup(asid, mvpn)
     }
 
+    /// The rest of a lookup after [`lookup_l1`](Self::lookup_l1) missed.
     #[inline(never)]
-    fn lookup_l2(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
+    pub fn lookup_below_l1(&mut self, asid: Asid, vaddr: VirtAddr, is_instr: bool) -> TlbLookup {
         let mvpn = masked_vpn(vaddr);
         self.l1_side(is_instr).missed = miss_tag(asid, mvpn);
         let side = if is_instr { &mut self.instr } else { &mut self.data };
