@@ -347,15 +347,9 @@ impl SimConfig {
             guest.os.validate(&guest.os_key, os_mem.bytes(), m.max_order)?;
         }
         self.validate_sequences()?;
-        self.validate_contents_with_guest_systems()?;
+        self.validate_contents()?;
         for (prefix, w) in self.workload_tables() {
             w.validate(&prefix)?;
-            if !self.virt.enabled && !w.contents.is_none() {
-                return Err(Error::config(
-                    format!("{prefix}.contents"),
-                    "page contents are compared by the hypervisor's services: set virt.enabled = true",
-                ));
-            }
             if self.virt.enabled && w.fast_forward_mode == crate::workload::FastForwardMode::Functional {
                 return Err(Error::config(
                     format!("{prefix}.fast_forward_mode"),

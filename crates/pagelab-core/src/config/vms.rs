@@ -146,16 +146,22 @@ impl SimConfig {
         Ok(())
     }
 
-    /// Declared page contents follow a guest's stores through its 4 KiB,
-    /// huge and colored huge pages, not yet through its perforated pages
-    /// (their dirtying store leaves the frames' identities as the fault's
-    /// zeros, so KSM would merge different data): refused together.
-    pub(super) fn validate_contents_with_guest_systems(&self) -> Result<()> {
-        if !self.virt.enabled {
+    /// Declared page contents (`workload.contents`) are compared by the
+    /// hypervisor's services, so they need a VM; they follow a guest's
+    /// stores through its 4 KiB, huge and colored huge pages, not yet
+    /// through its perforated pages (their dirtying store leaves the
+    /// frames' identities as the fault's zeros, so KSM would merge
+    /// different data): refused together.
+    pub(super) fn validate_contents(&self) -> Result<()> {
+        let tables = self.workload_tables();
+        let Some((key, _)) = tables.iter().find(|(_, w)| !w.contents.is_none()) else {
             return Ok(());
+        };
+        if !self.virt.enabled {
+            let msg = "page contents are compared by the hypervisor's services: set virt.enabled = true";
+            return Err(Error::config(format!("{key}.contents"), msg));
         }
-        let vms = self.vm_of_workloads();
-        for ((key, w), vm) in self.workload_tables().iter().zip(vms) {
+        for ((key, w), vm) in tables.iter().zip(self.vm_of_workloads()) {
             if !w.contents.is_none() && self.os_of_vm(vm).chain().contains(&"perforated") {
                 let msg = "not followed through a guest's perforated pages yet: give the guest another policy";
                 return Err(Error::config(format!("{key}.contents"), msg));
