@@ -40,11 +40,16 @@ pub struct OooConfig {
     /// Store-buffer entries: a store retires into it and drains (in order)
     /// when its line arrives; a full buffer stalls dispatch.
     pub store_buffer: u32,
+    /// A walk whose references leave the L1D holds one of its fill buffers
+    /// (Intel counts page-walk reads among the fill buffers' demand reads;
+    /// ChampSim's walks take L1D MSHRs). Off: walks take none, as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub walk_fill_buffers: bool,
 }
 
 impl Default for OooConfig {
     fn default() -> Self {
-        OooConfig { rob: 224, mshrs: 10, page_walkers: 2, store_buffer: 56 }
+        OooConfig { rob: 224, mshrs: 10, page_walkers: 2, store_buffer: 56, walk_fill_buffers: false }
     }
 }
 

@@ -207,6 +207,13 @@ pub struct WorkloadConfig {
     /// trace: simulate instruction fetches (lackey `I` lines, ChampSim
     /// ips); when false they count only as instructions.
     pub ifetch: bool,
+    /// Generators: the instructions each measured access carries (its own
+    /// and those before it since the previous access), in place of the
+    /// generator's count: the instruction density of the program's loop as
+    /// compiled for the machine studied, which bounds how many of its
+    /// misses fit in the reorder buffer. Unset: the generator's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_per_access: Option<u32>,
     /// Where the arrays lie: unset, 2 MiB-aligned starts and lengths in
     /// whole 4 KiB pages (a THP heap); set, starts aligned to it and
     /// lengths rounded up to it, as a hugetlbfs mapping of pages of that
@@ -276,6 +283,7 @@ impl Default for WorkloadConfig {
             instructions: 0,
             format: None,
             ifetch: false,
+            instructions_per_access: None,
             align: None,
             after: None,
             file: None,
@@ -361,6 +369,7 @@ impl WorkloadConfig {
                 ("skip_kernel_init", self.skip_kernel_init),
                 ("fast_forward_mode", functional),
                 ("align", self.align.is_some()),
+                ("instructions_per_access", self.instructions_per_access.is_some()),
             ] {
                 if on {
                     return Err(Error::config(key(k), "generators only; a trace can start later with another capture"));

@@ -63,6 +63,9 @@ pub(crate) struct RunPlan {
     /// Hand the fast-forwarded accesses to the engine, flagged, instead of
     /// dropping them (`workload.fast_forward_mode = "functional"`).
     pub functional: bool,
+    /// Instructions each generated access carries, in place of the
+    /// generator's (`workload.instructions_per_access`).
+    pub instructions_per_access: Option<u32>,
 }
 
 pub(crate) struct Driven<G> {
@@ -90,6 +93,7 @@ pub(crate) struct Driven<G> {
     functional: bool,
     /// Whether the last batch handed out was fast-forwarded functionally.
     last_batch_ff: bool,
+    instructions_per_access: Option<u32>,
 }
 
 impl<G> std::fmt::Debug for Driven<G> {
@@ -131,6 +135,7 @@ impl<G: Generator + 'static> Driven<G> {
             skip: plan.fast_forward + kernel_init,
             functional: plan.functional,
             last_batch_ff: false,
+            instructions_per_access: plan.instructions_per_access,
         }
     }
 
@@ -249,6 +254,9 @@ impl<G: Generator + 'static> Driven<G> {
             let start = out.len();
             let target = start + (end - start).min(self.remaining.min(usize::MAX as u64) as usize);
             let more = self.gen.fill(out, target);
+            if let Some(n) = self.instructions_per_access {
+                out[start..].iter_mut().for_each(|a| a.instrs = n);
+            }
             if out.len() > target {
                 self.spill.extend(out.drain(target..));
             }
@@ -379,8 +387,15 @@ mod tests {
         let mut layout = Layout::new();
         layout.place("t", 3 * 4096);
         let gen = Triples { arrays: layout.into_arrays(), step: 0, steps, runs: 0 };
-        let plan =
-            RunPlan { name: "t".into(), init, accesses, fast_forward, skip_kernel_init: false, functional: false };
+        let plan = RunPlan {
+            name: "t".into(),
+            init,
+            accesses,
+            fast_forward,
+            skip_kernel_init: false,
+            functional: false,
+            instructions_per_access: None,
+        };
         Driven::new(plan, gen)
     }
 
@@ -463,11 +478,26 @@ mod tests {
             fast_forward: 1,
             skip_kernel_init: true,
             functional: false,
+            instructions_per_access: None,
         };
         let mut w = Driven::new(plan, gen);
         let mut b = Batch::default();
         assert!(!w.next_batch(&mut b, 100));
         assert_eq!(offsets(&b), [5, 6, 7, 8, 9], "4 of the init loop plus 1 fast-forwarded");
+    }
+
+    #[test]
+    fn instructions_per_access_replaces_the_generators_count_after_the_init_pass() {
+        let mut w = triples(10, 7, InitMode::Pages);
+        w.instructions_per_access = Some(9);
+        let mut b = Batch::default();
+        assert!(w.next_batch(&mut b, 100));
+        assert!(b.accesses.iter().all(|a| a.instrs == 64), "the init pass keeps its own");
+        b.clear();
+        // Batches of 3 spill the generator's overshoot: every access is rewritten.
+        while w.next_batch(&mut b, 3) {}
+        assert_eq!(b.accesses.len(), 7);
+        assert!(b.accesses.iter().all(|a| a.instrs == 9));
     }
 
     #[test]

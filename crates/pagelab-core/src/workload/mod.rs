@@ -293,6 +293,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         fast_forward: cfg.fast_forward,
         skip_kernel_init: cfg.skip_kernel_init,
         functional: cfg.fast_forward_mode == FastForwardMode::Functional,
+        instructions_per_access: cfg.instructions_per_access,
     };
     Ok(match cfg.kind {
         WorkloadKind::Gups => driver::Driven::boxed(run, gups::Gups::new(cfg)),

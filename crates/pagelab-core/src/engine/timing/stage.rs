@@ -38,6 +38,8 @@ impl Simulation {
         let mut window = core.window.take();
         let (mut next_access, mut next_fault) = (0usize, 0usize);
         let mut walk_refs = 0.0;
+        // A walk reference entered the L1D and missed it (a fill buffer's work).
+        let mut walk_left_l1d = false;
         // The interval model's writeback cycles since the last data reference.
         let mut writebacks = 0.0;
         let tiers = if TIERS { t.tiers.as_deref() } else { None };
@@ -98,6 +100,7 @@ impl Simulation {
                 }
             } else if kind == RefKind::Walk {
                 walk_refs += latency;
+                walk_left_l1d |= entry == 0 && level > 0;
             } else if let Some(w) = window.as_mut() {
                 // The data reference ends access `next_access`.
                 let access = &accesses[next_access];
@@ -118,10 +121,12 @@ impl Simulation {
                     l2_tlb: flags & L2_TLB != 0,
                     walk: flags & WALK != 0,
                     walk_refs,
+                    walk_left_l1d,
                     data: if TIERS { latency - t.latency[0] + writebacks } else { t.latency[level] - t.latency[0] },
                 };
                 w.access(&a, &mut core.stats);
                 walk_refs = 0.0;
+                walk_left_l1d = false;
                 writebacks = 0.0;
             }
             if kind != RefKind::Walk {

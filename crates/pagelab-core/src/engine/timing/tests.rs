@@ -112,6 +112,36 @@ fn a_walk_and_its_data_miss_are_serial_but_overlap_other_misses() {
 }
 
 #[test]
+fn a_walk_that_leaves_the_l1d_takes_a_fill_buffer_when_asked() {
+    // One fill buffer. A data miss holds it from 0.5 to 236.5; then a
+    // load whose walk (9 + 1 + 20) read a reference from below the L1D.
+    let miss = load(MISS);
+    let walked = AccessTiming { l2_tlb: true, walk: true, walk_refs: 20.0, walk_left_l1d: true, ..load(0.0) };
+    // Off (the default): the walk ignores the fill buffer (1 + 9 + 1 + 20
+    // = 31, inside the miss): the core waits for the miss alone.
+    let (_, now) = run(&mut window(224, 1, 2, 56), &[miss, walked]);
+    assert_eq!(now, 236.5);
+    // On: the walk starts when the miss frees the buffer, at 236.5, and
+    // ends 21 later; those 21 cycles are its walk, the rest the miss's data.
+    let mut w = window(224, 1, 2, 56);
+    w.walk_fill_buffers = true;
+    let (s, now) = run(&mut w, &[miss, walked]);
+    assert_eq!(now, 236.5 + 21.0);
+    assert_eq!((s.cycles_translation, s.cycles_walk, s.cycles_data), (21.0, 21.0, 235.5));
+    // A walk served by the L1D takes none.
+    let mut w = window(224, 1, 2, 56);
+    w.walk_fill_buffers = true;
+    let (_, now) = run(&mut w, &[miss, AccessTiming { walk_left_l1d: false, ..walked }]);
+    assert_eq!(now, 236.5);
+    // And a data miss behind such a walk waits for it: the walk holds the
+    // buffer from 9.5 to 30.5, the miss then takes 236.
+    let mut w = window(224, 1, 2, 56);
+    w.walk_fill_buffers = true;
+    let (_, now) = run(&mut w, &[walked, miss]);
+    assert_eq!(now, 30.5 + MISS);
+}
+
+#[test]
 fn stores_retire_through_the_store_buffer() {
     let store = AccessTiming { kind: Kind::Store, ..load(MISS) };
     // Three store misses fit in 56 entries: only the end waits for them

@@ -14,7 +14,10 @@
 //!   when that load finishes, so a chain of misses costs one latency each;
 //! - a page walk needs one of `page_walkers` walkers; its references are
 //!   serial (each reads the entry the previous one named), and the data
-//!   access issues when the walk ends;
+//!   access issues when the walk ends. With `walk_fill_buffers`, a walk
+//!   with a reference that left the L1D also holds one fill buffer from
+//!   its start to its end (serial references never need two at once; it
+//!   is held through the walk's L1D hits too, a simplification);
 //! - stores retire into the store buffer and drain in order when their
 //!   line arrives; only their translation holds retirement, and a full
 //!   buffer stalls dispatch;
@@ -65,6 +68,8 @@ pub struct AccessTiming {
     pub walk: bool,
     /// Latency of its walk references, one after the other (0 = none).
     pub walk_refs: f64,
+    /// One of its walk references entered the L1D and missed it.
+    pub walk_left_l1d: bool,
     /// Latency of its data reference beyond an L1D hit.
     pub data: f64,
 }
@@ -91,6 +96,8 @@ pub struct Window {
     rob: u64,
     l2_tlb_latency: f64,
     pwc_latency: f64,
+    /// Walks that leave the L1D take a fill buffer (`machine.ooo.walk_fill_buffers`).
+    pub(super) walk_fill_buffers: bool,
     /// When the next instruction dispatches (cycles since the core began).
     now: f64,
     /// Instructions dispatched.
@@ -123,6 +130,7 @@ impl Window {
             rob: o.rob as u64,
             l2_tlb_latency: m.tlb.l2_latency as f64,
             pwc_latency: m.pwc.lookup_latency() as f64,
+            walk_fill_buffers: o.walk_fill_buffers,
             now: 0.0,
             dispatched: 0,
             in_flight: VecDeque::with_capacity(o.rob as usize),
@@ -200,8 +208,15 @@ impl Window {
         if a.walk || a.walk_refs > 0.0 {
             let w = argmin(&self.walkers);
             walk_start = t.max(self.walkers[w]);
+            let fill_buffer = (self.walk_fill_buffers && a.walk_left_l1d).then(|| argmin(&self.mshrs));
+            if let Some(m) = fill_buffer {
+                walk_start = walk_start.max(self.mshrs[m]);
+            }
             walk_end = walk_start + if a.walk { self.pwc_latency } else { 0.0 } + a.walk_refs;
             self.walkers[w] = walk_end;
+            if let Some(m) = fill_buffer {
+                self.mshrs[m] = walk_end;
+            }
             t = walk_end;
         }
         let mut done = t;
