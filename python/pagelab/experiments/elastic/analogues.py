@@ -9,7 +9,7 @@ does not; SVM and XSBench have none (below).
 
 | paper | analogue | keeps | does not keep |
 |---|---|---|---|
-| GUPS (`gups.c`: 64 GiB table, random read-modify-writes) | `gups` | all of it that matters to the MMU: uniform, independent, no reuse | the LFSR (another uniform stream) |
+| GUPS (`gups.c`: a 2^n-word table; each step of 128 LFSR streams reads `Table[elm]` and `Table[TableSize - elm]` and stores their combination to a small array) | `gups`, `write_fraction` 0, 9 instructions per load | uniform independent random reads, no reuse, no table writes; the loop's instruction density (17 AArch64 instructions per step of two table reads: the loop written anew and compiled by LLVM 14 for `-mcpu=neoverse-n1`), which bounds how many reads the N1's 128-entry window holds | the LFSR (another uniform stream); the L1-resident `ran` and `res` accesses (inside the base CPI) |
 | Hashjoin (`hashjoin.c`: a 10^9-entry table, 10^9 random probes) | `gups`, `write_fraction` 0 | independent uniform random loads into one large table | the build phase's stores, bucket chains, the probe relation's sequential scan |
 | BTree (`btree1.c`, lookups of random keys) | `pointer-chase`, 10% of the nodes a hot front set taking half the loads | dependent loads; a small hot part (the upper levels) beside a large cold part (the leaves) | the tree's fan-out: a lookup is not a fixed-depth descent; the hot share is a guess, not measured |
 | Canneal (PARSEC, netlist swaps) | `pointer-chase`, no hot set | dependent random loads over the whole netlist | fan-in/fan-out locality between a swap's elements |
@@ -93,7 +93,9 @@ SCALE = {
 
 #: name -> the generator's table (footprint and accesses added per variant).
 APPS: dict[str, dict] = {
-    "gups": {"kind": "gups"},
+    # gups.c reads two table words per step and writes none; 17 instructions
+    # per step of two reads (see the docstring's table): 9 per read.
+    "gups": {"kind": "gups", "write_fraction": 0.0, "instructions_per_access": 9},
     "hashjoin": {"kind": "gups", "write_fraction": 0.0},
     "btree": {"kind": "pointer-chase", "hot_fraction_of_footprint": 0.1, "hot_ops": 0.5},
     "canneal": {"kind": "pointer-chase"},
