@@ -17,7 +17,7 @@ DECLARED = {
     "chp": {"chp-fig1", "chp-fig4", "chp-fig5", "chp-fig6", "chp-swap", "chp-table4"},
     "virt": {"virt-ksm", "virt-splinter", "virt-walks"},
     "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-ksm", "pp-realfrag", "pp-redis", "pp-virt"},
-    "elastic": {"et-frag", "et-hints", "et-hugetlb", "et-native", "et-sizes", "et-virt"},
+    "elastic": {"et-frag", "et-hints", "et-hugetlb", "et-native", "et-sizes", "et-virt", "et-walkcost"},
 }
 
 ROOT = Path(experiments.__file__).parent

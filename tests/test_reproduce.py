@@ -29,6 +29,7 @@ COLUMNS = {
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
     "et-native": {"workload", "system", "cycles_norm", "dtlb_l2_mpki"},
     "et-virt": {"workload", "system", "cycles_norm", "dtlb_l2_mpki"},
+    "et-walkcost": {"workload", "walk_latency", "system", "cycles_norm", "dtlb_l2_mpki"},
     "et-sizes": {
         "workload", "system", "share_4k", "share_64k", "share_2m", "share_32m", "share_1g",
         "count_4k", "count_64k", "count_2m", "count_32m", "count_1g",
@@ -56,7 +57,8 @@ def assert_columns(df, columns):
 
 
 #: Numeric grid labels: keys, not quantities (no spread).
-KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi", "fast_share"}
+KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi", "fast_share",
+                "walk_latency"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -190,9 +192,10 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert sorted(p.name for p in (tmp_path / "et-hints").glob("*.hints")) == [
             "canneal-seed1.hints", "gups-seed1.hints", "streamcluster-seed1.hints"]
     elif exp_id == "et-virt":
-        assert_columns(df, ["workload", "system", "cycles_norm", "dtlb_l2_mpki"])
-        assert set(df.system) == {"4k", "thp", "elastic"}
+        assert_columns(df, ["workload", "system", "cycles_norm", "dtlb_l2_mpki", "cycles_norm_host4k"])
+        assert set(df.system) == {"4k", "thp", "elastic", "4k-host4k", "thp-host4k"}
         assert (df[df.system == "4k"].cycles_norm == 1.0).all()
+        assert (df[df.system == "4k-host4k"].cycles_norm_host4k == 1.0).all()
         # GUPS over 128 MiB against a 10-entry L2 TLB, in a VM: THP in
         # guest and host gives 2 MiB combined entries (20 MiB of reach),
         # ET in both 32 MiB ones (320 MiB: the whole table), so ET's
@@ -201,6 +204,21 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert g.dtlb_l2_mpki["thp"] < g.dtlb_l2_mpki["4k"]
         assert g.dtlb_l2_mpki["elastic"] < 0.1 * g.dtlb_l2_mpki["thp"]
         assert g.cycles_norm["elastic"] < g.cycles_norm["thp"] < 1.0
+        # Over 4 KiB stage-2 pages the guest's THP leaves its TLB 4 KiB
+        # entries (as the artifact's own THP runs show): the 4 KiB run's
+        # misses, and only the walks shortened by the guest's 2 MiB leaves.
+        assert abs(g.dtlb_l2_mpki["thp-host4k"] / g.dtlb_l2_mpki["4k-host4k"] - 1) < 0.02
+        assert g.cycles_norm_host4k["elastic"] < g.cycles_norm_host4k["thp-host4k"] < 1.0
+        assert g.cycles_norm["4k-host4k"] > 1.0, "4 KiB stage-2 pages lengthen the 2D walks"
+    elif exp_id == "et-walkcost":
+        assert_columns(df, ["workload", "walk_latency", "system", "cycles_norm", "dtlb_l2_mpki"])
+        assert set(df.workload) == {"gups", "canneal"} and set(df.walk_latency) == {1, 20, 40}
+        b = pd.read_csv(tmp_path / "et-walkcost.saved.csv").set_index(["workload", "walk_latency"]).saved_per_walk
+        # A dependent chase waits for each of its walks whole: every cycle
+        # added to the walk is a cycle ET saves per walk it removes.
+        assert abs(b[("canneal", 40)] - b[("canneal", 1)] - 39) < 1e-6
+        # GUPS's independent loads overlap part of each walk.
+        assert 0 < b[("gups", 40)] - b[("gups", 1)] < 39
     elif exp_id == "et-frag":
         assert_columns(df, ["workload", "fmfi", "system", "cycles_norm", "share_2m"])
         assert set(df.fmfi) == {0.5, 0.99} and set(df.workload) == {"canneal", "hashjoin"}
