@@ -328,6 +328,9 @@ impl WorkloadConfig {
             return Err(Error::config(key("footprint"), "at most 64TiB fits under the layout top"));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
+        if self.instructions_per_access == Some(0) {
+            return Err(Error::config(key("instructions_per_access"), "at least 1 (each access is an instruction)"));
+        }
         SharedPages::validate(self.shared.as_ref(), self.contents, prefix)?;
         self.validate_align(&key("align"))?;
         self.validate_trace_keys(prefix)?;
@@ -615,6 +618,8 @@ mod tests {
             ("kind = \"trace\"\npath = \"t\"\nalign = \"2MiB\"", "workload.align"),
             ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
             ("kind = \"trace\"\npath = \"t\"\nfast_forward_mode = \"functional\"", "workload.fast_forward_mode"),
+            ("kind = \"trace\"\npath = \"t\"\ninstructions_per_access = 9", "workload.instructions_per_access"),
+            ("instructions_per_access = 0", "workload.instructions_per_access"),
             ("kind = \"kv\"\nobjects = 0", "workload.objects"),
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),
