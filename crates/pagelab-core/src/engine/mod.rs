@@ -464,15 +464,23 @@ impl Simulation {
             }
             (TimingModel::Fixed, true) => {
                 self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, false>(i);
+                self.timed_stage::<false, true, false, false>(i);
             }
             (TimingModel::Interval, false) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, false, false>(i);
+                if self.timing.walk_fill_buffers {
+                    self.timed_stage::<true, false, false, true>(i);
+                } else {
+                    self.timed_stage::<true, false, false, false>(i);
+                }
             }
             (TimingModel::Interval, true) => {
                 self.translate::<true>(i, end)?;
-                self.timed_stage::<true, true, false>(i);
+                if self.timing.walk_fill_buffers {
+                    self.timed_stage::<true, true, false, true>(i);
+                } else {
+                    self.timed_stage::<true, true, false, false>(i);
+                }
             }
         }
         Ok(())

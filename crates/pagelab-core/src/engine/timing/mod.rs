@@ -58,6 +58,10 @@ pub struct Timing {
     pub model: TimingModel,
     /// The page-walk-cache latency, charged once per walk.
     pub pwc_latency: f64,
+    /// Walks hold L1D fill buffers (the interval model with
+    /// `machine.ooo.walk_fill_buffers`, walks entering at the L1D): stage 2
+    /// then runs its variant that notes which walks miss the L1D.
+    pub walk_fill_buffers: bool,
     /// `data_cycles` and `walk_cycles` of each level, computed once: the
     /// per-reference loop looks them up instead of dividing (the same
     /// quotients, so the same sums).
@@ -85,6 +89,9 @@ impl Timing {
             caches: c.enabled,
             model: m.timing.model,
             pwc_latency: m.pwc.lookup_latency() as f64,
+            walk_fill_buffers: m.timing.model == TimingModel::Interval
+                && m.ooo.walk_fill_buffers
+                && m.walker.cache_level == WalkerCacheLevel::L1d,
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
             tiers: None,

@@ -25,9 +25,16 @@ impl Simulation {
     /// fixed one, with the prefetchers (`PREFETCH`) or not, on a machine
     /// with memory tiers (`TIERS`: a reference served by memory is charged
     /// its tier's latency, and writebacks their tier's, `timing::tiers`) or
-    /// one memory.
+    /// one memory; noting the walks that miss the L1D (`WALK_FB`: they hold
+    /// fill buffers, `Timing::walk_fill_buffers`) or not, so that the test
+    /// per walk reference costs nothing when they do not.
     #[inline(never)]
-    pub(in crate::engine) fn timed_stage<const INTERVAL: bool, const PREFETCH: bool, const TIERS: bool>(
+    pub(in crate::engine) fn timed_stage<
+        const INTERVAL: bool,
+        const PREFETCH: bool,
+        const TIERS: bool,
+        const WALK_FB: bool,
+    >(
         &mut self,
         i: usize,
     ) {
@@ -38,7 +45,8 @@ impl Simulation {
         let mut window = core.window.take();
         let (mut next_access, mut next_fault) = (0usize, 0usize);
         let mut walk_refs = 0.0;
-        // A walk reference entered the L1D and missed it (a fill buffer's work).
+        // A walk reference missed the L1D (a fill buffer's work: walks
+        // enter there when `WALK_FB`).
         let mut walk_left_l1d = false;
         // The interval model's writeback cycles since the last data reference.
         let mut writebacks = 0.0;
@@ -100,7 +108,9 @@ impl Simulation {
                 }
             } else if kind == RefKind::Walk {
                 walk_refs += latency;
-                walk_left_l1d |= entry == 0 && level > 0;
+                if WALK_FB {
+                    walk_left_l1d |= level != 0;
+                }
             } else if let Some(w) = window.as_mut() {
                 // The data reference ends access `next_access`.
                 let access = &accesses[next_access];

@@ -189,3 +189,23 @@ fn latencies_follow_the_model() {
     assert_eq!(t.walk_cycles(1), l[1]);
     assert_eq!(t.walk_entry, 0);
 }
+
+#[test]
+fn through_the_engine_walks_hold_fill_buffers_only_when_asked_and_only_from_the_l1d() {
+    use crate::engine::testutil::{run_toml, stat};
+    // GUPS over 4 KiB pages with two fill buffers: every walk reads its
+    // leaf from below the L1D, so a walk holding a buffer delays the data
+    // misses behind it.
+    let text = "[machine]\npreset = \"ampere-altra\"\nphys_mem = \"1GiB\"\n[machine.ooo]\nmshrs = 2\n\
+                [workload]\nkind = \"gups\"\nfootprint = \"256MiB\"\naccesses = 20000\nwrite_fraction = 0.0\n\
+                [run]\nskip_init = true\n";
+    let run = |extra: &[&str]| run_toml(text, extra);
+    let (off, on) = (run(&["machine.ooo.walk_fill_buffers=false"]), run(&["machine.ooo.walk_fill_buffers=true"]));
+    assert!(stat(&on, "cycles") > stat(&off, "cycles"));
+    for same in ["dtlb.l2.misses", "walk.mem_refs", "cache.l1d.misses", "instructions"] {
+        assert_eq!(stat(&on, same), stat(&off, same), "{same}: the option changes time only");
+    }
+    // Walks that enter at the L2 take none of the L1D's buffers.
+    let l2 = |on: &str| stat(&run(&[on, "machine.walker.cache_level=\"l2\""]), "cycles");
+    assert_eq!(l2("machine.ooo.walk_fill_buffers=true"), l2("machine.ooo.walk_fill_buffers=false"));
+}

@@ -37,7 +37,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{MachineConfig, OooConfig};
+use crate::config::{MachineConfig, OooConfig, WalkerCacheLevel};
 use crate::hw::core_stats::CoreStats;
 
 /// An access in flight that holds retirement.
@@ -68,7 +68,8 @@ pub struct AccessTiming {
     pub walk: bool,
     /// Latency of its walk references, one after the other (0 = none).
     pub walk_refs: f64,
-    /// One of its walk references entered the L1D and missed it.
+    /// One of its walk references missed the L1D (read only when walks
+    /// enter at the L1D).
     pub walk_left_l1d: bool,
     /// Latency of its data reference beyond an L1D hit.
     pub data: f64,
@@ -130,7 +131,8 @@ impl Window {
             rob: o.rob as u64,
             l2_tlb_latency: m.tlb.l2_latency as f64,
             pwc_latency: m.pwc.lookup_latency() as f64,
-            walk_fill_buffers: o.walk_fill_buffers,
+            // Walks that enter below the L1D never take its fill buffers.
+            walk_fill_buffers: o.walk_fill_buffers && m.walker.cache_level == WalkerCacheLevel::L1d,
             now: 0.0,
             dispatched: 0,
             in_flight: VecDeque::with_capacity(o.rob as usize),
@@ -215,6 +217,7 @@ impl Window {
             walk_end = walk_start + if a.walk { self.pwc_latency } else { 0.0 } + a.walk_refs;
             self.walkers[w] = walk_end;
             if let Some(m) = fill_buffer {
+                // Held to the walk's end: its references are serial.
                 self.mshrs[m] = walk_end;
             }
             t = walk_end;
