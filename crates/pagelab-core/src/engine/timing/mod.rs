@@ -42,6 +42,14 @@ use crate::hw::core_stats::CoreStats;
 /// Where a reference was served: 0 = L1, 1 = L2, 2 = LLC, 3 = memory.
 pub const MEMORY: usize = 3;
 
+/// Whether walks that miss the L1D hold its fill buffers: asked for
+/// (`machine.ooo.walk_fill_buffers`) and walks entering at the L1D (those
+/// entering below it never take its buffers). The window's rule and the
+/// stage variant's both.
+pub(super) fn walks_hold_fill_buffers(m: &MachineConfig) -> bool {
+    m.ooo.walk_fill_buffers && m.walker.cache_level == WalkerCacheLevel::L1d
+}
+
 /// Built by [`Timing::new`] only: the per-level cycle tables are derived
 /// from the latencies and MLPs there (changing a field afterwards would not
 /// update them).
@@ -89,9 +97,7 @@ impl Timing {
             caches: c.enabled,
             model: m.timing.model,
             pwc_latency: m.pwc.lookup_latency() as f64,
-            walk_fill_buffers: m.timing.model == TimingModel::Interval
-                && m.ooo.walk_fill_buffers
-                && m.walker.cache_level == WalkerCacheLevel::L1d,
+            walk_fill_buffers: m.timing.model == TimingModel::Interval && walks_hold_fill_buffers(m),
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
             tiers: None,

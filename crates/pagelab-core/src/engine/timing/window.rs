@@ -37,7 +37,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{MachineConfig, OooConfig, WalkerCacheLevel};
+use crate::config::{MachineConfig, OooConfig};
 use crate::hw::core_stats::CoreStats;
 
 /// An access in flight that holds retirement.
@@ -131,8 +131,7 @@ impl Window {
             rob: o.rob as u64,
             l2_tlb_latency: m.tlb.l2_latency as f64,
             pwc_latency: m.pwc.lookup_latency() as f64,
-            // Walks that enter below the L1D never take its fill buffers.
-            walk_fill_buffers: o.walk_fill_buffers && m.walker.cache_level == WalkerCacheLevel::L1d,
+            walk_fill_buffers: super::walks_hold_fill_buffers(m),
             now: 0.0,
             dispatched: 0,
             in_flight: VecDeque::with_capacity(o.rob as usize),
