@@ -24,8 +24,13 @@ has no column there and is not run here). The script sets
   `virt.host.elastic.greedy_32m`); the guest runs online ET exactly as
   `et-native`'s `elastic` (`UNHINTED_FAULTS=1 MODE=etonline`).
 
-Two more systems, `4k-host4k` and `thp-host4k`: the guest's 4 KiB and
-THP runs over a host that maps the guest with 4 KiB stage-2 pages
+- `hawkeye` (`RUN=hwk`: the hwk kernel on the host, `MODE=hwk`; fig10's
+  CSVs have no column for it, the slides compare with it): HawkEye in
+  guest and host, with `et-native`'s scaled clocks in both.
+
+Three more systems, `4k-host4k`, `thp-host4k` and `hawkeye-host4k`: the
+guest's 4 KiB, THP and HawkEye runs over a host that maps the guest with
+4 KiB stage-2 pages
 (`virt.host.policy = "base"`). They reproduce what the artifact's own
 counts show of its virtualized THP runs: fig10's `tlbmisses.csv` gives
 THP 94-100% of the 4 KiB run's L2 TLB misses for every workload
@@ -56,16 +61,22 @@ from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired,
                                         write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import ORDER, SCALE, workloads
+from pagelab.experiments.elastic.native import HAWKEYE
 from pagelab.experiments.elastic.native import base as native_base
 from pagelab.experiments.elastic.native import cycles_figure, gap_summary, setup_text, shape
 from pagelab.experiments.elastic.native import systems as native_systems
 from pagelab.sweep import Sweep
 
 ID = "et-virt"
-SYSTEMS = ["4k", "thp", "elastic", "4k-host4k", "thp-host4k"]
+SYSTEMS = ["4k", "thp", "hawkeye", "elastic", "4k-host4k", "thp-host4k", "hawkeye-host4k"]
 #: The guest's runs over 4 KiB stage-2 pages (see the docstring).
 HOST_4K = [{"name": "4k-host4k", "os.policy": "base", "virt.host.policy": "base"},
-           {"name": "thp-host4k", "os.policy": "thp", "virt.host.policy": "base"}]
+           {"name": "thp-host4k", "os.policy": "thp", "virt.host.policy": "base"},
+           {**HAWKEYE, "name": "hawkeye-host4k", "virt.host.policy": "base"}]
+#: HawkEye in guest and host (the script's `RUN=hwk`: the hwk kernel on
+#: the host, `MODE=hwk`), with `et-native`'s scaled clocks in both.
+HAWKEYE_VIRT = {**HAWKEYE, "virt.host.policy": "hawkeye", "virt.host.hawkeye.access_window_ms": 30.0,
+                "virt.host.hawkeye.rescan_sleep_ms": 1.0}
 
 #: The host of the `elastic` column: greedy ET with asynchronous greedy
 #: 32 MiB promotion (see the docstring).
@@ -78,6 +89,7 @@ def systems(variant: str) -> list[dict]:
     return [
         {"name": "4k", "os.policy": "base", "virt.host.policy": "thp"},
         {"name": "thp", "os.policy": "thp", "virt.host.policy": "thp"},
+        HAWKEYE_VIRT,
         {**guest_et, **HOST_ET},
         *HOST_4K,
     ]
@@ -145,11 +157,21 @@ def thp_misses(t: pd.DataFrame, thp: str, base: str) -> str:
 HOST4K = " (guest over 4 KiB stage-2 pages)"
 
 
+def over_hawkeye(t: pd.DataFrame, hawkeye: str) -> str:
+    """ET's cycles below HawkEye's run `hawkeye`, per workload, the largest first."""
+    s = t.set_index(["workload", "system"]).cycles_norm
+    gains = {w: 1 - s[(w, "elastic")] / s[(w, hawkeye)] for w in ORDER if (w, hawkeye) in s.index}
+    ranked = sorted(gains.items(), key=lambda kv: -kv[1])
+    return f"up to {ranked[0][1]:.0%} ({', '.join(f'{w} {g:+.0%}' for w, g in ranked)})"
+
+
 def measured(t: pd.DataFrame) -> dict[str, object]:
     over_4k_stage2 = {f"{q}{HOST4K}": v for q, v in gap_summary(beside_fig10(t, host4k=True)).items()}
     return {**gap_summary(beside_fig10(t)), **over_4k_stage2,
             "THP's L2 TLB misses over 4 KiB's, per workload": thp_misses(t, "thp", "4k"),
-            f"THP's L2 TLB misses over 4 KiB's, per workload{HOST4K}": thp_misses(t, "thp-host4k", "4k-host4k")}
+            f"THP's L2 TLB misses over 4 KiB's, per workload{HOST4K}": thp_misses(t, "thp-host4k", "4k-host4k"),
+            "ET's cycles below HawkEye's": over_hawkeye(t, "hawkeye"),
+            f"ET's cycles below HawkEye's{HOST4K}": over_hawkeye(t, "hawkeye-host4k")}
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
