@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::hw::core_stats::CoreStats;
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::{RefBuf, RefKind};
-use crate::hw::tlb::{ReachSize, Tlb, TlbEntry, TlbLookup};
+use crate::hw::tlb::{PageLeaf, ReachSize, Tlb, TlbLookup};
 use crate::os::Kernel;
 use crate::paging::pte::{Pte, ACCESSED, CONTIGUOUS, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
@@ -51,13 +51,9 @@ pub struct Request {
 
 /// Outcome of one page walk.
 enum Walk {
-    Leaf {
-        pte_frame: Pfn,
-        /// A leaf's page size, or the coalesced reach of a contiguous range.
-        size: ReachSize,
-        writable: bool,
-        dirty: bool,
-    },
+    /// A plain page: its frame, and its page size or the coalesced reach
+    /// of a contiguous range.
+    Leaf(PageLeaf),
     /// A leaf extension's walk step gave this entry.
     Ext(ExtEntry),
     NotPresent,
@@ -116,11 +112,9 @@ impl Mmu {
         }
         loop {
             match self.walk(kernel.page_table_mut(asid), asid, vaddr, write, refs, stats) {
-                Walk::Leaf { pte_frame, size, writable, dirty } => {
-                    let vbase = vaddr.align_down(size.bytes()).vpn();
-                    let entry = TlbEntry::page(asid, vbase, size, pte_frame, writable, dirty);
-                    self.tlb.fill_after_walk(entry, vaddr, instr);
-                    return Ok(entry.frame_of(vaddr));
+                Walk::Leaf(leaf) => {
+                    self.tlb.fill_page_after_walk(asid, vaddr, leaf, instr);
+                    return Ok(leaf.frame_of(vaddr));
                 }
                 Walk::Ext(entry) => {
                     if let Some(frame) = crate::systems::fill_ext_after_walk(&mut self.tlb, entry, vaddr, instr) {
@@ -219,12 +213,12 @@ impl Mmu {
                 if pte.raw() & CONTIGUOUS != 0 {
                     return self.contiguous_leaf(pte, level_size(level), write);
                 }
-                return Walk::Leaf {
-                    pte_frame: pte.pfn(),
-                    size: level_size(level).into(),
-                    writable: pte.writable(),
-                    dirty: write || pte.dirty(),
-                };
+                return Walk::Leaf(PageLeaf::new(
+                    pte.pfn(),
+                    level_size(level).into(),
+                    pte.writable(),
+                    write || pte.dirty(),
+                ));
             }
             let child = child.expect("a present non-leaf entry has a child table");
             self.pwc.fill(asid, vaddr, level, pte.pfn(), child.handle());
@@ -244,12 +238,7 @@ impl Mmu {
         if pte.raw() & CONTIGUOUS != 0 {
             return self.contiguous_leaf(pte, PageSize::Size4K, write);
         }
-        Walk::Leaf {
-            pte_frame: pte.pfn(),
-            size: ReachSize::Size4K,
-            writable: pte.writable(),
-            dirty: write || pte.dirty(),
-        }
+        Walk::Leaf(PageLeaf::new(pte.pfn(), ReachSize::Size4K, pte.writable(), write || pte.dirty()))
     }
 
     /// A leaf whose contiguous bit is set (Arm's contiguous hint: it is one
@@ -264,7 +253,7 @@ impl Mmu {
     fn contiguous_leaf(&self, pte: Pte, size: PageSize, write: bool) -> Walk {
         let reach = contiguous_reach(&self.tlb, size);
         let pte_frame = Pfn::new(pte.pfn().raw() & !(reach.nr_pages() - 1));
-        Walk::Leaf { pte_frame, size: reach, writable: pte.writable(), dirty: write || pte.dirty() }
+        Walk::Leaf(PageLeaf::new(pte_frame, reach, pte.writable(), write || pte.dirty()))
     }
 
     /// A store through a clean TLB entry: the hardware sets the PTE's dirty

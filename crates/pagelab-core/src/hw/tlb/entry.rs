@@ -194,6 +194,54 @@ impl<P: ExtPayload> TlbEntry<P> {
     }
 }
 
+/// What a walk found for a plain page, as the fill after the walk takes
+/// it: the page's first frame, and its reach and permission bits packed in
+/// one word. Two words pass in registers. A whole [`TlbEntry`] went through
+/// memory, and the host could not forward the caller's stores of its small
+/// fields to the fill's loads of them, which LLVM had merged at other
+/// widths: a stall on every walk (docs/speed.md, tenth round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLeaf {
+    pub pfn: Pfn,
+    /// The reach (bits 0..7), then [`LEAF_WRITABLE`] and [`LEAF_DIRTY`].
+    bits: u64,
+}
+
+const LEAF_WRITABLE: u64 = 1 << 8;
+const LEAF_DIRTY: u64 = 1 << 9;
+
+impl PageLeaf {
+    #[inline]
+    pub fn new(pfn: Pfn, reach: ReachSize, writable: bool, dirty: bool) -> Self {
+        let bits = reach as u64 | if writable { LEAF_WRITABLE } else { 0 } | if dirty { LEAF_DIRTY } else { 0 };
+        PageLeaf { pfn, bits }
+    }
+    #[inline]
+    pub fn reach(self) -> ReachSize {
+        ReachSize::from_index(self.bits as u8)
+    }
+    #[inline]
+    pub fn writable(self) -> bool {
+        self.bits & LEAF_WRITABLE != 0
+    }
+    #[inline]
+    pub fn dirty(self) -> bool {
+        self.bits & LEAF_DIRTY != 0
+    }
+    /// The 4 KiB frame that backs `vaddr` (in the page).
+    #[inline]
+    pub fn frame_of(self, vaddr: VirtAddr) -> Pfn {
+        self.pfn.add(vaddr.vpn().raw() & (self.reach().nr_pages() - 1))
+    }
+    /// The entry an access to `vaddr` of address space `asid` caches.
+    #[inline]
+    pub fn entry<P: ExtPayload>(self, asid: Asid, vaddr: VirtAddr) -> TlbEntry<P> {
+        let reach = self.reach();
+        let vbase = vaddr.align_down(reach.bytes()).vpn();
+        TlbEntry::page(asid, vbase, reach, self.pfn, self.writable(), self.dirty())
+    }
+}
+
 /// What a TLB hit yields for one access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Translation {

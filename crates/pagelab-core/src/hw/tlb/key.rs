@@ -37,13 +37,50 @@ pub enum ReachSize {
 /// How many reach sizes there are.
 pub const REACHES: usize = 5;
 
+/// Per-reach constants packed one byte per reach (by discriminant) into a
+/// word, read with a shift. An array literal indexed at run time made LLVM
+/// copy the array onto the stack at every use, and two of those uses are
+/// on the fill after every walk (docs/speed.md, tenth round).
+const fn packed(bytes: [u8; REACHES]) -> u64 {
+    let mut word = 0;
+    let mut i = 0;
+    while i < REACHES {
+        word |= (bytes[i] as u64) << (8 * i);
+        i += 1;
+    }
+    word
+}
+
+#[inline(always)]
+const fn byte_of(word: u64, reach: ReachSize) -> u32 {
+    ((word >> (8 * reach as u32)) & 0xff) as u32
+}
+
+/// log2 of each reach's bytes.
+const SHIFTS: u64 = packed([12, 16, 21, 25, 30]);
+/// Each reach's key class.
+const KEY_CLASSES: u64 =
+    packed([KEY_CLASS_4K as u8, KEY_CLASS_64K as u8, KEY_CLASS_2M as u8, KEY_CLASS_32M as u8, KEY_CLASS_1G as u8]);
+
 impl ReachSize {
     pub const ALL: [ReachSize; REACHES] =
         [ReachSize::Size4K, ReachSize::Size64K, ReachSize::Size2M, ReachSize::Size32M, ReachSize::Size1G];
 
+    /// The reach whose discriminant is `i` (1 GiB for any larger `i`).
+    #[inline]
+    pub const fn from_index(i: u8) -> ReachSize {
+        match i {
+            0 => ReachSize::Size4K,
+            1 => ReachSize::Size64K,
+            2 => ReachSize::Size2M,
+            3 => ReachSize::Size32M,
+            _ => ReachSize::Size1G,
+        }
+    }
+    /// log2 of the bytes it translates.
     #[inline]
     pub const fn shift(self) -> u32 {
-        [12, 16, 21, 25, 30][self as usize]
+        byte_of(SHIFTS, self)
     }
     #[inline]
     pub const fn bytes(self) -> u64 {
@@ -62,7 +99,7 @@ impl ReachSize {
     /// The class in keys of this reach (see the module doc).
     #[inline]
     pub const fn key_class(self) -> u64 {
-        [KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_1G][self as usize]
+        byte_of(KEY_CLASSES, self) as u64
     }
     /// The reach whose keys carry class `class` (one of a reach's classes).
     #[inline]

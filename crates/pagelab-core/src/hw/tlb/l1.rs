@@ -12,7 +12,7 @@
 use super::entry::Translation;
 use super::key::{key_asid, key_first_vpn, make_key, ReachSize, ASID_SHIFT, REACHES, VPN_BITS};
 use super::stats::Counters;
-use crate::hw::set_assoc::{Replacement, SetAssoc, Slot};
+use crate::hw::set_assoc::{Placed, Replacement, SetAssoc, Slot};
 use crate::units::{Asid, Pfn};
 
 /// An L1 entry: always a plain page of its array's size.
@@ -102,10 +102,17 @@ impl L1Array {
     /// Inserts `entry` under `key` in `set` (`known_absent`: a probe just
     /// missed the key), keeping the region counts; returns the slot it
     /// took (`None` for a disabled array).
-    #[inline]
+    #[inline(always)]
     pub(super) fn insert(&mut self, set: usize, key: u64, entry: L1Entry, known_absent: bool) -> Option<Slot> {
-        let placed =
-            if known_absent { self.sa.insert_absent(set, key, entry) } else { self.sa.insert_slot(set, key, entry) };
+        let placed = if known_absent {
+            self.sa.insert_absent(set, key, entry)
+        } else {
+            // The entry's fields, not the entry: passed by reference, it
+            // would be built on the stack for both paths (docs/speed.md,
+            // tenth round).
+            let L1Entry { pfn, writable, dirty, origin } = entry;
+            self.insert_unknown(set, key, pfn, writable, dirty, origin)
+        };
         let placed = placed?;
         self.counters.fills += 1;
         if placed.fresh {
@@ -116,6 +123,20 @@ impl L1Array {
             self.regions.remove(old);
         }
         Some(placed.slot)
+    }
+
+    /// The insertion of a key no probe just missed.
+    #[inline(never)]
+    fn insert_unknown(
+        &mut self,
+        set: usize,
+        key: u64,
+        pfn: Pfn,
+        writable: bool,
+        dirty: bool,
+        origin: ReachSize,
+    ) -> Option<Placed> {
+        self.sa.insert_slot(set, key, L1Entry { pfn, writable, dirty, origin })
     }
 
     /// Drops the entries whose key and value satisfy `pred` (counted as

@@ -16,7 +16,7 @@
 use super::entry::{EntryKind, ExtPayload, TlbEntry, TlbExtension, BITMAP_CHUNK_PAGES, KIND_HOLE_BITMAP, KIND_PAGE};
 use super::key::{ReachSet, ReachSize, ASID_SHIFT, KEY_CLASS_HOLE_BITMAP, REACHES, VPN_BITS, VPN_MASK};
 use super::stats::Counters;
-use crate::hw::set_assoc::{SetAssoc, Slot, INVALID_KEY};
+use crate::hw::set_assoc::{Placed, SetAssoc, Slot, INVALID_KEY};
 use crate::units::{Asid, Pfn, Vpn};
 
 /// An L2 entry as the array stores it.
@@ -52,6 +52,24 @@ impl Default for L2Entry {
 }
 
 impl L2Entry {
+    /// The L2 entry of `entry` (an extension kind's index is filled in
+    /// once its owner has stored the payload).
+    #[inline(always)]
+    fn of<P: ExtPayload>(entry: &TlbEntry<P>) -> L2Entry {
+        let (kind, target) = match entry.kind {
+            EntryKind::Page { pfn } => (KIND_PAGE, pfn.raw()),
+            EntryKind::Ext(p) => (p.kind(), 0),
+        };
+        L2Entry {
+            vbase: entry.vbase,
+            target,
+            asid: entry.asid,
+            reach: entry.size,
+            writable: entry.writable,
+            dirty: entry.dirty,
+            kind,
+        }
+    }
     /// Does this entry translate (or, a hole-bitmap entry, describe) any
     /// page of `[start, end)`?
     pub fn overlaps(&self, start: Vpn, end: Vpn) -> bool {
@@ -298,7 +316,10 @@ impl<X: TlbExtension> L2Tlb<X> {
     }
 
     /// Places `entry` (always inlined: the fill after a walk is hot, and
-    /// `Tlb::insert_l2`'s cold copy must not make it a call).
+    /// `Tlb::insert_l2`'s cold copy must not make it a call). The common
+    /// case, a key the probe before the walk found absent, builds the L2
+    /// entry on its own path, so that the entry stays in registers up to
+    /// its store into the array (docs/speed.md, tenth round).
     #[inline(always)]
     pub fn insert(&mut self, entry: &TlbEntry<X::Payload>) {
         let r = entry.size;
@@ -307,39 +328,41 @@ impl<X: TlbExtension> L2Tlb<X> {
             return; // no array holds this reach
         }
         let a = p.array as usize & 1;
-        let mvpn = entry.vbase.raw() & VPN_MASK;
-        let key = p.key(entry.asid, mvpn);
-        let (kind, target) = match entry.kind {
-            EntryKind::Page { pfn } => (KIND_PAGE, pfn.raw()),
-            EntryKind::Ext(p) => (p.kind(), 0),
-        };
-        let value = L2Entry {
-            vbase: entry.vbase,
-            target,
-            asid: entry.asid,
-            reach: r,
-            writable: entry.writable,
-            dirty: entry.dirty,
-            kind,
-        };
-        let array = &mut self.arrays[a];
+        let key = p.key(entry.asid, entry.vbase.raw() & VPN_MASK);
         let record = &mut self.absent[r as usize & 7];
-        let placed = if record.key == key {
-            // The probe before the walk found the key absent.
-            let set = record.set;
-            *record = Absent::NONE;
-            array.sa.insert_absent(set, key, value)
-        } else {
-            let set = p.set(&array.sa, mvpn);
-            array.sa.insert_slot(set, key, value)
-        };
+        if record.key != key {
+            return self.insert_unrecorded(a, key, entry);
+        }
+        // The probe before the walk found the key absent.
+        let set = record.set;
+        *record = Absent::NONE;
+        let placed = self.arrays[a].sa.insert_absent(set, key, L2Entry::of(entry));
+        self.count_fill(a, entry, placed);
+    }
+
+    /// [`insert`](Self::insert) of a key no probe recorded absent.
+    #[inline(never)]
+    fn insert_unrecorded(&mut self, a: usize, key: u64, entry: &TlbEntry<X::Payload>) {
+        let array = &mut self.arrays[a];
+        let set = self.probe[entry.size as usize & 7].set(&array.sa, entry.vbase.raw() & VPN_MASK);
+        let placed = array.sa.insert_slot(set, key, L2Entry::of(entry));
+        self.count_fill(a, entry, placed);
+    }
+
+    /// Counts a fill of `entry` into array `a` that `placed` says where it
+    /// went (`None`: a disabled array), and hands an extension kind's
+    /// payload to its owner.
+    #[inline(always)]
+    fn count_fill(&mut self, a: usize, entry: &TlbEntry<X::Payload>, placed: Option<Placed>) {
         let Some(placed) = placed else {
             return; // a disabled array
         };
+        let array = &mut self.arrays[a];
         array.counters.fills += 1;
         array.counters.evictions += placed.evicted.is_some() as u64;
         // Keep the counts per reach: a new key adds its reach, a victim
         // removes its own (an update in place changes neither).
+        let r = entry.size;
         if placed.fresh {
             self.live[r as usize & 7] += 1;
             self.live_set |= 1 << r as u8;

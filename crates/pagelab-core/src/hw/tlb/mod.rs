@@ -42,8 +42,8 @@ pub(crate) mod tests;
 
 pub use config::TlbConfig;
 pub use entry::{
-    EntryKind, ExtPayload, NoExtension, NoPayload, TlbEntry, TlbExtension, TlbLookup, Translation, BITMAP_CHUNK_PAGES,
-    KIND_HOLE_BITMAP, KIND_PAGE,
+    EntryKind, ExtPayload, NoExtension, NoPayload, PageLeaf, TlbEntry, TlbExtension, TlbLookup, Translation,
+    BITMAP_CHUNK_PAGES, KIND_HOLE_BITMAP, KIND_PAGE,
 };
 pub use key::{
     ReachSet, ReachSize, KEY_CLASS_1G, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_HOLE_BITMAP,
@@ -263,6 +263,12 @@ impl<X: TlbExtension> Tlb<X> {
     /// absent); an extension kind yields the piece its payload says (a
     /// colored huge page a 4 KiB page, paper III-B-1).
     pub fn fill_l1(&mut self, entry: &TlbEntry<X::Payload>, vaddr: VirtAddr, is_instr: bool) {
+        self.fill_l1_inline(entry, vaddr, is_instr);
+    }
+
+    /// [`fill_l1`](Self::fill_l1), for the fill after a walk to inline.
+    #[inline(always)]
+    fn fill_l1_inline(&mut self, entry: &TlbEntry<X::Payload>, vaddr: VirtAddr, is_instr: bool) {
         debug_assert!(entry.covers(vaddr.vpn()));
         let piece = entry.l1_piece();
         let mvpn = masked_vpn(vaddr);
@@ -296,6 +302,17 @@ impl<X: TlbExtension> Tlb<X> {
         debug_assert!(entry.vbase.is_aligned(entry.size.nr_pages()));
         self.l2.insert(&entry);
         self.fill_l1(&entry, vaddr, is_instr);
+    }
+
+    /// [`fill_after_walk`](Self::fill_after_walk) of a plain page, for an
+    /// access to `vaddr` of `asid`: the MMU's path after every walk. The
+    /// entry is built here and stays in registers through the L2 insert
+    /// and the L1 fill, both inlined.
+    #[inline(never)]
+    pub fn fill_page_after_walk(&mut self, asid: Asid, vaddr: VirtAddr, leaf: PageLeaf, is_instr: bool) {
+        let entry = leaf.entry(asid, vaddr);
+        self.l2.insert(&entry);
+        self.fill_l1_inline(&entry, vaddr, is_instr);
     }
 
     /// Sets the dirty bit of every entry translating `vaddr` (all L1 entries

@@ -91,6 +91,36 @@ fn config_keys_parse_and_unknown_keys_are_rejected() {
 }
 
 #[test]
+fn reach_constants_are_the_reaches_own() {
+    let shifts: Vec<u32> = ReachSize::ALL.iter().map(|r| r.shift()).collect();
+    assert_eq!(shifts, [12, 16, 21, 25, 30]);
+    let classes: Vec<u64> = ReachSize::ALL.iter().map(|r| r.key_class()).collect();
+    assert_eq!(classes, [KEY_CLASS_4K, KEY_CLASS_64K, KEY_CLASS_2M, KEY_CLASS_32M, KEY_CLASS_1G]);
+    for r in ReachSize::ALL {
+        assert_eq!(ReachSize::of_key_class(r.key_class()), r);
+        assert_eq!(ReachSize::from_index(r as u8), r);
+    }
+}
+
+#[test]
+fn a_page_leaf_keeps_its_fields_and_builds_the_entry() {
+    for r in ReachSize::ALL {
+        for (writable, dirty) in [(false, false), (true, false), (false, true), (true, true)] {
+            let pfn = Pfn::new(0x4_0000 << r.pages_shift());
+            let leaf = PageLeaf::new(pfn, r, writable, dirty);
+            assert_eq!((leaf.pfn, leaf.reach(), leaf.writable(), leaf.dirty()), (pfn, r, writable, dirty));
+            // An address 3 pages and 5 bytes into the page's last 4 KiB
+            // piece (a 4 KiB page: into the page itself).
+            let base = 0x7f00_0000_0000 & !(r.bytes() - 1);
+            let x = va(base + r.bytes() - 3 * KIB4 + 5).max(va(base + 5));
+            let e: TlbEntry = leaf.entry(A, x);
+            assert_eq!(e, TlbEntry::page(A, va(base).vpn(), r, pfn, writable, dirty));
+            assert_eq!(leaf.frame_of(x), e.frame_of(x));
+        }
+    }
+}
+
+#[test]
 fn a_4k_entry_keeps_precedence_over_a_recently_used_2m_entry() {
     // A 2 MiB entry used recently is taken without probing the arrays,
     // but only while the 4 KiB array holds nothing in its 2 MiB page:
@@ -410,7 +440,18 @@ mod no_stale_translations {
                     assert_eq!(t.dirty, e.dirty, "{vaddr:?}: stale dirty bit");
                 }
                 (Some(t), None) => panic!("{vaddr:?} asid {asid}: hit {t:?} on an unmapped page"),
-                (None, Some(i)) => self.tlb.fill_after_walk(self.maps[i], vaddr, instr),
+                (None, Some(i)) => {
+                    let e = self.maps[i];
+                    let mut by_leaf = self.tlb.clone();
+                    self.tlb.fill_after_walk(e, vaddr, instr);
+                    // The MMU's path for a plain page fills exactly as the
+                    // general one.
+                    if let EntryKind::Page { pfn } = e.kind {
+                        let leaf = PageLeaf::new(pfn, e.size, e.writable, e.dirty);
+                        by_leaf.fill_page_after_walk(asid, vaddr, leaf, instr);
+                        assert_eq!(format!("{by_leaf:?}"), format!("{:?}", self.tlb), "{vaddr:?}: the fills differ");
+                    }
+                }
                 (None, None) => {} // a page fault; the model maps on Map only
             }
             if let (true, Some(i)) = (write, current) {
