@@ -26,7 +26,9 @@
 //!
 //! Who calls what: the MMU calls [`Tlb::lookup`] once per access. On an L2 hit
 //! `lookup` itself fills the L1 (the rule of [`Tlb::fill_l1`]). On a miss the
-//! MMU walks and calls [`Tlb::fill_after_walk`]. After setting a PTE's D bit
+//! MMU walks and calls [`Tlb::fill_page_after_walk`] for a plain page (its
+//! [`PageLeaf`] passes in registers), [`Tlb::fill_after_walk`] for any
+//! other entry. After setting a PTE's D bit
 //! on a store through a clean entry it calls [`Tlb::mark_dirty`]. The OS
 //! shoots down with the `invalidate_*` calls.
 
