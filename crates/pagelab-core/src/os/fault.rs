@@ -46,18 +46,30 @@ impl Kernel {
         let fault = Fault { asid, vaddr, write, vma: &vma };
         // Out of memory, clean page-cache pages are reclaimed and the
         // chain tried again (no page cache: the first error stands).
-        let outcome = self.with_reclaim(|k| {
+        // The outcome is written where it is declared, not returned through
+        // the closures: each layer's copy of a `Result<Option<..>>` stalled
+        // the host, its narrow stores loaded back at other widths
+        // (docs/speed.md, tenth round).
+        let mut outcome = None;
+        self.with_reclaim(|k| {
             k.with_systems(|systems, k| {
                 for s in systems.iter_mut() {
                     let opt_out = &k.proc(asid).opt_out;
                     if !opt_out.is_empty() && opt_out.contains(&s.name()) {
                         continue;
                     }
-                    if let Some(outcome) = s.fault(k, &fault)? {
-                        return Ok(Some(outcome));
+                    // Field by field, not the whole value: its padding
+                    // bytes, copied at other widths, were the same stall.
+                    match s.fault(k, &fault) {
+                        Ok(Some(FaultOutcome { kind, size, cycles })) => {
+                            outcome = Some(FaultOutcome { kind, size, cycles });
+                            break;
+                        }
+                        Ok(None) => {}
+                        Err(e) => return Err(e),
                     }
                 }
-                Ok::<_, Error>(None)
+                Ok::<_, Error>(())
             })
         })?;
         let outcome = outcome.ok_or_else(|| {
