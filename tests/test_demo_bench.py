@@ -22,7 +22,7 @@ def test_bench_quick_runs_the_target_and_comparison_cases():
     cases = _pagelab.bench_cases()
     assert [name for name, _ in cases] == [
         "gups-4k-translation", "gups-4k-caches", "stream-thp-caches", "gups-thp-translation", "gups-chp-translation",
-        "gups-virt-translation",
+        "gups-virt-translation", "stream-thp-translation",
     ]
     for name, _target in cases:
         assert name in proc.stdout, proc.stdout

@@ -53,6 +53,10 @@ pub const CASES: &[(&str, f64, &[&str])] = &[
             "virt.host.policy=\"base\"",
         ],
     ),
+    // The stream without caches: its translation stage, generator and
+    // memory stage alone, which the cache stage dwarfs in
+    // stream-thp-caches. No target.
+    ("stream-thp-translation", 0.0, &["workload.kind=\"stream\"", "os.policy=\"thp\"", "machine.cache.enabled=false"]),
 ];
 
 /// Measured accesses per second of one case over `footprint` bytes.

@@ -47,14 +47,13 @@ impl Simulation {
             guest_asids,
             contents: contents.map(|c| (c, page_data)),
         };
-        let mut by_kind = [0u64; 3];
         for j in core.pos..end {
             let a = core.batch.accesses[j];
             core.ran += 1;
             w.stats.instructions += a.instrs as u64;
             core.retired += a.instrs as u64;
             let (write, instr, kind) = super::request_of(a.kind);
-            by_kind[a.kind as usize] += 1;
+            super::count_kind(w.stats, a.kind);
             let before = RECORD.then(|| super::translation_marks::<true>(w.stats));
             let miss_marks = SAMPLE.then_some((w.stats.dtlb_l2_misses, w.stats.walk_mem_refs));
             let frame = w.translate(Request { asid, vaddr: a.vaddr, write, instr })?;
@@ -69,7 +68,6 @@ impl Simulation {
                 super::record_translation::<true>(core.window.as_mut(), before, w.stats);
             }
         }
-        super::count_kinds(w.stats, by_kind);
         Ok(())
     }
 }

@@ -58,9 +58,12 @@ impl Generator for Stream {
                 return false;
             }
             let offset = self.index * 8;
-            out.push(Access::load(self.b.add(offset), 8, 1).at(Site::pc(1)));
-            out.push(Access::load(self.c.add(offset), 8, 2).at(Site::pc(2)));
-            out.push(Access::store(self.a.add(offset), 8, 3).at(Site::pc(3)));
+            // One element's three accesses at once: one capacity check, not three.
+            out.extend_from_slice(&[
+                Access::load(self.b.add(offset), 8, 1).at(Site::pc(1)),
+                Access::load(self.c.add(offset), 8, 2).at(Site::pc(2)),
+                Access::store(self.a.add(offset), 8, 3).at(Site::pc(3)),
+            ]);
             self.index += 1;
         }
         true
