@@ -714,11 +714,10 @@ fn request_of(kind: AccessKind) -> (bool, bool, RefKind) {
     (kind == AccessKind::Store, kind == AccessKind::IFetch, REF_KIND[kind as usize])
 }
 
-/// Counts one access as a load, store or fetch. (Straight into the core's
-/// counters: summing the kinds in a local array indexed by the kind, and
-/// adding them after the loop, made the stream's translation stage about
-/// 6% slower on the host for the same instructions; docs/speed.md,
-/// eleventh round.)
+/// Counts one access as a load, store or fetch, straight into the core's
+/// counters. (Summing the kinds in a local array indexed by the kind and
+/// adding it after the loop took fewer instructions and cost the stream
+/// 1-3% of its speed: docs/speed.md, eleventh round.)
 #[inline(always)]
 fn count_kind(stats: &mut CoreStats, kind: AccessKind) {
     match kind {

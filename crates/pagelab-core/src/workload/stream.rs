@@ -58,7 +58,9 @@ impl Generator for Stream {
                 return false;
             }
             let offset = self.index * 8;
-            // One element's three accesses at once: one capacity check, not three.
+            // One element's three accesses at once: one capacity check, not
+            // three (with three, LLVM kept the addresses on the stack around
+            // the growth call and reloaded them for every access).
             out.extend_from_slice(&[
                 Access::load(self.b.add(offset), 8, 1).at(Site::pc(1)),
                 Access::load(self.c.add(offset), 8, 2).at(Site::pc(2)),
