@@ -27,13 +27,12 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (MIB, MEASURED_TIMING, markdown_table, mean_over_seeds, paired, pyplot,
+                                        seeds, with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "mem-tiers"
 COLUMNS = ["workload", "slow_tier", "fast_share", "slow_accesses_share", "runtime_norm", "predicted_norm"]
-MIB = 1 << 20
 DRAM = (240, 240)
 SLOW = {"nvm": (720, 1200), "same": (240, 240)}
 #: Extra cycles of a slow-tier reference of the `nvm` run over the `same` one.
