@@ -1,8 +1,8 @@
 //! The layer rule, checked: a module of the core crate uses only modules
 //! of its own layer or of the layers before it (ARCHITECTURE.md, "Layers").
 //! A system's folder spans layers, so its hardware module (`tlb.rs`) is
-//! held to the hardware layer and its walk step (`walk.rs`) to the paging
-//! layer. Test code (`tests.rs`, `testutil.rs`, everything after a
+//! held to the hardware layer and its walk steps (`walk.rs`, and
+//! `walk2d.rs` in a guest) to the paging layer. Test code (`tests.rs`, `testutil.rs`, everything after a
 //! `#[cfg(test)]` line) may use anything: scenario tests drive the engine.
 
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ fn allowed_layer(rel: &Path) -> Option<usize> {
     if parts[0] == "systems" && parts.len() >= 3 {
         match parts.last().map(String::as_str) {
             Some("tlb") => return layer_of("hw"),
-            Some("walk") => return layer_of("paging"),
+            Some("walk" | "walk2d") => return layer_of("paging"),
             _ => {}
         }
     }
@@ -121,4 +121,5 @@ fn the_checker_sees_a_violation() {
     assert_eq!(uses, vec![(1, "engine".to_string())]);
     assert!(layer_of("engine") > allowed_layer(Path::new("hw/tlb/l2.rs")));
     assert_eq!(allowed_layer(Path::new("systems/chp/tlb.rs")), layer_of("hw"));
+    assert_eq!(allowed_layer(Path::new("systems/chp/walk2d.rs")), layer_of("paging"));
 }

@@ -78,3 +78,19 @@ pub(crate) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
         check: true,
     }
 }
+
+/// A virtualized run's hypervisor side (tests of a system in a guest).
+pub(crate) fn virt_run(sim: &Simulation) -> &walk2d::VirtRun {
+    sim.virt.as_deref().expect("a virtualized run")
+}
+
+/// The same, to change.
+pub(crate) fn virt_run_mut(sim: &mut Simulation) -> &mut walk2d::VirtRun {
+    sim.virt.as_deref_mut().expect("a virtualized run")
+}
+
+/// The first guest's kernel and the hypervisor side, both to change (a
+/// test that builds a `walk2d::Walker2d` by hand).
+pub(crate) fn guest_and_virt(sim: &mut Simulation) -> (&mut Kernel, &mut walk2d::VirtRun) {
+    (&mut sim.kernel, sim.virt.as_deref_mut().expect("a virtualized run"))
+}

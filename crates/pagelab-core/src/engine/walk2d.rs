@@ -46,13 +46,15 @@ use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::nested_tlb::{NestedHit, NestedTlb, NestedTlbConfig};
+use crate::hw::nested_walk::EptMiss;
 use crate::hw::pwc::{Pwc, PwcConfig};
 use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
 use crate::os::{Boot, Kernel, Shootdown};
 use crate::paging::pagetable::{level_size, table_index};
-use crate::paging::pte::{ACCESSED, COLORED_HUGE, DIRTY, HUGE, PERFORATED};
+use crate::paging::pte::{ACCESSED, DIRTY, HUGE, PERFORATED};
 use crate::paging::{LeafSlot, NodeId, PageTable};
+use crate::systems::GUEST_LEAF_STEPS;
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, Writes};
 
@@ -247,12 +249,6 @@ enum Walk2d {
     Stale(String),
 }
 
-/// Why the EPT side gave no translation.
-enum EptMiss {
-    Violation(Gfn),
-    Stale(String),
-}
-
 impl From<EptMiss> for Walk2d {
     fn from(miss: EptMiss) -> Walk2d {
         match miss {
@@ -375,8 +371,8 @@ impl Walker2d<'_> {
         let check = mmu.check;
         let mut ept = Ept { nested, hv, refs, stats, check };
         let GuestLeaf { frame, size, writable, dirty, newly_dirty, contig } = loop {
-            if pt.table_leaf_ext(node) & chp::GUEST_STEPS != 0 {
-                return chp::leaf_ext_step(mmu, &mut ept, pt, node, tag, vaddr, write, self.contents.as_mut());
+            if pt.table_leaf_ext(node) & GUEST_LEAF_STEPS != 0 {
+                return ext::leaf_ext_step(mmu, &mut ept, pt, node, tag, vaddr, write, self.contents.as_mut());
             }
             // With EPT A/D on, reads of guest tables count as stores (SDM 28.2.4).
             let table = match ept.translate(Gfn::of_guest_kernel(pt.node_frame(node)), true) {
@@ -566,8 +562,9 @@ impl Walker2d<'_> {
                 contents.written(self.nested.vm, Gfn::of_guest_kernel(pte.pfn()), size.nr_pages(), vbase, *data);
             }
             pt.set_bits(slot, DIRTY | ACCESSED);
-            if slot.level == 1 && pt.table_leaf_ext(slot.node) & COLORED_HUGE != 0 {
-                self.colored_huge_dirty_assist(asid, tag, slot.node, vaddr);
+            let bits = if slot.level == 1 { pt.table_leaf_ext(slot.node) } else { 0 };
+            if bits != 0 {
+                self.leaf_ext_dirty_assist(bits, asid, tag, slot.node, vaddr);
             }
             let pt = self.guest.page_table_mut(asid);
             let data = pte.pfn().add((vaddr.raw() & (level_size(slot.level).bytes() - 1)) >> 12);
@@ -700,7 +697,7 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
             _ => break,
         }
     }
-    chp::push_zeroed_leaf(pt, node, vaddr, &mut out);
+    crate::systems::push_zeroed_leaf(pt, node, vaddr, &mut out);
     out
 }
 
@@ -760,9 +757,9 @@ use check::check_write_protection;
 #[path = "walk2d_perforated.rs"]
 mod perforated;
 
-#[path = "walk2d_chp.rs"]
-mod chp;
+#[path = "walk2d_ext.rs"]
+mod ext;
 
 #[cfg(test)]
 #[path = "walk2d_tests.rs"]
-pub(super) mod tests;
+pub(crate) mod tests;

@@ -2,7 +2,9 @@
 //! the L2 TLB's extension kinds of every system ([`TlbExtensions`]: the
 //! owners' state side by side, and one side table of [`ExtKind`], the
 //! enum of their payloads, by L2 slot), the walk steps the
-//! page-table software bits lead to ([`walk_leaf_ext`]), and what the MMU
+//! page-table software bits lead to, natively ([`walk_leaf_ext`]) and in
+//! a guest ([`walk2d_leaf_ext`], [`dirty_assist_leaf_ext_2d`],
+//! [`push_zeroed_leaf`]), and what the MMU
 //! asks of a kind after a walk or an L2 hit ([`fill_ext_after_walk`],
 //! [`resolve_ext`]). All of it is cold code: a plain page's path tests
 //! one kind tag and never comes here.
@@ -14,12 +16,13 @@ use super::gtsm::tlb::{GtsmPage, KIND_GTSM};
 use super::perforated;
 use super::perforated::tlb::{PerforatedKind, PerforatedTlb, KIND_HOLE, KIND_PERFORATED};
 use crate::hw::core_stats::CoreStats;
+use crate::hw::nested_walk::{NestedWalk, Step2d};
 use crate::hw::refs::RefBuf;
 use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, Tlb, TlbEntry, TlbExtension};
 use crate::paging::pte::{COLORED_HUGE, GTSM, PERFORATED};
 use crate::paging::{NodeId, PageTable};
 use crate::stat::Stats;
-use crate::units::{Asid, Pfn, VirtAddr};
+use crate::units::{Asid, Gfn, Pfn, VirtAddr};
 
 /// The payload of an L2 entry of an extension kind, by owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +177,79 @@ pub fn dirty_assist_leaf_ext(bits: u64, pt: &mut PageTable, table: NodeId) {
     if bits == COLORED_HUGE {
         chp::walk::dirty_assist(pt, table);
     }
+}
+
+/// The guest leaf-extension bits the 2D walker has a step for: its one
+/// test at a guest table. (A GTSM page's bit is not one: its 4 KiB PTEs
+/// are walked, as before. A perforated page's 2D step is still the
+/// engine's, `engine/walk2d_perforated.rs`, which the walker dispatches
+/// before [`walk2d_leaf_ext`]: it needs the host's perforated EPT leaves
+/// and the bitmap flow, engine code.)
+pub const GUEST_LEAF_STEPS: u64 = PERFORATED | COLORED_HUGE;
+
+/// The 2D walk step of the guest leaf extension whose software bits
+/// (`bits`) the guest PMD entry above `table` carries, the EPT side lent
+/// as `w`: the 2D walker's one jump to a system's code. Returns the entry
+/// to cache or why there is none.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // the walker's state at its last step
+pub fn walk2d_leaf_ext<W: NestedWalk>(
+    bits: u64,
+    w: &mut W,
+    pt: &mut PageTable,
+    table: NodeId,
+    tag: Asid,
+    vaddr: VirtAddr,
+    write: bool,
+    ext: &TlbExtensions,
+) -> Step2d<ExtKind> {
+    debug_assert_eq!(bits, COLORED_HUGE, "no 2D walk step for software bits {bits:#x}");
+    let step = chp::walk2d::step(w, pt, table, tag, vaddr, write, ext.chp.stride_shift);
+    step.map_leaf(|e| wrap(e, ExtKind::ColoredHuge))
+}
+
+/// A store through a clean TLB entry of a guest leaf extension (the guest
+/// PTE's D bit is set already; `table` is its PTE page, whose software
+/// bits are `bits`): what else the locked update sets, in the guest's
+/// table and the EPT. Tagged `tag`, the entry may still be in `tlb`'s L2.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // one store's state
+pub fn dirty_assist_leaf_ext_2d<W: NestedWalk>(
+    bits: u64,
+    w: &mut W,
+    tlb: &Tlb<TlbExtensions>,
+    pt: &mut PageTable,
+    table: NodeId,
+    tag: Asid,
+    vaddr: VirtAddr,
+) {
+    if bits & COLORED_HUGE != 0 {
+        let l2 = tlb.peek_l2(tag, vaddr);
+        let combined = l2.is_some_and(|e| matches!(e.kind, EntryKind::Ext(ExtKind::ColoredHuge(_))));
+        chp::walk2d::dirty_assist(w, pt, table, vaddr, tlb.extensions().chp.stride_shift, combined);
+    }
+}
+
+/// Adds the guest frames of the leaf a guest fault at `vaddr` made, which
+/// its handler zeroed, to `out`: the leaf's range, or a leaf extension's
+/// own frames (a colored huge page's 512, strided). `table` is the last
+/// table on `vaddr`'s path: one array lookup of its bits for any other
+/// fault.
+#[inline]
+pub fn push_zeroed_leaf(pt: &PageTable, table: NodeId, vaddr: VirtAddr, out: &mut Vec<(Gfn, u64)>) {
+    if pt.table_leaf_ext(table) & COLORED_HUGE != 0 {
+        push_zeroed_colored_huge(pt, vaddr, out);
+    } else if let Some(m) = pt.lookup(vaddr) {
+        out.push((Gfn::of_guest_kernel(m.frame), m.size.nr_pages()));
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn push_zeroed_colored_huge(pt: &PageTable, vaddr: VirtAddr, out: &mut Vec<(Gfn, u64)>) {
+    chp::walk2d::push_zeroed(pt, vaddr, out);
 }
 
 /// After a walk gave `entry` (an extension kind's) for an access to

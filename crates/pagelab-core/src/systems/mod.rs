@@ -10,7 +10,8 @@
 //! This file is where systems are registered: their OS side in
 //! [`REGISTRY`], their hardware extensions in [`extensions`] (the TLB
 //! entry kinds the simulated cores have, [`TlbExtensions`], and the walk
-//! steps the page-table software bits lead to, [`walk_leaf_ext`]).
+//! steps the page-table software bits lead to, [`walk_leaf_ext`], and in
+//! a guest [`walk2d_leaf_ext`]).
 //! Outside the systems' folders, only here are they named.
 //!
 //! Adding a system: a folder with a `Registration`, one line in
@@ -38,8 +39,9 @@ pub mod trident;
 
 pub use config::{OsConfig, PolicyKind};
 pub use extensions::{
-    dirty_assist_leaf_ext, fill_ext_after_walk, resolve_ext, sample_tlb, samples_l2_occupancy, tlb_ext_stats,
-    tlb_extensions, walk_leaf_ext, ExtEntry, ExtKind, TlbExtensions,
+    dirty_assist_leaf_ext, dirty_assist_leaf_ext_2d, fill_ext_after_walk, push_zeroed_leaf, resolve_ext, sample_tlb,
+    samples_l2_occupancy, tlb_ext_stats, tlb_extensions, walk2d_leaf_ext, walk_leaf_ext, ExtEntry, ExtKind,
+    TlbExtensions, GUEST_LEAF_STEPS,
 };
 
 use crate::error::Result;

@@ -109,7 +109,7 @@ impl Default for VirtConfig {
 
 /// Systems whose hardware side the two-dimensional walker does not have
 /// yet, in the guest (none since colored huge pages' 2D walk step,
-/// `engine/walk2d_chp.rs`).
+/// `systems/chp/walk2d.rs`).
 const NOT_IN_A_GUEST: &[&str] = &[];
 
 /// Systems that cannot back a guest, and why: the EPT walk is the base

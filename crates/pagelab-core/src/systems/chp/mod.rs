@@ -32,6 +32,7 @@ mod share_tests;
 mod tests;
 pub mod tlb;
 pub mod walk;
+pub mod walk2d;
 
 pub use cache::AllocatorCache;
 use cache::Sharing;

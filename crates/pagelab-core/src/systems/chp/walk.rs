@@ -39,7 +39,7 @@ pub fn walk(
 }
 
 /// The line's part of the walk step, without its reference (the 2D
-/// walker reads the line at its host address, `engine::walk2d_chp`): A
+/// walker reads the line at its host address, [`super::walk2d`]): A
 /// (and D on a store) set in the 8 entries, and the 2 MiB entry they
 /// give, with whether this access set their D bit.
 pub fn read_line(

@@ -4,9 +4,16 @@
 //! after a guest or host change (the check mode verifies every hit and
 //! every combined fill against both tables).
 
-use super::super::tests::{access, cold, guest_frame, op, run_churn, translate, virt_config, Cold, NO_CACHES};
-use super::super::*;
+use crate::config::SimConfig;
+use crate::engine::mmu::Request;
 use crate::engine::testutil::*;
+use crate::engine::walk2d::tests::{
+    access, check_backing, cold, guest_frame, op, run_churn, translate, virt_config, Cold, NO_CACHES,
+};
+use crate::engine::walk2d::Walker2d;
+use crate::engine::Simulation;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::refs::RefBuf;
 use crate::hw::refs::RefTag;
 use crate::systems::ExtKind;
 use crate::units::{Gfn, VirtAddr};
@@ -83,7 +90,7 @@ fn a_cold_walk_reads_40_entries_over_host_2m_pages_and_24_over_host_4k_pages() {
         // The line is read at offset 0 of the PTE page's host frame.
         let pt = sim.kernel.proc(1).aspace.pt.pmd_table_of(BASE).unwrap().0;
         let table = Gfn::of_guest_kernel(sim.kernel.proc(1).aspace.pt.node_frame(pt));
-        let host_table = sim.virt.as_ref().unwrap().hv.backing_of(0, table).unwrap().0;
+        let host_table = virt_run(&sim).hv.backing_of(0, table).unwrap().0;
         assert_eq!(refs.get(4 * h + 3).0, host_table.addr().raw(), "host {host}");
     }
 }
@@ -103,7 +110,7 @@ fn over_host_2m_pages_one_entry_serves_all_8_sub_mappings_and_over_4k_pages_it_s
         assert_eq!(entry.is_some(), host == "thp", "host {host}");
         if let Some(p) = entry {
             // Its 8 frames: each sub-mapping's first page's host frame.
-            let hv = &sim.virt.as_ref().unwrap().hv;
+            let hv = &virt_run(&sim).hv;
             for s in 0..8 {
                 let host_first = hv.backing_of(0, guest_frame(&sim.kernel, page_of(s, 0))).unwrap().0;
                 assert_eq!(p.sub[s as usize], host_first, "sub-mapping {s}");
@@ -150,11 +157,11 @@ fn a_store_through_a_clean_combined_entry_dirties_the_line_and_all_8_ept_leaves(
     let mut hw = cold(&sim);
     translate(&mut sim, &mut hw, page_of(0, 0));
     let gfns: Vec<Gfn> = (0..8).map(|s| guest_frame(&sim.kernel, page_of(s, 0))).collect();
-    let hv = &sim.virt.as_ref().unwrap().hv;
+    let hv = &virt_run(&sim).hv;
     assert!(gfns.iter().all(|&g| !hv.ept_dirty(0, g)), "loads and first-touch backing leave the leaves clean");
     let (_, stats) = access(&mut sim, &mut hw, page_of(5, 3), true);
     assert_eq!((stats.walks, stats.dirty_assists), (0, 1));
-    let hv = &sim.virt.as_ref().unwrap().hv;
+    let hv = &virt_run(&sim).hv;
     assert!(gfns.iter().all(|&g| hv.ept_dirty(0, g)));
     let pt = sim.kernel.page_table_mut(1);
     let table = pt.pmd_table_of(BASE).unwrap().0;
@@ -196,7 +203,7 @@ fn guest_munmap_mprotect_and_reclaim_leave_no_stale_combined_entry() {
         assert!(stat(&sim, "os.chp.returned") >= 1.0, "host {host}");
         assert!(stat(&sim, "os.chp.cache_hits") >= 1.0, "host {host}");
         assert!(stat(&sim, "walk.chp") >= 2.0, "host {host}");
-        super::super::tests::check_backing(&sim);
+        check_backing(&sim);
     }
 }
 
@@ -209,7 +216,7 @@ fn a_host_change_under_a_combined_entry_is_an_invept_and_the_next_walk_splinters
     // The host discards one frame of sub-mapping 3: its 2 MiB EPT leaf
     // splits into 4 KiB leaves.
     let gfn = guest_frame(&sim.kernel, page_of(3, 7));
-    let virt = sim.virt.as_deref_mut().unwrap();
+    let virt = virt_run_mut(&mut sim);
     virt.hv.discard(0, gfn, 1).unwrap();
     for change in virt.hv.drain_ept_changes() {
         hw.nested.invept(&mut hw.mmu, virt.hv.vms[0].host_asid, &virt.guest_asids[0], change);
@@ -230,12 +237,12 @@ fn a_missing_invept_under_a_combined_entry_is_caught_by_the_check_mode() {
     let mut hw = cold(&sim);
     translate(&mut sim, &mut hw, page_of(0, 0));
     let gfn = guest_frame(&sim.kernel, page_of(6, 2));
-    let virt = sim.virt.as_deref_mut().unwrap();
+    let (guest, virt) = guest_and_virt(&mut sim);
     virt.hv.discard(0, gfn, 1).unwrap();
     let mut w = Walker2d {
         mmu: &mut hw.mmu,
         nested: &mut hw.nested,
-        guest: &mut sim.kernel,
+        guest,
         hv: &mut virt.hv,
         refs: &mut RefBuf::default(),
         stats: &mut CoreStats::default(),
