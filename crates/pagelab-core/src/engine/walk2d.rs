@@ -46,15 +46,15 @@ use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::nested_tlb::{NestedHit, NestedTlb, NestedTlbConfig};
-use crate::hw::nested_walk::EptMiss;
 use crate::hw::pwc::{Pwc, PwcConfig};
 use crate::hw::refs::{RefBuf, RefTag};
 use crate::hw::tlb::{TlbEntry, TlbLookup};
 use crate::os::{Boot, Kernel, Shootdown};
+use crate::paging::nested_walk::{push_ept_ref, EptMiss};
 use crate::paging::pagetable::{level_size, table_index};
-use crate::paging::pte::{ACCESSED, DIRTY, HUGE, PERFORATED};
+use crate::paging::pte::{ACCESSED, DIRTY, HUGE};
 use crate::paging::{LeafSlot, NodeId, PageTable};
-use crate::systems::GUEST_LEAF_STEPS;
+use crate::systems::{self, EPT_LEAF_STEPS, GUEST_LEAF_STEPS};
 use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::virt::{hw_tag, Backing, Contents, EptChange, Hypervisor, Writes};
 
@@ -235,8 +235,9 @@ pub(super) fn boot_virt(
 /// Why a 2D walk ended without a translation.
 enum Walk2d {
     Leaf(crate::systems::ExtEntry),
-    /// A guest perforated page's combined entry (`walk2d_perforated.rs`).
-    Perforated(crate::systems::ExtEntry),
+    /// A combined entry its kind's owner caches, and may have to resolve
+    /// the access through (a perforated page's: `walk2d_ext.rs`).
+    Resolve(crate::systems::ExtEntry),
     /// The guest's page table has no translation: a guest page fault.
     GuestFault,
     /// The EPT has no translation for this guest frame.
@@ -299,7 +300,7 @@ impl Walker2d<'_> {
             TlbLookup::Resolve => {
                 self.stats.tlb_l1_misses(instr);
                 self.stats.cycles_translation += self.mmu.l2_tlb_latency;
-                if let Some(frame) = self.resolve_perforated(req, tag, None)? {
+                if let Some(frame) = self.resolve_ext(req, tag, None)? {
                     return Ok(frame);
                 }
                 None
@@ -323,8 +324,8 @@ impl Walker2d<'_> {
                     self.mmu.tlb.fill_after_walk(entry, vaddr, instr);
                     return Ok(entry.frame_of(vaddr));
                 }
-                Walk2d::Perforated(entry) => {
-                    if let Some(frame) = self.perforated_leaf(req, tag, entry)? {
+                Walk2d::Resolve(entry) => {
+                    if let Some(frame) = self.ext_leaf(req, tag, entry)? {
                         return Ok(frame);
                     }
                 }
@@ -346,7 +347,7 @@ impl Walker2d<'_> {
             }
             Walk2d::WriteProtected(gfn) => self.copy_on_write(gfn),
             Walk2d::Stale(what) => Err(Error::Workload(format!("stale translation: {what}"))),
-            Walk2d::Leaf(_) | Walk2d::Perforated(_) => unreachable!("a translation is not a miss"),
+            Walk2d::Leaf(_) | Walk2d::Resolve(_) => unreachable!("a translation is not a miss"),
         }
     }
 
@@ -425,8 +426,8 @@ impl Walker2d<'_> {
         }
         if host_size == PageSize::Size4K && size != PageSize::Size4K && ept.hv.host_perforated {
             let perms = (writable && host_writable, dirty && host_writable && host_dirty);
-            if let Some(w) = perforated::host::combined(&mut ept, tag, vaddr, data_gfn, perms, 0) {
-                return w;
+            if let Some(entry) = ext::combined_over_host(&mut ept, tag, vaddr, data_gfn, perms) {
+                return Walk2d::Resolve(entry);
             }
         }
         let guest_reach = if contig { walk2d_contig::guest_contiguous_reach(mmu, size) } else { size.into() };
@@ -637,20 +638,22 @@ impl Ept<'_> {
             let level = ept.node_level(node);
             if level == 1 {
                 let (pte, at) = ept.read_leaf_and_set(node, va, bits);
-                push_ept(self.refs, self.stats, at);
+                push_ept_ref(self.refs, self.stats, at);
                 if !pte.present() {
                     return Err(EptMiss::Violation(gfn));
                 }
                 break (pte.pfn(), PageSize::Size4K, pte.writable(), write || pte.dirty());
             }
             let (pte, at, child) = ept.read_upper(node, va);
-            push_ept(self.refs, self.stats, at);
+            push_ept_ref(self.refs, self.stats, at);
             if !pte.present() {
                 return Err(EptMiss::Violation(gfn));
             }
-            if pte.raw() & (HUGE | PERFORATED) != 0 {
+            if pte.raw() & (HUGE | EPT_LEAF_STEPS) != 0 {
                 if !pte.is_huge() {
-                    break perforated::host::ept_leaf(self, gfn, child.expect("a hole table"), write)?;
+                    let table = child.expect("a leaf extension's table");
+                    let leaf = systems::ept_leaf_ext(ept, table, gfn, write, self.refs, self.stats);
+                    break leaf.ok_or(EptMiss::Violation(gfn))?;
                 }
                 ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, bits);
                 break (pte.pfn(), level_size(level), pte.writable(), write || pte.dirty());
@@ -672,13 +675,6 @@ impl Ept<'_> {
         let now = self.hv.backing_of(self.nested.vm, gfn);
         now != Some((hit.0, hit.1)) || self.hv.write_protected(self.nested.vm, gfn) == hit.2
     }
-}
-
-#[inline]
-fn push_ept(refs: &mut RefBuf, stats: &mut CoreStats, at: PhysAddr) {
-    refs.push_tagged(at, RefTag::EptWalk);
-    stats.walk_mem_refs += 1;
-    stats.walk_host_refs += 1;
 }
 
 /// The guest frames a fault at `vaddr` zeroed, as (first, count) ranges:
@@ -705,7 +701,7 @@ fn zeroed_by_fault(pt: &PageTable, vaddr: VirtAddr) -> Vec<(Gfn, u64)> {
 /// software walk, for the cold paths).
 fn guest_frame_of(guest: &Kernel, asid: Asid, vaddr: VirtAddr) -> Option<Gfn> {
     let m = guest.proc(asid).aspace.pt.lookup(vaddr)?;
-    Some(Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12)))
+    Some(Gfn::of_guest_kernel(m.frame_of(vaddr)))
 }
 
 impl Simulation {
@@ -742,7 +738,7 @@ impl Simulation {
     /// Host work after a round: the host's daemons, then the host changes
     /// (from them or from faults) applied to every core of the VM they
     /// belong to, each paying an INVEPT.
-    pub(super) fn virt_round_end(&mut self, now: f64) {
+    pub(crate) fn virt_round_end(&mut self, now: f64) {
         let Some(virt) = self.virt.as_deref_mut() else { return };
         virt.hv.tick(now, virt.contents.as_deref());
         self.deliver_ept_changes();
@@ -753,9 +749,6 @@ impl Simulation {
 mod check;
 pub use check::check_combined;
 use check::check_write_protection;
-
-#[path = "walk2d_perforated.rs"]
-mod perforated;
 
 #[path = "walk2d_ext.rs"]
 mod ext;

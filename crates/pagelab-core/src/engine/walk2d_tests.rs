@@ -107,6 +107,14 @@ fn tags(refs: &RefBuf) -> Vec<RefTag> {
     (0..refs.len()).map(|j| refs.tag(j)).collect()
 }
 
+/// One EPT translation of `gfn` through `nested`'s caches, the check mode
+/// on (tests of a system's EPT leaves).
+pub(crate) fn ept_translate(nested: &mut NestedHw, hv: &mut Hypervisor, gfn: Gfn, write: bool) -> Option<NestedHit> {
+    let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
+    let mut ept = Ept { nested, hv, refs: &mut refs, stats: &mut stats, check: true };
+    ept.translate(gfn, write).ok()
+}
+
 pub(crate) const NO_CACHES: [&str; 2] = ["machine.pwc.enabled=false", "machine.nested_tlb.entries=0"];
 
 #[test]

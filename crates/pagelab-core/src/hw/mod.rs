@@ -7,7 +7,6 @@ pub mod core_stats;
 pub mod lru_array;
 pub mod lru_map;
 pub mod nested_tlb;
-pub mod nested_walk;
 pub mod prefetch;
 pub mod pwc;
 pub mod refs;

@@ -102,6 +102,13 @@ pub struct Mapping {
     pub pte: Pte,
 }
 
+impl Mapping {
+    /// The frame of `vaddr`'s 4 KiB page within this page.
+    pub fn frame_of(&self, vaddr: VirtAddr) -> Pfn {
+        self.frame.add((vaddr.raw() & (self.size.bytes() - 1)) >> 12)
+    }
+}
+
 /// Where a leaf entry lives: the table, the index in it, the level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeafSlot {

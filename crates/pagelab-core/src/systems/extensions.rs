@@ -16,9 +16,10 @@ use super::gtsm::tlb::{GtsmPage, KIND_GTSM};
 use super::perforated;
 use super::perforated::tlb::{PerforatedKind, PerforatedTlb, KIND_HOLE, KIND_PERFORATED};
 use crate::hw::core_stats::CoreStats;
-use crate::hw::nested_walk::{NestedWalk, Step2d};
+use crate::hw::nested_tlb::NestedHit;
 use crate::hw::refs::RefBuf;
 use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, Tlb, TlbEntry, TlbExtension};
+use crate::paging::nested_walk::{NestedWalk, Resolved2d, Step2d};
 use crate::paging::pte::{COLORED_HUGE, GTSM, PERFORATED};
 use crate::paging::{NodeId, PageTable};
 use crate::stat::Stats;
@@ -181,11 +182,12 @@ pub fn dirty_assist_leaf_ext(bits: u64, pt: &mut PageTable, table: NodeId) {
 
 /// The guest leaf-extension bits the 2D walker has a step for: its one
 /// test at a guest table. (A GTSM page's bit is not one: its 4 KiB PTEs
-/// are walked, as before. A perforated page's 2D step is still the
-/// engine's, `engine/walk2d_perforated.rs`, which the walker dispatches
-/// before [`walk2d_leaf_ext`]: it needs the host's perforated EPT leaves
-/// and the bitmap flow, engine code.)
+/// are walked, as before.)
 pub const GUEST_LEAF_STEPS: u64 = PERFORATED | COLORED_HUGE;
+
+/// The bits of an EPT PMD entry that make it a leaf extension (a host
+/// perforated page), which the EPT walk tests beside the huge bit.
+pub const EPT_LEAF_STEPS: u64 = PERFORATED;
 
 /// The 2D walk step of the guest leaf extension whose software bits
 /// (`bits`) the guest PMD entry above `table` carries, the EPT side lent
@@ -202,11 +204,69 @@ pub fn walk2d_leaf_ext<W: NestedWalk>(
     tag: Asid,
     vaddr: VirtAddr,
     write: bool,
-    ext: &TlbExtensions,
+    ext: &mut TlbExtensions,
 ) -> Step2d<ExtKind> {
+    if bits & PERFORATED != 0 {
+        let step = perforated::walk2d::step(w, pt, table, tag, vaddr, write, &mut ext.perforated.counters);
+        return step.map_leaf(|e| wrap(e, ExtKind::Perforated));
+    }
     debug_assert_eq!(bits, COLORED_HUGE, "no 2D walk step for software bits {bits:#x}");
     let step = chp::walk2d::step(w, pt, table, tag, vaddr, write, ext.chp.stride_shift);
     step.map_leaf(|e| wrap(e, ExtKind::ColoredHuge))
+}
+
+/// The EPT walk's step at an EPT PMD entry with bits of
+/// [`EPT_LEAF_STEPS`] (a host perforated page, `table` its hole table):
+/// the 4 KiB translation of `gfn`, or `None` for an EPT violation.
+#[cold]
+#[inline(never)]
+pub fn ept_leaf_ext(
+    ept: &mut PageTable,
+    table: NodeId,
+    gfn: Gfn,
+    write: bool,
+    refs: &mut RefBuf,
+    stats: &mut CoreStats,
+) -> Option<NestedHit> {
+    perforated::walk2d::ept_leaf(ept, table, gfn, write, refs, stats)
+}
+
+/// A guest huge page whose data frame's EPT translation is 4 KiB, when
+/// the host's chain has leaf extensions on EPT leaves: the combined entry
+/// over a host perforated page (`perms`: its permission and dirtiness),
+/// or `None` when the EPT leaf is none or the sub-page is a host hole.
+#[cold]
+#[inline(never)]
+pub fn combined_over_host_ext<W: NestedWalk>(
+    w: &W,
+    tag: Asid,
+    vaddr: VirtAddr,
+    data_gfn: Gfn,
+    perms: (bool, bool),
+) -> Option<ExtEntry> {
+    let e = perforated::walk2d::combined_over_host(w, tag, vaddr, data_gfn, perms, 0)?;
+    Some(wrap(e, ExtKind::Perforated))
+}
+
+/// In a VM, an access to `vaddr` (guest page table `pt`) whose combined
+/// L2 entry `entry` cannot translate it alone (the lookup returned
+/// `TlbLookup::Resolve`, or `fill_ext_after_walk` `None`): the kind's
+/// owner finishes it, the EPT side lent as `w`.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // the MMU's state for one access
+pub fn resolve_ext_2d<W: NestedWalk>(
+    w: &mut W,
+    tlb: &mut Tlb<TlbExtensions>,
+    pt: &mut PageTable,
+    entry: &ExtEntry,
+    tag: Asid,
+    vaddr: VirtAddr,
+    write: bool,
+    instr: bool,
+    l2_latency: f64,
+) -> Resolved2d<ExtKind> {
+    perforated::translate2d::resolve(w, tlb, pt, entry, tag, vaddr, write, instr, l2_latency)
 }
 
 /// A store through a clean TLB entry of a guest leaf extension (the guest

@@ -39,9 +39,9 @@ pub mod trident;
 
 pub use config::{OsConfig, PolicyKind};
 pub use extensions::{
-    dirty_assist_leaf_ext, dirty_assist_leaf_ext_2d, fill_ext_after_walk, push_zeroed_leaf, resolve_ext, sample_tlb,
-    samples_l2_occupancy, tlb_ext_stats, tlb_extensions, walk2d_leaf_ext, walk_leaf_ext, ExtEntry, ExtKind,
-    TlbExtensions, GUEST_LEAF_STEPS,
+    combined_over_host_ext, dirty_assist_leaf_ext, dirty_assist_leaf_ext_2d, ept_leaf_ext, fill_ext_after_walk,
+    push_zeroed_leaf, resolve_ext, resolve_ext_2d, sample_tlb, samples_l2_occupancy, tlb_ext_stats, tlb_extensions,
+    walk2d_leaf_ext, walk_leaf_ext, ExtEntry, ExtKind, TlbExtensions, EPT_LEAF_STEPS, GUEST_LEAF_STEPS,
 };
 
 use crate::error::Result;

@@ -114,7 +114,7 @@ const NOT_IN_A_GUEST: &[&str] = &[];
 
 /// Systems that cannot back a guest, and why: the EPT walk is the base
 /// walker, which knows no colored huge page. (A perforated EPT leaf is
-/// the 2D walker's: `engine/walk2d_host_perforated.rs`.)
+/// the 2D walker's: `systems/perforated/walk2d.rs`.)
 const NOT_IN_THE_HOST: &[(&str, &str)] = &[("chp", "the EPT walk is the base walker")];
 
 impl VirtConfig {

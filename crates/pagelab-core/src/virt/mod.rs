@@ -99,7 +99,7 @@ pub struct Hypervisor {
     pub balloons: balloon::Balloons,
     /// Whether an EPT leaf may be a perforated page (`perforated` in the
     /// host's chain, or KSM that punches): the 2D walker then looks for combined perforated
-    /// entries over 4 KiB EPT translations (`engine/walk2d_host_perforated.rs`).
+    /// entries over 4 KiB EPT translations (`systems/perforated/walk2d.rs`).
     pub host_perforated: bool,
     /// Host changes to one VM's EPT that a fault on another VM's core
     /// caused: they wait for the end of the round (as a native fault's

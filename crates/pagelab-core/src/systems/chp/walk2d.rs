@@ -7,7 +7,7 @@
 //! `systems::dirty_assist_leaf_ext_2d` for a store through a clean entry,
 //! and through `systems::push_zeroed_leaf` for a guest fault's zeroing; a
 //! run without CHP in a guest never comes here. The walker's EPT side is
-//! lent as a `hw::nested_walk::NestedWalk`.
+//! lent as a `paging::nested_walk::NestedWalk`.
 //!
 //! - **The walk step.** Natively the walker, at a PMD entry with the bit,
 //!   reads one line: the first cache line of the PTE page, where the
@@ -66,8 +66,8 @@
 
 use super::tlb::{colored_huge, ColoredHuge};
 use super::walk::{dirty_assist as dirty_line, read_line};
-use crate::hw::nested_walk::{EptMiss, NestedWalk, Step2d};
 use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, TlbEntry};
+use crate::paging::nested_walk::{EptMiss, NestedWalk, Step2d};
 use crate::paging::{NodeId, PageTable};
 use crate::units::{Asid, Gfn, PageSize, Pfn, VirtAddr, Vpn};
 

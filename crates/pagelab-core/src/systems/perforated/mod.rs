@@ -43,7 +43,9 @@ pub mod pagetable;
 pub(crate) mod tests;
 pub mod tlb;
 pub mod translate;
+pub mod translate2d;
 pub mod walk;
+pub mod walk2d;
 
 use std::collections::{BTreeMap, BTreeSet};
 

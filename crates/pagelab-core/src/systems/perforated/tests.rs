@@ -48,7 +48,7 @@ fn known_page(extra: &[&str]) -> (Simulation, Perforation) {
 /// Process 1's perforated page at BASE, made by the scenario at degree
 /// 0.01 (5 holes), with every hole patched and pages 70 and 100 punched
 /// (its shootdowns dropped): the page the hand-worked cases use, natively
-/// and in a guest (`engine/walk2d_perforated_tests.rs`).
+/// and in a guest (`walk2d_tests.rs`).
 pub(crate) fn holes_at_70_and_100(k: &mut crate::os::Kernel) -> Perforation {
     let made = perforation_at(&k.proc(1).aspace.pt, BASE).expect("a perforated page");
     assert_eq!(count(&made.holes), 5, "degree 0.01 of 512 pages");

@@ -22,8 +22,7 @@ use crate::units::{Asid, PageSize, VirtAddr};
 /// as it does a huge PMD (pmd_mkdirty), so stores need no dirty assist.
 pub fn walk(pt: &PageTable, table: NodeId, asid: Asid, vaddr: VirtAddr) -> TlbEntry<PerforatedKind> {
     let p = perforation(pt, table);
-    let filter = if Variant::from_code(p.variant as u64).has_filter() { p.filter } else { 0xff };
-    let page = PerforatedPage { frame: p.frame, filter };
+    let page = main_entry(&p);
     TlbEntry {
         asid,
         vbase: vaddr.align_down(PageSize::Size2M.bytes()).vpn(),
@@ -32,6 +31,13 @@ pub fn walk(pt: &PageTable, table: NodeId, asid: Asid, vaddr: VirtAddr) -> TlbEn
         dirty: true,
         kind: EntryKind::Ext(PerforatedKind::Page(page)),
     }
+}
+
+/// The perforated page's main-entry view: its frame and the filter the
+/// hardware uses (all bits set without a filter).
+pub fn main_entry(p: &Perforation) -> PerforatedPage {
+    let filter = if Variant::from_code(p.variant as u64).has_filter() { p.filter } else { 0xff };
+    PerforatedPage { frame: p.frame, filter }
 }
 
 /// A hole's walk: the shadow PMD entry, then the hole's PTE in `table`

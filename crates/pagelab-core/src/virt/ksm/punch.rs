@@ -7,7 +7,7 @@
 //! remapped, read-only, to its KSM page. The part's own frame in the 2 MiB
 //! block is freed: that is the memory saved. The rest of the leaf keeps
 //! its 2 MiB reach in the TLB through the combined perforated entry
-//! (`engine/walk2d_host_perforated.rs`).
+//! (`systems/perforated/walk2d.rs`).
 //!
 //! The paper's creation rule (III-C: under 25% of the region unmovable,
 //! at most 4 of 8 filter bits) is not applied: it guards against regions

@@ -6,11 +6,12 @@
 //! of the region under the guest's data (filter 0b10). Every cache of both
 //! dimensions is off; the L2 TLB latency is 9 cycles.
 
-use super::super::super::{Ept, NestedHw};
 use crate::engine::mmu::Mmu;
 use crate::engine::testutil::*;
+use crate::engine::walk2d::tests::ept_translate;
 use crate::engine::walk2d::tests::walk_once;
-use crate::engine::{CoreStats, RefBuf, Simulation};
+use crate::engine::walk2d::NestedHw;
+use crate::engine::{CoreStats, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::RefTag;
 use crate::hw::tlb::{Tlb, TlbLookup};
@@ -54,7 +55,7 @@ fn gpa(pfn: Pfn) -> VirtAddr {
 /// punched at `holes` of the region under guest frame `data`; its
 /// shootdowns dropped. Returns the host perforated page.
 fn host_holes_at(sim: &mut Simulation, data: Pfn, holes: &[u64]) -> Perforation {
-    let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
+    let hv = &mut virt_run_mut(sim).hv;
     let asid = hv.host_asid(0);
     let frames = hv.vms[0].guest_frames;
     for region in 0..frames / 512 {
@@ -117,7 +118,7 @@ impl Probe {
 fn host_of(sim: &Simulation, va: VirtAddr) -> Pfn {
     let m = sim.kernel.proc(1).aspace.pt.lookup(va).unwrap();
     let gfn = Gfn::of_guest_kernel(m.frame.add((va.raw() & (m.size.bytes() - 1)) >> 12));
-    sim.virt.as_ref().unwrap().hv.backing_of(0, gfn).unwrap().0
+    virt_run(sim).hv.backing_of(0, gfn).unwrap().0
 }
 
 /// `n` EPT walks of `h` entries, each followed by one guest entry.
@@ -227,12 +228,12 @@ fn a_hole_in_both_layers_takes_the_guests_hole_walk_then_the_hosts() {
     // Back what the guest's punches allocated.
     let copy = sim.kernel.proc(1).aspace.pt.lookup(page(70)).unwrap().frame;
     for pfn in [copy, sim.kernel.proc(1).aspace.pt.lookup(page(100)).unwrap().frame] {
-        sim.virt.as_deref_mut().unwrap().hv.back_range(0, Gfn::of_guest_kernel(pfn), 1).unwrap();
+        virt_run_mut(&mut sim).hv.back_range(0, Gfn::of_guest_kernel(pfn), 1).unwrap();
     }
     // Host holes: sub-page 65 of the guest's 2 MiB frame (a hole only in
     // the host), and the guest copy of page 70 (a hole in both).
     let host = host_holes_at(&mut sim, guest.frame, &[65]);
-    let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
+    let hv = &mut virt_run_mut(&mut sim).hv;
     let asid = hv.host_asid(0);
     punch(&mut hv.host, asid, gpa(copy)).unwrap();
     drop(hv.drain_ept_changes());
@@ -275,7 +276,7 @@ fn host_punch_and_patch_leave_no_stale_combined_entry() {
         // region and patches every hole of the second's.
         let first = sim.kernel.proc(1).aspace.pt.lookup(page(3)).unwrap().frame;
         let second = sim.kernel.proc(1).aspace.pt.lookup(page(515)).unwrap().frame;
-        let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
+        let hv = &mut virt_run_mut(&mut sim).hv;
         let asid = hv.host_asid(0);
         if perforation_at(hv.ept(0), gpa(first)).is_some() {
             punch(&mut hv.host, asid, gpa(first)).unwrap();
@@ -308,7 +309,7 @@ mod property {
             let mut sim = guest_with("thp");
             let data = sim.kernel.proc(1).aspace.pt.lookup(BASE).unwrap().frame;
             host_holes_at(&mut sim, data, &[]);
-            let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
+            let hv = &mut virt_run_mut(&mut sim).hv;
             let asid = hv.host_asid(0);
             let base = gpa(data).align_down(HUGE);
             for &i in &punches {
@@ -319,13 +320,11 @@ mod property {
             }
             drop(hv.drain_ept_changes());
             let mut probe = Probe::new(&sim);
-            let virt = sim.virt.as_deref_mut().unwrap();
+            let virt = virt_run_mut(&mut sim);
             for i in 0..512 {
                 let gfn = Gfn::new(Gfn::of_guest_kernel(data).raw() + i);
                 let expected = virt.hv.ept(0).lookup(gfn.addr().as_host_virt()).unwrap();
-                let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-                let mut ept = Ept { nested: &mut probe.nested, hv: &mut virt.hv, refs: &mut refs, stats: &mut stats, check: true };
-                let got = ept.translate(gfn, false).ok().unwrap();
+                let got = ept_translate(&mut probe.nested, &mut virt.hv, gfn, false).unwrap();
                 prop_assert_eq!((got.0, got.1, got.2), (expected.frame, PageSize::Size4K, expected.pte.writable()));
             }
         }

@@ -11,10 +11,15 @@
 //! above the systems; [`NestedWalk`] is how they are lent, so that the
 //! step can live in its system's folder and use only the layers below it.
 //! Static dispatch: the step is generic over the walker's type.
+//!
+//! (In the paging layer, not the hardware one, because a step over the
+//! host's leaf extensions reads the EPT, a page table.)
 
-use super::core_stats::CoreStats;
-use super::nested_tlb::NestedHit;
-use super::tlb::TlbEntry;
+use super::PageTable;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::nested_tlb::NestedHit;
+use crate::hw::refs::{RefBuf, RefTag};
+use crate::hw::tlb::TlbEntry;
 use crate::units::{Gfn, PageSize, Pfn, PhysAddr, Vpn};
 
 /// Why the EPT side gave no translation.
@@ -32,6 +37,12 @@ pub enum EptMiss {
 pub enum Step2d<P> {
     /// The combined entry to cache.
     Leaf(TlbEntry<P>),
+    /// A combined entry to cache through its kind's owner, which may find
+    /// that the access needs its resolution step (a perforated page whose
+    /// filter does not answer: `systems::fill_ext_after_walk`).
+    Resolve(TlbEntry<P>),
+    /// The guest's table has no translation: a guest page fault.
+    GuestFault,
     /// The EPT side missed: the host backs the frame (or the check mode
     /// ends the run) and the walk restarts.
     Miss(EptMiss),
@@ -51,10 +62,24 @@ impl<P> Step2d<P> {
     pub fn map_leaf<Q>(self, f: impl FnOnce(TlbEntry<P>) -> TlbEntry<Q>) -> Step2d<Q> {
         match self {
             Step2d::Leaf(e) => Step2d::Leaf(f(e)),
+            Step2d::Resolve(e) => Step2d::Resolve(f(e)),
+            Step2d::GuestFault => Step2d::GuestFault,
             Step2d::Miss(m) => Step2d::Miss(m),
             Step2d::WriteProtected(g) => Step2d::WriteProtected(g),
         }
     }
+}
+
+/// What a kind's resolution step (an access an L2 entry of that kind
+/// cannot translate alone: `systems::resolve_ext_2d`) gives the 2D walker.
+#[derive(Debug)]
+pub enum Resolved2d<P> {
+    /// The access's host frame (its L1 entry filled).
+    Frame(Pfn),
+    /// A walk of the owner's (a hole's), with its outcome.
+    Walk(Step2d<P>),
+    /// The walker's own walk translates it (a hole only in the host).
+    Again,
 }
 
 /// The walker's EPT side and the hypervisor's view of the VM, lent to a
@@ -73,6 +98,15 @@ pub trait NestedWalk {
 
     /// The walking core's counters.
     fn stats(&mut self) -> &mut CoreStats;
+
+    /// The walk's reference buffer and the core's counters, for a step's
+    /// own references (a bitmap line, at its host address).
+    fn refs(&mut self) -> (&mut RefBuf, &mut CoreStats);
+
+    /// The EPT, when the host's chain has leaf extensions on EPT leaves (a
+    /// host perforated page: `virt::Hypervisor::host_perforated`), to read
+    /// in software; else `None`, and no guest step looks.
+    fn host_ext_table(&self) -> Option<&PageTable>;
 
     /// Whether the EPT leaf of `gfn` (host `frame`, of `size`) is dirty,
     /// looked up again: a nested-TLB entry filled clean may be stale-clean.
@@ -97,4 +131,12 @@ pub trait NestedWalk {
     /// The guest set the dirty bit of `count` guest frames from `first`,
     /// mapped at `vbase`: their contents are now the process's.
     fn written(&mut self, first: Gfn, count: u64, vbase: Vpn);
+}
+
+/// One EPT entry read by the walker at host-physical `at`.
+#[inline]
+pub fn push_ept_ref(refs: &mut RefBuf, stats: &mut CoreStats, at: PhysAddr) {
+    refs.push_tagged(at, RefTag::EptWalk);
+    stats.walk_mem_refs += 1;
+    stats.walk_host_refs += 1;
 }

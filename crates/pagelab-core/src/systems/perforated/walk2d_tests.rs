@@ -6,10 +6,10 @@
 //! on a fresh MMU with every cache of both dimensions off (so each count
 //! below is exact) and an L2 TLB latency of 9 cycles.
 
-use super::super::NestedHw;
 use crate::engine::mmu::Mmu;
 use crate::engine::testutil::*;
 use crate::engine::walk2d::tests::walk_once;
+use crate::engine::walk2d::NestedHw;
 use crate::engine::{CoreStats, Simulation};
 use crate::hw::pwc::Pwc;
 use crate::hw::refs::RefTag;
@@ -51,13 +51,14 @@ fn known_page(host: &str, extra: &[&str]) -> (Simulation, Perforation) {
     let cfg = perforated_guest(host, extra);
     let mut sim = simulate(cfg, vec![batch(vec![mmap(BASE, HUGE)], stores(BASE, 1))]).unwrap();
     let p = holes_at_70_and_100(&mut sim.kernel);
-    let hv = &mut sim.virt.as_deref_mut().unwrap().hv;
+    let (guest, virt) = guest_and_virt(&mut sim);
+    let hv = &mut virt.hv;
     let mut back = |pfn: Pfn, n: u64| hv.back_range(0, Gfn::of_guest_kernel(pfn), n).unwrap();
     back(p.frame, 512);
     back(p.shadow.pfn(), 1);
     back(p.bitmap_line.pfn(), 1);
     for i in [70, 100] {
-        back(sim.kernel.proc(1).aspace.pt.lookup(page(i)).unwrap().frame, 1);
+        back(guest.proc(1).aspace.pt.lookup(page(i)).unwrap().frame, 1);
     }
     drop(hv.drain_ept_changes());
     (sim, p)
@@ -107,7 +108,7 @@ impl Probe {
 
 /// The host frame and EPT leaf size backing guest frame `pfn`.
 fn host_of(sim: &Simulation, pfn: Pfn) -> (Pfn, PageSize) {
-    sim.virt.as_ref().unwrap().hv.backing_of(0, Gfn::of_guest_kernel(pfn)).unwrap()
+    virt_run(sim).hv.backing_of(0, Gfn::of_guest_kernel(pfn)).unwrap()
 }
 
 /// The guest frame the guest's table maps `va` to.
@@ -215,7 +216,7 @@ fn a_guest_punch_or_patch_shoots_down_the_sub_page_its_bitmap_entry_and_the_perf
     // (15), reads the new bitmap (1) and walks to the hole (11): the
     // copy's host frame, not the 2 MiB frame's.
     let copy = crate::systems::perforated::punch(&mut sim.kernel, 1, page(66)).unwrap();
-    sim.virt.as_deref_mut().unwrap().hv.back_range(0, Gfn::of_guest_kernel(copy), 1).unwrap();
+    virt_run_mut(&mut sim).hv.back_range(0, Gfn::of_guest_kernel(copy), 1).unwrap();
     deliver(&mut sim, &mut probe);
     let (f, refs, _) = probe.load(&mut sim, page(66));
     assert_eq!((f, refs.len(), probe.stats.walks), (host_of(&sim, copy).0, 15 + 1 + 11, 2));
@@ -301,7 +302,7 @@ fn guest_punches_and_host_changes_leave_no_stale_combined_entry() {
     .unwrap();
     sim.step(1024).unwrap();
     let frame = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).expect("a perforated page").frame;
-    let virt = sim.virt.as_deref_mut().unwrap();
+    let virt = virt_run_mut(&mut sim);
     virt.hv.discard(0, Gfn::of_guest_kernel(frame), 512).unwrap();
     sim.virt_round_end(0.0);
     sim.run().unwrap();
