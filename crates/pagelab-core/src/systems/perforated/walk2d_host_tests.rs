@@ -6,24 +6,17 @@
 //! of the region under the guest's data (filter 0b10). Every cache of both
 //! dimensions is off; the L2 TLB latency is 9 cycles.
 
-use crate::engine::mmu::Mmu;
+use super::tests::{page, Probe, HUGE, L2};
 use crate::engine::testutil::*;
-use crate::engine::walk2d::tests::ept_translate;
-use crate::engine::walk2d::tests::walk_once;
-use crate::engine::walk2d::NestedHw;
-use crate::engine::{CoreStats, Simulation};
-use crate::hw::pwc::Pwc;
+use crate::engine::walk2d::tests::{ept_translate, NO_CACHES};
+use crate::engine::Simulation;
 use crate::hw::refs::RefTag;
-use crate::hw::tlb::{Tlb, TlbLookup};
+use crate::hw::tlb::TlbLookup;
 use crate::systems::perforated::holes::is_hole;
 use crate::systems::perforated::pagetable::{perforation_at, Perforation};
 use crate::systems::perforated::{patch, punch};
 use crate::units::{Gfn, PageSize, Pfn, VirtAddr};
 use crate::workload::{Access, Batch};
-
-const HUGE: u64 = 2 << 20;
-const L2: f64 = 9.0;
-const NO_CACHES: [&str; 2] = ["machine.pwc.enabled=false", "machine.nested_tlb.entries=0"];
 
 fn host_perforated(guest: &str, extra: &[&str]) -> crate::config::SimConfig {
     let guest = format!("os.policy=\"{guest}\"");
@@ -40,10 +33,6 @@ fn host_perforated(guest: &str, extra: &[&str]) -> crate::config::SimConfig {
     ];
     all.extend_from_slice(extra);
     config(&all)
-}
-
-fn page(i: u64) -> VirtAddr {
-    BASE.add(i * 4096)
 }
 
 /// The VM process's address (guest-physical) of guest frame `pfn`.
@@ -73,51 +62,15 @@ fn host_holes_at(sim: &mut Simulation, data: Pfn, holes: &[u64]) -> Perforation 
     perforation_at(hv.ept(0), base).expect("the data's host region is a perforated page")
 }
 
-/// One core's fresh MMU and nested hardware, every cache as configured.
-struct Probe {
-    mmu: Mmu,
-    nested: NestedHw,
-    stats: CoreStats,
-}
-
-impl Probe {
-    fn new(sim: &Simulation) -> Self {
-        let cfg = sim.config();
-        let m = &cfg.machine;
-        let mmu = Mmu {
-            tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), true)),
-            pwc: Pwc::new(&m.pwc, m.paging_levels, 1),
-            l2_tlb_latency: L2,
-            pwc_latency: 0.0,
-            check: true,
-        };
-        let nested = NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, cfg.virt.ept_levels, 1, 1);
-        Probe { mmu, nested, stats: CoreStats::default() }
-    }
-
-    /// One load or store: the host frame, the references' tags and the
-    /// translation cycles.
-    fn access(&mut self, sim: &mut Simulation, va: VirtAddr, write: bool) -> (Pfn, Vec<RefTag>, f64) {
-        let before = self.stats.cycles_translation;
-        let (frame, refs) = walk_once(sim, &mut self.mmu, &mut self.nested, &mut self.stats, va, write);
-        let got = (0..refs.len()).map(|j| refs.tag(j)).collect();
-        (frame, got, self.stats.cycles_translation - before)
-    }
-
-    fn load(&mut self, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<RefTag>, f64) {
-        self.access(sim, va, false)
-    }
-
-    fn counters(&self) -> (u64, u64, u64, u64) {
-        let c = self.mmu.tlb.extensions().perforated.counters;
-        (c.filter_hits, c.bitmap_lookups, c.bitmap_refs, c.hole_walks)
-    }
+/// A load's host frame, reference tags and translation cycles.
+fn tags((frame, refs, cycles): (Pfn, Vec<(u64, RefTag)>, f64)) -> (Pfn, Vec<RefTag>, f64) {
+    (frame, refs.into_iter().map(|(_, tag)| tag).collect(), cycles)
 }
 
 /// The host frame backing `va` (guest table, then EPT: software walks).
 fn host_of(sim: &Simulation, va: VirtAddr) -> Pfn {
     let m = sim.kernel.proc(1).aspace.pt.lookup(va).unwrap();
-    let gfn = Gfn::of_guest_kernel(m.frame.add((va.raw() & (m.size.bytes() - 1)) >> 12));
+    let gfn = Gfn::of_guest_kernel(m.frame_of(va));
     virt_run(sim).hv.backing_of(0, gfn).unwrap().0
 }
 
@@ -159,20 +112,20 @@ fn a_guest_huge_page_over_a_host_perforated_leaf_is_one_combined_perforated_entr
     // data's: 15, as 2 MiB on 2 MiB. A combined perforated entry over the
     // host's 2 MiB frame with the host's filter; page 0's region has no
     // hole: the filter answers.
-    let (f, refs, cycles) = probe.load(&mut sim, page(0));
+    let (f, refs, cycles) = tags(probe.load(&mut sim, page(0)));
     assert_eq!((f, refs, cycles), (host.frame, cat(&[&guest_walk(3, 3), &EPT3]), L2));
     assert_eq!(probe.counters(), (1, 0, 0, 0));
     assert!(matches!(probe.mmu.tlb.peek(crate::virt::hw_tag(1, 1), page(5), false), TlbLookup::L2(_)));
     // Row 1: the filter answers; no reference.
-    let (f, refs, cycles) = probe.load(&mut sim, page(5));
+    let (f, refs, cycles) = tags(probe.load(&mut sim, page(5)));
     assert_eq!((f, refs, cycles), (host.frame.add(5), vec![], L2));
     // Row 4: region 1 may hold a hole: the host's bitmap line, read at its
     // host address (no translation), a second L2 access; no hole.
-    let (f, refs, cycles) = probe.load(&mut sim, page(65));
+    let (f, refs, cycles) = tags(probe.load(&mut sim, page(65)));
     assert_eq!((f, refs, cycles), (host.frame.add(65), vec![RefTag::Walk], 2.0 * L2));
     assert_eq!(probe.counters(), (2, 1, 1, 0));
     // Row 2: the bitmap entry is in the L2.
-    let (f, refs, _) = probe.load(&mut sim, page(66));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(66)));
     assert_eq!((f, refs), (host.frame.add(66), vec![]));
     // A hole only in the host: the bitmap in the L2 says hole; the walker
     // translates as usual: the guest's walk (12), the EPT's to the
@@ -180,16 +133,16 @@ fn a_guest_huge_page_over_a_host_perforated_leaf_is_one_combined_perforated_entr
     // the punched host frame, cached as a 4 KiB entry.
     let hole_70 = host_of(&sim, page(70));
     assert_ne!(hole_70, host.frame.add(70));
-    let (f, refs, cycles) = probe.load(&mut sim, page(70));
+    let (f, refs, cycles) = tags(probe.load(&mut sim, page(70)));
     assert_eq!((f, refs, cycles), (hole_70, cat(&[&guest_walk(3, 3), &EPT3, &HOST_HOLE]), 2.0 * L2));
     assert_eq!(probe.counters(), (2, 3, 1, 1));
     // Page 100: the bitmap entry of 96..127 is not in the L2 (1), then the
     // same 18.
-    let (f, refs, _) = probe.load(&mut sim, page(100));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(100)));
     assert_eq!((f, refs.len()), (host_of(&sim, page(100)), 19));
     assert_eq!(probe.counters(), (2, 4, 2, 2));
     // The host hole's 4 KiB entry: an L1 hit.
-    let (f, refs, cycles) = probe.load(&mut sim, page(70));
+    let (f, refs, cycles) = tags(probe.load(&mut sim, page(70)));
     assert_eq!((f, refs, cycles), (hole_70, vec![], 0.0));
     assert_eq!(probe.stats.walks, 3);
 }
@@ -205,13 +158,13 @@ fn a_guest_4k_page_over_a_host_perforated_leaf_splinters() {
     // data's: 19, a 4 KiB entry (the next page walks again).
     let others: Vec<u64> = (0..512).filter(|&p| p != 70).take(2).collect();
     for (n, &p) in others.iter().enumerate() {
-        let (f, refs, _) = probe.load(&mut sim, page(p));
+        let (f, refs, _) = tags(probe.load(&mut sim, page(p)));
         assert_eq!((f, refs.len()), (host_of(&sim, page(p)), 19));
         assert_eq!(probe.stats.walks, n as u64 + 1);
     }
     // Page 70's guest frame is a host hole: the EPT's bitmap and hole walk
     // after its PMD: 16 + 3 + 3 = 22.
-    let (f, refs, _) = probe.load(&mut sim, page(70));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(70)));
     assert_eq!(f, host_of(&sim, page(70)));
     assert_ne!(f, host.frame.add(i));
     assert_eq!(refs, cat(&[&guest_walk(4, 3), &EPT3, &HOST_HOLE]));
@@ -241,13 +194,13 @@ fn a_hole_in_both_layers_takes_the_guests_hole_walk_then_the_hosts() {
     // The walk: three guest levels (the third the perforated PMD), then
     // the EPT's translation of page 0's home: 15; the combined entry's
     // filter is the guest's 0b10 ORed with the host's 0b10.
-    let (f, refs, _) = probe.load(&mut sim, page(0));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(0)));
     assert_eq!((f, refs.len()), (host.frame, 15));
     // Page 65: a hole only in the host. The combined bitmap reads both
     // lines (2) and says hole; the walk again: 15 + the host's bitmap
     // and hole walk (3), and the walker's own read of the guest's bitmap
     // (1: its 4 KiB result needs the guest's answer too) = 21.
-    let (f, refs, _) = probe.load(&mut sim, page(65));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(65)));
     assert_eq!(f, host_of(&sim, page(65)));
     assert_ne!(f, host.frame.add(65));
     assert_eq!(refs.len(), 2 + 12 + 3 + 3 + 1);
@@ -255,7 +208,7 @@ fn a_hole_in_both_layers_takes_the_guests_hole_walk_then_the_hosts() {
     // hole walk (shadow and PTE after their EPT translations: 2 x 4), then
     // the EPT's translation of the copy: its PMD (3), the host's bitmap,
     // shadow entry and hole PTE (3): 14.
-    let (f, refs, _) = probe.load(&mut sim, page(70));
+    let (f, refs, _) = tags(probe.load(&mut sim, page(70)));
     assert_eq!(f, host_of(&sim, page(70)));
     assert_eq!(refs, cat(&[&guest_walk(2, 3), &EPT3, &HOST_HOLE]));
     let (_, _, bitmap_refs, hole_walks) = probe.counters();

@@ -8,7 +8,7 @@
 
 use crate::engine::mmu::Mmu;
 use crate::engine::testutil::*;
-use crate::engine::walk2d::tests::walk_once;
+use crate::engine::walk2d::tests::{walk_once, NO_CACHES};
 use crate::engine::walk2d::NestedHw;
 use crate::engine::{CoreStats, Simulation};
 use crate::hw::pwc::Pwc;
@@ -20,9 +20,8 @@ use crate::systems::perforated::tests::holes_at_70_and_100;
 use crate::units::{Gfn, PageSize, Pfn, VirtAddr};
 use crate::workload::{Access, Batch, MapEvent};
 
-const HUGE: u64 = 2 << 20;
-const L2: f64 = 9.0;
-const NO_CACHES: [&str; 2] = ["machine.pwc.enabled=false", "machine.nested_tlb.entries=0"];
+pub(super) const HUGE: u64 = 2 << 20;
+pub(super) const L2: f64 = 9.0;
 
 fn perforated_guest(host: &str, extra: &[&str]) -> crate::config::SimConfig {
     let host = format!("virt.host.policy=\"{host}\"");
@@ -41,7 +40,7 @@ fn perforated_guest(host: &str, extra: &[&str]) -> crate::config::SimConfig {
     config(&all)
 }
 
-fn page(i: u64) -> VirtAddr {
+pub(super) fn page(i: u64) -> VirtAddr {
     BASE.add(i * 4096)
 }
 
@@ -66,7 +65,7 @@ fn known_page(host: &str, extra: &[&str]) -> (Simulation, Perforation) {
 
 /// A fresh core: TLBs, and the page-walk caches and nested TLB as the
 /// configuration says.
-fn cold(sim: &Simulation) -> (Mmu, NestedHw) {
+pub(super) fn cold(sim: &Simulation) -> (Mmu, NestedHw) {
     let cfg = sim.config();
     let m = &cfg.machine;
     let mmu = Mmu {
@@ -79,28 +78,29 @@ fn cold(sim: &Simulation) -> (Mmu, NestedHw) {
     (mmu, NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, cfg.virt.ept_levels, 1, 1))
 }
 
-/// One load by hand: the host frame, the references (address and tag) and
-/// the translation cycles it took.
-struct Probe {
-    mmu: Mmu,
-    nested: NestedHw,
-    stats: CoreStats,
+/// One core's fresh MMU and nested hardware ([`cold`]), for loads by
+/// hand: the host frame, the references (address and tag) and the
+/// translation cycles each took.
+pub(super) struct Probe {
+    pub(super) mmu: Mmu,
+    pub(super) nested: NestedHw,
+    pub(super) stats: CoreStats,
 }
 
 impl Probe {
-    fn new(sim: &Simulation) -> Self {
+    pub(super) fn new(sim: &Simulation) -> Self {
         let (mmu, nested) = cold(sim);
         Probe { mmu, nested, stats: CoreStats::default() }
     }
 
-    fn load(&mut self, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<(u64, RefTag)>, f64) {
+    pub(super) fn load(&mut self, sim: &mut Simulation, va: VirtAddr) -> (Pfn, Vec<(u64, RefTag)>, f64) {
         let before = self.stats.cycles_translation;
         let (frame, refs) = walk_once(sim, &mut self.mmu, &mut self.nested, &mut self.stats, va, false);
         let got = (0..refs.len()).map(|j| (refs.get(j).0, refs.tag(j))).collect();
         (frame, got, self.stats.cycles_translation - before)
     }
 
-    fn counters(&self) -> (u64, u64, u64, u64) {
+    pub(super) fn counters(&self) -> (u64, u64, u64, u64) {
         let c = self.mmu.tlb.extensions().perforated.counters;
         (c.filter_hits, c.bitmap_lookups, c.bitmap_refs, c.hole_walks)
     }
