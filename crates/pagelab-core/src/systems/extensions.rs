@@ -3,11 +3,13 @@
 //! owners' state side by side, and one side table of [`ExtKind`], the
 //! enum of their payloads, by L2 slot), the walk steps the
 //! page-table software bits lead to, natively ([`walk_leaf_ext`]) and in
-//! a guest ([`walk2d_leaf_ext`], [`dirty_assist_leaf_ext_2d`],
-//! [`push_zeroed_leaf`]), and what the MMU
-//! asks of a kind after a walk or an L2 hit ([`fill_ext_after_walk`],
-//! [`resolve_ext`]). All of it is cold code: a plain page's path tests
-//! one kind tag and never comes here.
+//! a VM ([`walk2d_leaf_ext`] at a guest table, [`ept_leaf_ext`] at an EPT
+//! entry, [`combined_over_host_ext`], [`dirty_assist_leaf_ext_2d`],
+//! [`push_zeroed_leaf`]; the EPT side lent as a
+//! `paging::nested_walk::NestedWalk`), and what the MMU asks of a kind
+//! after a walk or an L2 hit ([`fill_ext_after_walk`], [`resolve_ext`],
+//! in a VM [`resolve_ext_2d`]). All of it is cold code: a plain page's
+//! path tests one kind tag and never comes here.
 
 use super::chp;
 use super::chp::tlb::{ChpTlb, ColoredHuge, KIND_COLORED_HUGE};
