@@ -50,7 +50,7 @@ fn run_stores(cfg: SimConfig, pages: u64) -> Result<Simulation> {
 /// The guest frame VM `vm`'s process 1 maps `vaddr` to.
 fn guest_frame(sim: &Simulation, vm: usize, vaddr: crate::units::VirtAddr) -> Gfn {
     let m = sim.guest(vm).proc(1).aspace.pt.lookup(vaddr).unwrap();
-    Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12))
+    Gfn::of_guest_kernel(m.frame_of(vaddr))
 }
 
 fn hits(tlb_lookup: TlbLookup) -> bool {

@@ -152,10 +152,6 @@ impl NestedWalk for EptSide<'_, '_, '_, '_> {
         self.ept.push_guest(table, at);
     }
 
-    fn stats(&mut self) -> &mut CoreStats {
-        self.ept.stats
-    }
-
     fn refs(&mut self) -> (&mut RefBuf, &mut CoreStats) {
         (self.ept.refs, self.ept.stats)
     }

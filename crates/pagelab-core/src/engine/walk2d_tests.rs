@@ -100,7 +100,7 @@ pub(crate) fn walk_once(
 /// The guest frame the guest maps `vaddr` to (a software walk).
 pub(crate) fn guest_frame(guest: &Kernel, vaddr: VirtAddr) -> Gfn {
     let m = guest.proc(1).aspace.pt.lookup(vaddr).unwrap();
-    Gfn::of_guest_kernel(m.frame.add((vaddr.raw() & (m.size.bytes() - 1)) >> 12))
+    Gfn::of_guest_kernel(m.frame_of(vaddr))
 }
 
 fn tags(refs: &RefBuf) -> Vec<RefTag> {

@@ -96,11 +96,9 @@ pub trait NestedWalk {
     /// frame `table`.
     fn push_guest(&mut self, table: Pfn, at: PhysAddr);
 
-    /// The walking core's counters.
-    fn stats(&mut self) -> &mut CoreStats;
-
-    /// The walk's reference buffer and the core's counters, for a step's
-    /// own references (a bitmap line, at its host address).
+    /// The walk's reference buffer and the walking core's counters, for a
+    /// step's own references (a bitmap line, at its host address) and its
+    /// counts.
     fn refs(&mut self) -> (&mut RefBuf, &mut CoreStats);
 
     /// The EPT, when the host's chain has leaf extensions on EPT leaves (a

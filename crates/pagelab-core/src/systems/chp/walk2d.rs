@@ -94,7 +94,7 @@ pub fn step<W: NestedWalk>(
         Err(miss) => return miss.into(),
     };
     w.push_guest(table_host, pt.node_frame(table).addr());
-    w.stats().leaf_ext_walks += 1;
+    w.refs().1.leaf_ext_walks += 1;
     let (guest, newly_dirty) = read_line(pt, table, tag, vaddr, write, stride_shift);
     let EntryKind::Ext(subs) = guest.kind else { unreachable!("a colored huge page's line gives its entry") };
     if newly_dirty {
