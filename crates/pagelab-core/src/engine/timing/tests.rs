@@ -251,10 +251,7 @@ fn through_the_engine_the_cycles_thp_saves_on_gups_are_found_in_translation() {
     let saved = stat(&base, "cycles") - stat(&thp, "cycles");
     let saved_translation = stat(&base, "cycles.translation") - stat(&thp, "cycles.translation");
     assert!(saved > 0.0, "THP is faster on gups");
-    assert!(
-        saved_translation >= 0.5 * saved,
-        "translation {saved_translation} of the {saved} cycles THP saved"
-    );
+    assert!(saved_translation >= 0.5 * saved, "translation {saved_translation} of the {saved} cycles THP saved");
     // And the walk part moves with it: walks are what THP removed.
     assert!(stat(&base, "cycles.walk") - stat(&thp, "cycles.walk") >= 0.5 * saved_translation);
 }
