@@ -192,8 +192,18 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default=None, help="ray: the cluster address for ray.init (default: a local Ray)")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (bad input is one line naming
+    the argument, exit status 2); the usage is one `--help` away. Its
+    subcommands' parsers are of this class too (argparse makes them of the
+    parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="pagelab",
         description=__doc__,
         epilog="Exit status: 0 success; 1 a run failed (simulated memory exhausted, a stale translation, "
