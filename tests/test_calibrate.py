@@ -165,7 +165,8 @@ needs_machine = pytest.mark.skipif(
 @needs_machine
 def test_calibrate_writes_the_table_of_a_small_footprint(tmp_path):
     out = tmp_path / "cal"
-    proc = run_cli("calibrate", "--out", out, "--footprints", "4", "--repeats", "2", cwd=tmp_path, timeout=900)
+    proc = run_cli("calibrate", "--out", out, "--footprints", "4", "--repeats", "2", "--rounds", "1",
+                   cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr
     with open(out / "calibrate.csv") as f:
         reader = csv.DictReader(f)
@@ -176,8 +177,8 @@ def test_calibrate_writes_the_table_of_a_small_footprint(tmp_path):
         ("chase", "4k", "4"), ("chase", "thp", "4"), ("random", "4k", "4"), ("random", "thp", "4")]
     for r in rows:
         assert all(float(r[k]) > 0 for k in list(r)[3:]), r
-    # The preset is a configuration pagelab accepts as it is.
-    text = (out / "machine.toml").read_text()
+    # The preset is a machine table pagelab accepts as it is.
+    text = (out / "machine.toml").read_text() + '[workload]\nkind = "gups"\n'
     resolved = tomllib.loads(_pagelab.resolve_config(text, str(out / "machine.toml"), []))
     assert resolved["machine"]["tlb"]["l2_entries"] > 0
     assert "THP speedup" in proc.stdout and "judged rows" in proc.stdout

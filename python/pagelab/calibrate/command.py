@@ -149,7 +149,7 @@ def measure_machine(args, footprints: list[int], log: Callable[[str], None]):
     with tempfile.TemporaryDirectory(prefix="pagelab-calibrate-") as work:
         exe = native.build(Path(work))
         facts, regs, caches = identify(exe)
-        geometry = measure.tlb_geometry(exe, regs, caches["l1d"], args.repeats, log)
+        geometry = measure.tlb_geometry(exe, regs, caches["l1d"], args.repeats, args.rounds, log)
         l2_entries = preset.complete_tlbs(geometry.tlbs, geometry.sources)[0]["l2"].entries
         jobs = {**measure.plateau_jobs(caches, l2_entries), **measure.llc_scan_jobs(caches, l2_entries),
                 **row_jobs(footprints)}

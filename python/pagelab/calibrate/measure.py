@@ -43,7 +43,8 @@ def _cpuid_source(regs: Cpuid) -> str:
     return "cpuid leaves 0x80000005/6/19" if v in ("AuthenticAMD", "HygonGenuine") else "cpuid leaf 0x18"
 
 
-def tlb_geometry(exe: Path, regs: Cpuid, l1d: Cache, repeats: int, log: Callable[[str], None]) -> Geometry:
+def tlb_geometry(exe: Path, regs: Cpuid, l1d: Cache, repeats: int, rounds: int,
+                 log: Callable[[str], None]) -> Geometry:
     """CPUID's arrays where it reports them, the probe's otherwise. The
     probes always run: they give the L2 TLB's hit latency, and beside
     CPUID's figures they check them."""
@@ -53,18 +54,18 @@ def tlb_geometry(exe: Path, regs: Cpuid, l1d: Cache, repeats: int, log: Callable
     l1_counts = tlbprobe.probe_counts(tlbprobe.L1_CANDIDATES, tlbprobe.L1_FILL)
     l2_cands = tlbprobe.l2_candidates(l1d)
     l2_counts = tlbprobe.probe_counts(l2_cands, tlbprobe.L2_FILL)
-    _, points_4k = native.probe(exe, "4k", sorted(set(l1_counts + l2_counts)), repeats)
+    _, points_4k = native.probe(exe, "4k", sorted(set(l1_counts + l2_counts)), repeats, rounds)
     l1_4k = tlbprobe.find_reach(points_4k, tlbprobe.L1_CANDIDATES, tlbprobe.L1_FILL)
     l2 = tlbprobe.find_reach(points_4k, l2_cands, tlbprobe.L2_FILL)
     thp_counts = tlbprobe.probe_counts(THP_L1_CANDIDATES, tlbprobe.L1_FILL)
-    huge_kib, points_2m = native.probe(exe, "thp", thp_counts, repeats)
+    huge_kib, points_2m = native.probe(exe, "thp", thp_counts, repeats, rounds)
     l1_2m = tlbprobe.find_reach(points_2m, THP_L1_CANDIDATES, tlbprobe.L1_FILL)
     if huge_kib * 1024 < HUGE * max(points_2m):
         l1_2m = tlbprobe.Reach(None, l1_2m.plateau_ns, points_2m)
     l2_tlb_ns = None
     stlb_n = tlbprobe.stlb_probe_count(l1_4k, l1d)
     if stlb_n is not None:
-        _, stlb = native.probe(exe, "4k", [stlb_n], repeats)
+        _, stlb = native.probe(exe, "4k", [stlb_n], repeats, rounds)
         l2_tlb_ns = tlbprobe.l2_tlb_latency_ns(l1_4k, stlb[stlb_n])
     measured = tlbprobe.measured_tlbs(l1_4k, l2, l1_2m)
     tlbs, sources = {}, {}
