@@ -46,10 +46,16 @@ def check_machine(footprints: list[int], out: Path) -> None:
         raise CalibrateError(f"calibrate measures x86-64 machines (CPUID); this one is {platform.machine()}")
     if not Path("/proc/self/smaps").exists():
         raise CalibrateError("calibrate needs Linux's /proc/self/smaps (to check the huge pages it got)")
+    check_memory(max(footprints), "--footprints")
+
+
+def check_memory(footprint: int, what: str) -> None:
+    """Refuses a mapping the available memory cannot hold with a quarter
+    to spare."""
     free = machine.available_memory()
-    if free is not None and max(footprints) * 5 // 4 > free:
-        raise CalibrateError(f"--footprints: {max(footprints) // MIB} MiB does not fit this machine's available "
-                             f"memory ({free // MIB} MiB) with a quarter to spare")
+    if free is not None and footprint * 5 // 4 > free:
+        raise CalibrateError(f"{what}: {footprint // MIB} MiB does not fit this machine's available memory "
+                             f"({free // MIB} MiB) with a quarter to spare")
 
 
 def thp_setting() -> str:
@@ -153,6 +159,7 @@ def measure_machine(args, footprints: list[int], log: Callable[[str], None]):
         l2_entries = preset.complete_tlbs(geometry.tlbs, geometry.sources)[0]["l2"].entries
         jobs = {**measure.plateau_jobs(caches, l2_entries), **measure.llc_scan_jobs(caches, l2_entries),
                 **row_jobs(footprints)}
+        check_memory(jobs["plateau:memory"].footprint, "the memory plateau")
         regions = native.measure_rounds(exe, jobs, args.repeats, args.rounds, log)
         facts["clock_ghz"]["after"] = native.clock_ghz(exe)
         facts["load_average"]["after"] = machine.load_average()
