@@ -150,6 +150,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pagelab.calibrate import main as calibrate_main
+
+    return calibrate_main(args)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from pagelab.report import write_report
 
@@ -192,8 +198,18 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default=None, help="ray: the cluster address for ray.init (default: a local Ray)")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (bad input is one line naming
+    the argument, exit status 2); the usage is one `--help` away. Its
+    subcommands' parsers are of this class too (argparse makes them of the
+    parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="pagelab",
         description=__doc__,
         epilog="Exit status: 0 success; 1 a run failed (simulated memory exhausted, a stale translation, "
@@ -292,6 +308,22 @@ def parser() -> argparse.ArgumentParser:
                     help="run every point with seeds 1..N (default: full 3, quick 2, tiny 1)")
     _executor_args(rp)
     rp.set_defaults(func=cmd_reproduce)
+
+    cal = sub.add_parser(
+        "calibrate",
+        help="measure this machine with microbenchmarks and compare pagelab's predictions of them (docs/validation.md)",
+    )
+    cal.add_argument("--out", required=True, metavar="DIR", help="where calibrate.csv, machine.toml and calibrate.json go")
+    cal.add_argument("--footprints", default="16,64,256,1024,4096", metavar="MIB,...",
+                     help="footprints of the table's rows, in MiB (default 16,64,256,1024,4096)")
+    cal.add_argument("--repeats", type=_positive_int, default=10, metavar="N",
+                     help="timings of each loop at least; the fastest is kept (default 10)")
+    cal.add_argument("--rounds", type=_positive_int, default=3, metavar="N",
+                     help="measure every mapping N times over, in turn, and keep the fastest (default 3)")
+    cal.add_argument("--llc", choices=["sysfs", "measured"], default="sysfs",
+                     help="the LLC of the preset: as sysfs gives it (default), or cut to where the chase "
+                          "measured it to end (a shared host's LLC can be smaller)")
+    cal.set_defaults(func=cmd_calibrate)
 
     rr = sub.add_parser("report", help="one self-contained HTML page of a results directory")
     rr.add_argument("dir", help="results directory")
