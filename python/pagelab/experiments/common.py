@@ -203,8 +203,9 @@ SYSTEM_COLORS = {
 
 
 #: Colours for the series that are no system of `SYSTEM_COLORS`: first
-#: those no system has, then the rest (yellow last: the faintest on white).
-OTHER_COLORS = [PALETTE[k] for k in ("orange", "black", "blue", "green", "vermillion", "purple", "sky", "yellow")]
+#: those the common systems (base, THP, coloring, CHP) do not have, black
+#: late (reference marks are black).
+OTHER_COLORS = [PALETTE[k] for k in ("orange", "sky", "purple", "yellow", "blue", "green", "vermillion", "black")]
 
 
 def system_color(name: str, i: int = 0) -> str:
