@@ -80,6 +80,22 @@ def test_each_experiment_reads_figure_then_paper_then_text_then_table(tmp_path):
     assert '<td class="num">1.25</td>' in html and '<td class="text">mcf</td>' in html
 
 
+def test_a_write_ups_mean_and_interval_table_is_not_shown_again(tmp_path):
+    """The write-up's `mean ± ci95` table repeats the CSV (with its spread
+    columns): shown once, from the CSV, its ± note left out with it."""
+    from pagelab.experiments.common import markdown_table
+
+    d = tmp_path / "results"
+    d.mkdir()
+    t = pd.DataFrame({"workload": ["mcf"], "runtime": [1.25], "seeds": [2], "runtime_std": [0.1], "runtime_ci95": [0.9]})
+    t.to_csv(d / "x.csv", index=False)
+    (d / "x.md").write_text("# X\n\nText before.\n\n" + markdown_table(t) + "\nText after.\n")
+    assert run_cli("report", d).returncode == 0
+    html = (d / "report.html").read_text()
+    assert html.count(">mcf</td>") == 1 and "±:" not in html
+    assert "Text before." in html and "Text after." in html
+
+
 def _run_dir(root):
     """A run with epochs (its first-touch pass before the reset), saved as
     `pagelab run --out` saves it."""

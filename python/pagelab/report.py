@@ -89,6 +89,14 @@ def markdown_to_html(md: str, skip_tables: set[tuple[str, ...]] = frozenset()) -
                     rows.append(cells)
                 i += 1
             if rows and tuple(rows[0]) in skip_tables:
+                # The note that says what its ± is goes with it.
+                j = i
+                while j < len(lines) and not lines[j].strip():
+                    j += 1
+                if j < len(lines) and lines[j].strip().startswith("±:"):
+                    while j < len(lines) and lines[j].strip():
+                        j += 1
+                    i = j
                 continue
             out.append("<table>")
             for k, cells in enumerate(rows):
@@ -170,7 +178,10 @@ def _group(key: Path, members: list[Path], d: Path, stats: list[str] | None) -> 
         out.append(f"<h1>Sweep {html.escape(key.name)}</h1>")
         out.append(report_parts.sweep_section(sweep_table, key.name, stats))
         members = [p for p in members if p not in tables]
+    # A write-up's table that repeats a CSV is left out: the same header, or
+    # the header without the spread columns (its `mean ± ci95` form).
     headers = {tuple(str(c) for c in df.columns) for df in tables.values()}
+    headers |= {tuple(c for c in h if not c.endswith(("_std", "_ci95"))) for h in headers}
     # The write-up's title heads the section, above its figure.
     for p, text in texts.items():
         first, _, rest = text.partition("\n")
