@@ -65,8 +65,9 @@ def cpu_model() -> str:
 
 def collect(**extra: Any) -> dict[str, Any]:
     """The provenance of something made now: pagelab's version and commit,
-    the UTC date, the host, its CPU and core count, the OS and Python; then
-    `extra` (the command, the variant, the wall-clock seconds...)."""
+    the UTC date, the host, its CPU and core count, the OS and Python, the
+    host's load average (over the last minute); then `extra` (the variant,
+    the seeds, the wall-clock seconds...)."""
     import pagelab
 
     info = {
@@ -78,6 +79,8 @@ def collect(**extra: Any) -> dict[str, Any]:
         "cores": os.cpu_count(),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
+        # What else ran: a wall-clock time means little without it.
+        "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     }
     info.update(extra)
     return info

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from pagelab import provenance
 
-#: The recorded times (id, variant, seconds, jobs, seeds, runs, date, commit, cpu).
+#: The recorded times (id, variant, seconds, jobs, seeds, runs, date,
+#: commit, cpu, cores, and the host's load average when the run ended).
 TIMINGS = Path(__file__).with_name("timings.csv")
-COLUMNS = ["id", "variant", "seconds", "jobs", "seeds", "runs", "date", "commit", "cpu"]
+COLUMNS = ["id", "variant", "seconds", "jobs", "seeds", "runs", "date", "commit", "cpu", "cores", "load"]
 VARIANTS = ("full", "quick", "tiny")
 
 
@@ -54,9 +55,14 @@ class Timings:
         return "time: " + "; ".join(parts)
 
     def legend(self) -> str:
-        dates = sorted({r["date"][:10] for r in self.rows.values()})
-        cpus = sorted({r["cpu"] for r in self.rows.values()})
-        when = f" on {', '.join(cpus)}, {dates[0]} to {dates[-1]}" if dates else ""
+        rows = list(self.rows.values())
+        when = ""
+        if rows:
+            dates = sorted(r["date"][:10] for r in rows)
+            cpus = ", ".join(sorted({f"{r['cpu']} x {r['cores']}" for r in rows}))
+            loads = sorted(float(r["load"]) for r in rows if r.get("load"))
+            load = f", load average {loads[0]:g} to {loads[-1]:g}" if loads else ""
+            when = f" on {cpus}, {dates[0]} to {dates[-1]}{load}"
         return (f"Times: wall clock of a whole `pagelab reproduce` that ran every run itself{when} "
                 f"({TIMINGS.name}); another machine, or other work on it, changes them.")
 
@@ -77,7 +83,8 @@ def row_of(info: dict) -> dict[str, str] | None:
         return None
     return {"id": info["id"], "variant": info["variant"], "seconds": f"{float(info['seconds']):.1f}",
             "jobs": str(info.get("jobs") or info.get("cores")), "seeds": str(len(info.get("seeds", []))),
-            "runs": str(info.get("ran", "")), "date": info["date"], "commit": info["commit"], "cpu": info["cpu"]}
+            "runs": str(info.get("ran", "")), "date": info["date"], "commit": info["commit"], "cpu": info["cpu"],
+            "cores": str(info.get("cores", "")), "load": str(info.get("load_avg_1min", ""))}
 
 
 def record(dirs: list[Path], path: Path = TIMINGS) -> list[dict[str, str]]:
