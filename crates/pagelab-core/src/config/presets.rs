@@ -51,7 +51,10 @@ mod tests {
     fn every_preset_says_what_it_models_and_where_from() {
         for name in preset_names() {
             let about = preset_about(name);
-            assert!(about.is_some_and(|(m, s)| !m.is_empty() && !s.is_empty()), "{name}: `# machine:` and `# source:` lines");
+            assert!(
+                about.is_some_and(|(m, s)| !m.is_empty() && !s.is_empty()),
+                "{name}: `# machine:` and `# source:` lines"
+            );
         }
         assert_eq!(preset_about("nonesuch"), None);
     }
