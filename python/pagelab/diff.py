@@ -189,6 +189,23 @@ def diff(a: Any, b: Any, stats: Iterable[str] | None = None, per_core: bool = Fa
         return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
     names = sorted({n for k in keys for side in (sa, sb) for n, v in side.runs[k].stats.items() if _numeric(v) and wanted(n)})
+    pair_rows, config_rows = _compare(keys, sa, sb, names)
+    pairs = pd.DataFrame(pair_rows, columns=["params", "statistic", "a", "b", "ratio"])
+    return Diff(
+        a=sa.label, b=sb.label, kind=sa.kind,
+        stats=_stat_table(pairs, names, keys, sa, sb),
+        config=_config_table(config_rows),
+        pairs=pairs,
+        unmatched={"a": [sa.runs[k].params for k in sa.runs if k not in sb.runs] + _amb(sa),
+                   "b": [sb.runs[k].params for k in sb.runs if k not in sa.runs] + _amb(sb)},
+        compared=len(names), matched=len(keys),
+    )
+
+
+def _compare(keys: list[str], sa: Side, sb: Side, names: list[str]) -> tuple[list[dict], dict[str, dict]]:
+    """Each matched pair's differing statistics (of `names`) as rows, and
+    the configuration keys that differ in any pair, with each side's
+    values and how many pairs differ in it."""
     pair_rows, config_rows = [], {}
     for k in keys:
         ra, rb = sa.runs[k], sb.runs[k]
@@ -203,16 +220,7 @@ def diff(a: Any, b: Any, stats: Iterable[str] | None = None, per_core: bool = Fa
                 row["a"].add(_show(va))
                 row["b"].add(_show(vb))
                 row["pairs"] += 1
-    pairs = pd.DataFrame(pair_rows, columns=["params", "statistic", "a", "b", "ratio"])
-    return Diff(
-        a=sa.label, b=sb.label, kind=sa.kind,
-        stats=_stat_table(pairs, names, keys, sa, sb),
-        config=_config_table(config_rows),
-        pairs=pairs,
-        unmatched={"a": [sa.runs[k].params for k in sa.runs if k not in sb.runs] + _amb(sa),
-                   "b": [sb.runs[k].params for k in sb.runs if k not in sa.runs] + _amb(sb)},
-        compared=len(names), matched=len(keys),
-    )
+    return pair_rows, config_rows
 
 
 def _amb(side: Side) -> list[dict]:
