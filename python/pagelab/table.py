@@ -92,12 +92,19 @@ def run_title(config_toml: str, seconds: float) -> str:
         cfg = tomllib.loads(config_toml)
     except tomllib.TOMLDecodeError:
         return f"{seconds:.2f} s"
-    workloads = cfg.get("workloads") or [cfg.get("workload", {})]
-    kinds = ", ".join(sorted({str(w.get("kind", "?")) for w in workloads}))
+    def workloads_of(table: dict) -> list[dict]:
+        return table.get("workloads") or ([table["workload"]] if "workload" in table else [])
+
+    vms = cfg.get("vms", [])
+    workloads = [w for t in [cfg, *vms] for w in workloads_of(t)]
+    kinds = ", ".join(sorted({str(w.get("kind", "?")) for w in workloads})) or "?"
     cores = len(workloads)
-    policy = cfg.get("os", {}).get("policy", "?")
-    virt = ", virtualized" if cfg.get("virt", {}).get("enabled") else ""
-    return f"{kinds}, os.policy = {policy}{virt}, {cores} core{'s' if cores != 1 else ''}, {seconds:.2f} s"
+    policy = "os.policy = " + str(cfg.get("os", {}).get("policy", "?"))
+    if vms:  # each VM's guest has its own
+        policy = f"{len(vms)} VMs, os.policy = " + ", ".join(str(vm.get("os", {}).get("policy", "?")) for vm in vms)
+    elif cfg.get("virt", {}).get("enabled"):
+        policy += ", virtualized"
+    return f"{kinds}, {policy}, {cores} core{'s' if cores != 1 else ''}, {seconds:.2f} s"
 
 
 def print_summary(stats: dict, seconds: float, console: Console | None = None) -> None:
