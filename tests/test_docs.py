@@ -5,7 +5,8 @@ breaks fails here.
 - docs/sweeps.md: the SWEEP.toml example (`pagelab sweep`), then its two
   Python blocks (the results store, and DuckDB's SQL) on that sweep's
   store;
-- README.md: the commands of its "First steps" section, in order.
+- README.md: the commands of its "First steps" section, in order, and the
+  trace lines of "Using it" (generate, convert, run).
 """
 
 from __future__ import annotations
@@ -67,11 +68,11 @@ def test_the_sweeps_example_and_its_queries_run_as_written(tmp_path):
     assert "NULL" not in out and "gups" in out and "bfs" in out, out
 
 
-def first_steps() -> list[str]:
-    """The README's first steps: every command line of the code blocks of
-    its "First steps" section (comments and `make` lines aside: the tests
-    themselves run under `make test`)."""
-    text = section(ROOT / "README.md", "first steps")
+def readme_commands(heading: str) -> list[str]:
+    """Every command line of the code blocks of the README's section
+    `heading` (comments and `make` lines aside: the tests themselves run
+    under `make test`)."""
+    text = section(ROOT / "README.md", heading)
     commands = []
     for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.M | re.S):
         for line in block.splitlines():
@@ -81,22 +82,42 @@ def first_steps() -> list[str]:
     return commands
 
 
+def first_steps() -> list[str]:
+    return readme_commands("first steps")
+
+
+def as_written(commands: list[str], tmp_path: Path) -> None:
+    """Runs `commands` in order, as a newcomer types them, in a directory
+    that has the repository's examples and its venv where the README says
+    (`.venv/bin/pagelab`); each must succeed."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    venv = Path(pagelab_command()[0]).parent.parent if len(pagelab_command()) == 1 else Path(sys.prefix)
+    (tmp_path / ".venv").symlink_to(venv)
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1", TERM="dumb")
+    for command in commands:
+        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, f"{command}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+
+
 def test_the_readme_has_first_steps():
     assert len(first_steps()) >= 3
 
 
 def test_the_readme_first_steps_run_as_written(tmp_path):
-    """Each command from the README's "First steps", in order, in a
-    directory that has the repository's examples and its venv where the
-    README says (`.venv/bin/pagelab`), so that what a newcomer types is
-    what runs; each must succeed."""
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    venv = Path(pagelab_command()[0]).parent.parent if len(pagelab_command()) == 1 else Path(sys.prefix)
-    (tmp_path / ".venv").symlink_to(venv)
-    env = dict(os.environ, COLUMNS="200", NO_COLOR="1", TERM="dumb")
-    for command in first_steps():
-        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-        assert r.returncode == 0, f"{command}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    """Each command from the README's "First steps", in order; each must
+    succeed."""
+    as_written(first_steps(), tmp_path)
+
+
+def test_the_readmes_trace_lines_read_files_that_earlier_lines_made(tmp_path):
+    """README's "Using it" makes a ChampSim trace, converts it and runs it:
+    those lines as written, in order (its `trace convert` once read
+    `trace.champsimtrace.xz`, a file no line made). The run's `CONFIG`
+    placeholder becomes examples/thp-gups.toml."""
+    steps = [c for c in readme_commands("using it") if re.search(r"pagelab trace (champsim-gen|convert) ", c)]
+    runs = [c for c in readme_commands("using it") if "workload.kind=trace" in c]
+    assert len(steps) >= 2 and len(runs) == 1, (steps, runs)
+    as_written(steps + [runs[0].replace("CONFIG", "examples/thp-gups.toml")], tmp_path)
 
 
 def test_license_citation_and_what_is_not_modelled_are_linked_from_the_readme():
