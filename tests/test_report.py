@@ -156,6 +156,29 @@ def test_report_of_a_sweep_plots_its_swept_keys(tmp_path):
         assert f"<td><code>{key}</code></td>" in html
 
 
+def test_report_of_an_experiment_carries_its_provenance(tmp_path):
+    """An experiment's section ends with its provenance: pagelab's version
+    and commit, date, machine, the variant and seeds, and the configuration
+    of its runs (the keys they share, those that vary)."""
+    import json
+
+    import pagelab
+
+    out = tmp_path / "fs"
+    r = run_cli("reproduce", "frag-sweep", "--tiny", "--out", out, "--jobs", "2", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert run_cli("report", out).returncode == 0
+    html = (out / "report.html").read_text()
+    recorded = json.loads((out / "frag-sweep.provenance.json").read_text())
+    prov = html[html.index("<h3>Provenance</h3>"):]
+    for key in ("pagelab", "commit", "date", "host", "cpu", "cores", "variant", "seeds"):
+        shown = ", ".join(map(str, recorded[key])) if isinstance(recorded[key], list) else recorded[key]
+        assert f"<tr><th>{key}</th><td>{shown}</td></tr>" in prov, key
+    assert recorded["pagelab"] == pagelab.__version__ and recorded["variant"] == "tiny"
+    assert re.search(r"\d+ keys every run shares, \d+ that vary", prov)
+    assert "<td><code>os.fragmentation.target</code></td>" in prov
+
+
 def _chromium() -> str | None:
     import shutil
 
