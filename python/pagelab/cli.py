@@ -66,22 +66,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(_args: argparse.Namespace) -> int:
-    """One row per preset: its name, the machine it models, where its
-    values come from (the first two lines of its file; the rest of the
-    file says which value comes from which source)."""
-    from rich.console import Console
-
-    from pagelab.table import narrow_table, text_column
-
+    """One line per preset, whatever the terminal's width (a table would
+    wrap each machine over two lines in 80 columns; a line stays whole
+    for grep and cut): its name, the machine it models, where its values
+    come from (the first two lines of its file; the rest of the file says
+    which value comes from which source)."""
     names = _pagelab.presets()
-    about = {n: _pagelab.preset_about(n) or ("", "") for n in names}
-    table = narrow_table("machine presets (machine.preset)")
-    text_column(table, "preset", names)
-    table.add_column("machine")
-    table.add_column("values from")
+    width = max(map(len, names))
     for n in names:
-        table.add_row(n, *about[n])
-    Console().print(table)
+        machine, source = _pagelab.preset_about(n) or ("?", "?")
+        print(f"{n:<{width}}  {machine}; values from {source}")
     return 0
 
 
