@@ -309,12 +309,12 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("id", nargs="?", help="experiment id")
     rp.add_argument("--list", action="store_true", help="list the experiments")
     size = rp.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="the small variant (under two minutes on two cores)")
+    size.add_argument("--quick", action="store_true", help="the small variant (minutes, not hours: --list shows each experiment's recorded times)")
     size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     size.add_argument(
         "--variant",
         choices=["full", "quick", "tiny"],
-        help="full (default: the paper's scale), quick (= --quick) or tiny (seconds: checks that the experiment runs; the tests use it)",
+        help="full (default: the paper's scale), quick (= --quick) or tiny (the smallest: checks that the experiment runs; the tests use it)",
     )
     rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
     rp.add_argument("--seeds", type=_positive_int, metavar="N",
