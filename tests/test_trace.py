@@ -243,5 +243,7 @@ def test_convert_and_info_name_what_their_counts_count(tmp_path):
     assert (info["accesses"], info["modifies"], info["ifetches"]) == (8_000, 2_000, 6_000)
     shown = run_cli("trace", "info", tmp_path / "t.pgl")
     assert "a modify once" in shown.stdout
-    stats = pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": {"kind": "trace", "path": str(tmp_path / "t.pgl")}}).stats
+    # workload.ifetch: the fetches simulated, not only counted.
+    workload = {"kind": "trace", "path": str(tmp_path / "t.pgl"), "ifetch": True}
+    stats = pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": workload}).stats
     assert stats["accesses"] == 10_000 and stats["ifetches"] == 6_000
