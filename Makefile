@@ -42,7 +42,7 @@ $(VENV)/.deps: pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "pagelab needs Python 3.11 or later" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim zstandard
+	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim zstandard nbclient nbformat ipykernel
 	$(PIP) install --quiet "ray>=2.9"
 	touch $@
 

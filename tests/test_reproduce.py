@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -66,12 +68,33 @@ NO_FIGURE = {"chp-swap", "chp-table4"}
 def test_list():
     r = run_cli("reproduce", "--list")
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 80, "the list fits an 80-column terminal"
+    listing, _, legend = r.stdout.partition("\n\n")
+    lines = listing.splitlines()
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80, "the list fits an 80-column terminal"
     ids = [line.split()[0] for line in lines if not line.startswith(" ")]
     assert ids == sorted(COLUMNS)
+    # Under each experiment, its time per variant: recorded, or said not to be.
+    assert sum(line.strip().startswith("time: full") for line in lines) == len(COLUMNS)
+    assert legend.startswith("Times: wall clock")
     for exp in experiments.all_experiments():
         assert set(exp.sweeps) == {"full", "quick", "tiny"}
+
+
+def test_recorded_times_come_from_whole_runs_only(tmp_path):
+    """A `reproduce` that ran every run itself is recorded; one that reused
+    the store is not (its wall clock is not the experiment's time)."""
+    from pagelab.experiments import timings
+
+    out = tmp_path / "fs"
+    assert run_cli("reproduce", "frag-sweep", "--tiny", "--out", out, "--jobs", "2").returncode == 0
+    table = tmp_path / "timings.csv"
+    added = timings.record([out], table)
+    assert [(r["id"], r["variant"], r["seeds"]) for r in added] == [("frag-sweep", "tiny", "1")]
+    line = timings.expected_times(table).line("frag-sweep")
+    assert "tiny " in line and "(1 seed, 2 jobs)" in line and "full not recorded" in line
+    assert run_cli("reproduce", "frag-sweep", "--tiny", "--out", out, "--jobs", "2").returncode == 0
+    assert timings.record([out], table) == []  # everything reused: not a measurement
+    assert ("frag-sweep", "tiny") in timings.expected_times(table).rows  # the measurement stays
 
 
 def test_unknown_experiment():
@@ -89,7 +112,8 @@ def test_variant_flags_conflict():
 
 @pytest.mark.parametrize("exp_id", sorted(COLUMNS))
 def test_reproduce_tiny(tmp_path, exp_id):
-    r = run_cli("reproduce", exp_id, "--tiny", "--out", tmp_path, "--jobs", "2")
+    # (300 s: chp-fig5 took 109 s of wall clock on a loaded 2-core machine.)
+    r = run_cli("reproduce", exp_id, "--tiny", "--out", tmp_path, "--jobs", "2", timeout=300)
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(tmp_path / f"{exp_id}.csv")
     assert COLUMNS[exp_id] <= set(df.columns)
@@ -97,7 +121,13 @@ def test_reproduce_tiny(tmp_path, exp_id):
     # One seed per point in the tiny variant (common.SEEDS): no spread yet.
     assert (df.seeds == 1).all() and df.filter(regex="_(std|ci95)$").isna().all().all()
     if exp_id not in NO_FIGURE:
-        assert list(tmp_path.glob(f"{exp_id}*.png"))
+        # Every figure as PNG and as PDF (vector, for a paper).
+        pngs = list(tmp_path.glob(f"{exp_id}*.png"))
+        assert pngs
+        for png in pngs:
+            assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
+    prov = json.loads((tmp_path / f"{exp_id}.provenance.json").read_text())
+    assert (prov["id"], prov["variant"], prov["seeds"]) == (exp_id, "tiny", [1])
     md = (tmp_path / f"{exp_id}.md").read_text()
     # The write-up shows the rows it was written from: the CSV's header as
     # a table, or (experiments that print a narrower table) its columns.
@@ -286,6 +316,28 @@ def test_reproduce_tiny(tmp_path, exp_id):
     r = run_cli("reproduce", exp_id, "--variant", "tiny", "--out", tmp_path, "--jobs", "2")
     assert r.returncode == 0, r.stderr
     assert "0 to run" in r.stderr
+    _analyze_with_two_seeds(exp_id, tmp_path)
+
+
+def _analyze_with_two_seeds(exp_id, out):
+    """The analysis of the same runs as if each had run with two seeds (a
+    copy as seed 2): the figures then have error bars (of zero length), so
+    every figure must say what they are (`write_figure(..., seeds=)`)."""
+    from pagelab.store import Store
+
+    with Store(out, read_only=True) as store:
+        runs = store.frame(experiment=exp_id)
+    # As `SweepOutcome.frame` gives them: parameters, config_hash, seconds, statistics.
+    params = {c: c[2:] for c in runs.columns if c.startswith("p.")}
+    meta = ["experiment", "config_toml", "pagelab_version", "python_version", "host", "finished_at"]
+    df = runs.drop(columns=[c for c in runs.columns if c in params.values() or c in meta]).rename(columns=params)
+    two = pd.concat([df, df.assign(seed=df.seed + 1000)], ignore_index=True)
+    files = experiments.get(exp_id).analyze(two, out / "two-seeds", "tiny")
+    for f in files:
+        if f.suffix == ".png":
+            assert f.with_suffix(".pdf").exists()
+    table = pd.read_csv(out / "two-seeds" / f"{exp_id}.csv")
+    assert (table.seeds == 2).all()
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ STEP = 2_000_000
 
 @dataclasses.dataclass
 class Result:
-    """What a run produced."""
+    """What a run produced. It shows itself as a short summary (`repr`, and
+    a small table in Jupyter); `stats` has every statistic."""
 
     #: One flat dict of statistics (see docs/stats.md).
     stats: dict[str, float | int]
@@ -34,11 +35,59 @@ class Result:
     #: Wall-clock seconds the simulation took.
     seconds: float
 
-    def timeseries_frame(self):
-        """The epochs as a pandas DataFrame (one row per epoch)."""
-        import pandas as pd
+    def timeseries_frame(self, all: bool = False):  # noqa: A002 - reads as `all=True`
+        """The epochs as a pandas DataFrame, one row per epoch, with
+        `epoch.instructions` (core 0's instructions since the start, which
+        never resets) and `phase`: `init` (core 0 in its first-touch pass),
+        `warm-up` (before the statistics were reset: `run.skip_init`,
+        `run.warmup`) or `measured`. Statistics count from the last reset,
+        so the first `measured` row after a `warm-up` or `init` one starts
+        again from zero. By default only the rows that the final statistics
+        cover are returned; `all=True` returns every row."""
+        from pagelab.timeseries import frame
 
-        return pd.DataFrame(self.timeseries)
+        return frame(self.timeseries, everything=all)
+
+    def summary(self) -> list[tuple[str, str]]:
+        """(label, value) pairs of the main statistics (the table
+        `pagelab run` prints)."""
+        from pagelab.table import summary_rows
+
+        return summary_rows(self.stats)
+
+    def describe(self) -> str:
+        """One line: workload, paging policy, cores, wall-clock time."""
+        from pagelab.table import run_title
+
+        return run_title(self.config_toml, self.seconds)
+
+    def save(self, out: str | os.PathLike) -> Path:
+        """Writes what `pagelab run --out DIR` writes: `stats.json`,
+        `config.resolved.toml`, `timeseries.json` (with epochs) and
+        `provenance.json`."""
+        from pagelab.output import write_run
+
+        write_run(Path(out), self)
+        return Path(out)
+
+    def __repr__(self) -> str:
+        rows = self.summary()
+        width = max((len(label) for label, _ in rows), default=0)
+        lines = [f"<pagelab.Result {self.describe()}>"]
+        lines += [f"  {label:<{width}}  {value}" for label, value in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(
+            f"<tr><td style='text-align:left'>{html.escape(label.strip())}</td>"
+            f"<td style='text-align:right'>{html.escape(value)}</td></tr>"
+            for label, value in self.summary()
+        )
+        return (f"<div><b>pagelab run</b>: {html.escape(self.describe())}"
+                f"<table>{cells}</table><small>{len(self.stats)} statistics in <code>.stats</code>"
+                "</small></div>")
 
 
 def toml_value(value: Any) -> str:
@@ -72,6 +121,7 @@ def run(
     export_memory_only: bool = False,
     progress: Callable[[int, int | None], None] | None = None,
     set: list[str] | None = None,  # noqa: A002 - mirrors the CLI's --set
+    out: str | os.PathLike | None = None,
     **overrides: Any,
 ) -> Result:
     """Runs one simulation to the end and returns its statistics.
@@ -85,6 +135,8 @@ def run(
     `export_phys` writes every physical reference, in `export_format`
     ("pagelab", "ramulator2", "dramsim3"), or only those served by memory
     with `export_memory_only`.
+    `out` writes what `pagelab run --out DIR` writes (`Result.save`), once
+    the run has succeeded.
     """
     import time
 
@@ -108,9 +160,68 @@ def run(
     if progress:
         done, _ = sim.progress()
         progress(done, done)
-    return Result(
+    result = Result(
         stats=dict(sim.stats()),
         timeseries=[dict(s) for s in sim.timeseries()],
         config_toml=sim.resolved_config(),
         seconds=time.perf_counter() - started,
     )
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def run_sweep(
+    sweep: Any = None,
+    out: str | os.PathLike | None = None,
+    *,
+    base: str | os.PathLike | Mapping[str, Any] | None = None,
+    grid: Mapping[str, list] | None = None,
+    workloads: list[Mapping[str, Any]] | None = None,
+    seeds: list[int] | None = None,
+    id: str | None = None,  # noqa: A002 - the sweep's `id`, as in SWEEP.toml
+    jobs: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
+):
+    """Runs a sweep and returns its table as a pandas DataFrame: one row per
+    point, its labels (`workload`, each grid dimension, `seed`), then
+    `config_hash`, `seconds` and every statistic. What `pagelab sweep`
+    writes is written too: OUT/results.duckdb (runs already there are not
+    run again), OUT/ID.csv and OUT/ID.provenance.json; OUT defaults to
+    out/ID.
+
+    `sweep` is a SWEEP.toml path (docs/sweeps.md) or a `pagelab.sweep.Sweep`;
+    or leave it out and give the parts: `base` (a configuration: a dict or
+    a TOML path), `grid` (`{"os.policy": ["base", "thp"]}`), `workloads`
+    (tables, each replacing the base's workload), `seeds` and `id`
+    (default "sweep"). A run that fails raises SimulationError after the
+    others are stored.
+
+    (`pagelab.sweep` is the module with the parts; this is the call.)
+    """
+    from pagelab.sweep import Sweep, load_sweep, sweep_to_dir
+
+    if sweep is None:
+        base_config: dict = {}
+        if base is not None:
+            import tomllib
+
+            text, source = load_config_text(base)
+            try:
+                base_config = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                raise _pagelab.ConfigError(f"{source}: {e}") from None
+        spec = Sweep(id=id or "sweep", base=base_config, grid={k.replace("__", "."): list(v) for k, v in (grid or {}).items()},
+                     workloads=[dict(w) for w in workloads or []], seeds=list(seeds or []))
+    elif isinstance(sweep, Sweep):
+        spec = sweep
+    else:
+        spec = load_sweep(sweep)
+    outcome, df = sweep_to_dir(spec, Path(out) if out is not None else Path("out") / spec.id,
+                               jobs=jobs, executor=executor, address=address)
+    if outcome.errors:
+        first = next(iter(outcome.errors.values()))
+        raise _pagelab.SimulationError(f"{len(outcome.errors)} of {len(outcome.points)} runs of sweep {spec.id} failed "
+                                       f"(the others are stored in {outcome.store_path}): {first}")
+    return df

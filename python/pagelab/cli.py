@@ -66,8 +66,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(_args: argparse.Namespace) -> int:
-    for name in _pagelab.presets():
-        print(name)
+    """One line per preset, whatever the terminal's width (a table would
+    wrap each machine over two lines in 80 columns; a line stays whole
+    for grep and cut): its name, the machine it models, where its values
+    come from (the first two lines of its file; the rest of the file says
+    which value comes from which source)."""
+    names = _pagelab.presets()
+    width = max(map(len, names))
+    for n in names:
+        machine, source = _pagelab.preset_about(n) or ("?", "?")
+        print(f"{n:<{width}}  {machine}; values from {source}")
     return 0
 
 
@@ -100,15 +108,11 @@ def _log(msg: str) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from pagelab.sweep import load_sweep, run_sweep
-    from pagelab.output import write_atomic
+    from pagelab.sweep import load_sweep, sweep_to_dir
 
     spec = load_sweep(args.sweep)
     out = Path(args.out or Path("out") / spec.id)
-    outcome = run_sweep(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
-    df = outcome.frame()
-    if len(df):
-        write_atomic(out / f"{spec.id}.csv", df.to_csv(index=False))
+    outcome, _ = sweep_to_dir(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
     if args.parquet:
         from pagelab.store import Store
 
@@ -125,11 +129,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from pagelab import experiments
 
     if args.list or not args.id:
+        from pagelab.experiments.timings import expected_times
+
         # One experiment per line, its title wrapped under itself so that
-        # the list stays inside 80 columns.
+        # the list stays inside 80 columns, then its recorded times.
+        times = expected_times()
         for exp in experiments.all_experiments():
             text = exp.title + (f" [{exp.paper}]" if exp.paper else "")
             print(textwrap.fill(text, 80, initial_indent=f"{exp.id:16} ", subsequent_indent=" " * 17, break_on_hyphens=False))
+            print(textwrap.fill(times.line(exp.id), 80, initial_indent=" " * 17, subsequent_indent=" " * 23))
+        print()
+        print(textwrap.fill(times.legend(), 80))
         return 0
     try:
         exp = experiments.get(args.id)
@@ -160,11 +170,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pagelab.report import write_report
 
     try:
-        print(write_report(args.dir, args.out))
+        print(write_report(args.dir, args.out, stats=args.stat))
     except FileNotFoundError as e:
         print(f"pagelab: error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
     return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from pagelab.diff import main as diff_main
+
+    return diff_main(args)
 
 
 def _footprint(text: str) -> int:
@@ -215,6 +231,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 success; 1 a run failed (simulated memory exhausted, a stale translation, "
         "a worker that died, an internal error); 2 bad input (configuration, file, argument); 130 interrupted.",
     )
+    p.add_argument("--version", action=_Version, help="print pagelab's version and commit")
     p.add_argument("--debug", action="store_true", help="on an internal error, show where (Python traceback, Rust panic location)")
     p.add_argument(
         "--host-mem", metavar="SIZE",
@@ -226,14 +243,26 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one configuration")
     r.add_argument("config", help="a TOML configuration file")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (repeatable)")
-    r.add_argument("--out", metavar="DIR", help="write stats.json and config.resolved.toml here")
-    r.add_argument("--export-phys", metavar="FILE", help="write every physical reference (R/W/P lines; .zst compresses)")
+    r.add_argument("--out", metavar="DIR", help="write stats.json, config.resolved.toml, provenance.json (and timeseries.json) here")
+    r.add_argument("--export-phys", metavar="FILE",
+                   help="write every physical reference the caches see, L1 hits and the first-touch pass included "
+                        "(R/W/P/I lines: load, store, walk, fetch; .zst compresses; docs/trace-format.md)")
     r.add_argument("--export-format", choices=["pagelab", "ramulator2", "dramsim3"], default="pagelab",
                    help="line format of --export-phys: pagelab's R/W/P/I, Ramulator 2's LD/ST, DRAMsim3's ADDR READ|WRITE CYCLE")
-    r.add_argument("--export-memory-only", action="store_true", help="export only references served by memory (LLC misses)")
+    r.add_argument("--export-memory-only", action="store_true",
+                   help="export only the references memory serves (LLC misses; their number is mem.accesses): a DRAM simulator's input")
     r.set_defaults(func=cmd_run)
 
-    pr = sub.add_parser("presets", help="list the machine presets")
+    df = sub.add_parser("diff", help="what differs between two runs, or the matched runs of two results stores")
+    df.add_argument("a", help="a run directory (pagelab run --out) or a results store (a sweep's or an experiment's DIR)")
+    df.add_argument("b", help="the same kind as A")
+    df.add_argument("--stat", action="append", metavar="GLOB", help="only statistics matching this pattern (repeatable: 'dtlb.*')")
+    df.add_argument("--top", type=int, default=30, metavar="N", help="statistics to print, largest changes first (0: all; default 30)")
+    df.add_argument("--per-core", action="store_true", help="also the per-core copies (core0.*)")
+    df.add_argument("--csv", metavar="FILE", help="write every differing statistic (per pair, for stores) to a CSV file")
+    df.set_defaults(func=cmd_diff)
+
+    pr = sub.add_parser("presets", help="list the machine presets: the machine each models, its sources")
     pr.set_defaults(func=cmd_presets)
 
     b = sub.add_parser("bench", help="measure the simulator's speed (accesses/s)")
@@ -296,12 +325,12 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("id", nargs="?", help="experiment id")
     rp.add_argument("--list", action="store_true", help="list the experiments")
     size = rp.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="the small variant (under two minutes on two cores)")
+    size.add_argument("--quick", action="store_true", help="the small variant (minutes, not hours: --list shows each experiment's recorded times)")
     size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     size.add_argument(
         "--variant",
         choices=["full", "quick", "tiny"],
-        help="full (default: the paper's scale), quick (= --quick) or tiny (seconds: checks that the experiment runs; the tests use it)",
+        help="full (default: the paper's scale), quick (= --quick) or tiny (the smallest: checks that the experiment runs; the tests use it)",
     )
     rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
     rp.add_argument("--seeds", type=_positive_int, metavar="N",
@@ -325,11 +354,28 @@ def parser() -> argparse.ArgumentParser:
                           "measured it to end (a shared host's LLC can be smaller)")
     cal.set_defaults(func=cmd_calibrate)
 
-    rr = sub.add_parser("report", help="one self-contained HTML page of a results directory")
-    rr.add_argument("dir", help="results directory")
+    rr = sub.add_parser("report", help="one self-contained HTML page of a run, a sweep or an experiment")
+    rr.add_argument("dir", help="a run directory (pagelab run --out), a sweep's or an experiment's results directory")
     rr.add_argument("--out", metavar="FILE", help="default DIR/report.html")
+    rr.add_argument("--stat", action="append", metavar="NAME",
+                    help="a statistic to plot (repeatable): against a sweep's swept keys, or over a run's epochs "
+                         "(default: cycles, dtlb.l2.misses, cache.llc.misses)")
     rr.set_defaults(func=cmd_report)
     return p
+
+
+class _Version(argparse.Action):
+    """`--version`: pagelab's version and commit, computed only when asked
+    for (the commit is a git call)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from pagelab.provenance import version_line
+
+        print(version_line())
+        parser.exit()
 
 
 #: Exit statuses (docs/reliability.md): bad input (a configuration, a file,

@@ -66,12 +66,28 @@ def capture(out: str, program: list[str]) -> tuple[dict, int]:
     return result["summary"], proc.returncode
 
 
+def written(path: str, s: dict) -> str:
+    """What `trace convert` and `trace capture` wrote, counted as a run
+    counts it: data loads and stores (a modify is one of each; `trace info`
+    counts it once, as cachegrind's D refs do) apart from instruction
+    fetches."""
+    data = s["accesses"] - s["ifetches"]
+    return (f"wrote {path}: {data:,} data loads and stores (a modify is one of each), "
+            f"{s['ifetches']:,} instruction fetches, {s['instructions']:,} instructions; "
+            f"{s['records']:,} records, {s['bytes']:,} bytes")
+
+
 def _cell(v) -> str:
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
 
 
 def print_info(info: dict, console: Console) -> None:
-    table = Table(title=str(info.get("path", "trace")))
+    """The info as a table, with what its counts mean: `accesses` counts a
+    modify once (cachegrind's D refs), where a run's `accesses` statistic
+    and `trace convert` count it as a load and a store."""
+    table = Table(title=str(info.get("path", "trace")),
+                  caption="accesses = loads + stores - modifies (a modify once, as cachegrind's D refs); "
+                          "a run's accesses statistic is loads + stores")
     table.add_column("")
     table.add_column("value", justify="right")
     for k, v in info.items():
@@ -114,8 +130,7 @@ def _bytes(n: int) -> str:
 def main(args: argparse.Namespace) -> int:
     console = Console()
     if args.trace_command == "convert":
-        s = convert(args.src, args.dst)
-        console.print(f"wrote {args.dst}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+        console.print(written(args.dst, convert(args.src, args.dst)), soft_wrap=True)
     elif args.trace_command == "info":
         info = dict(_pagelab.trace_info(args.file), path=args.file)
         if args.json:
@@ -138,7 +153,7 @@ def main(args: argparse.Namespace) -> int:
         if program and program[0] == "--":
             program = program[1:]
         s, status = capture(args.out, program)
-        console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+        console.print(written(args.out, s), soft_wrap=True)
         if status != 0:
             console.print(f"{program[0]} exited with status {status}; its trace is kept")
             if args.propagate_status:

@@ -217,8 +217,10 @@ fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
         }
     }
     for (i, snap) in sim.timeseries().iter().enumerate() {
-        // (Sums of the statistics of before only, for legacy runs.)
-        let sum: f64 = snap.iter().filter(|(k, _)| !legacy || !is_new_stat(k)).map(|(_, v)| v.as_f64()).sum();
+        // (Sums of the statistics of before only, for legacy runs; an
+        // epoch's own markers, `epoch.*`, are not statistics.)
+        let stat = |k: &str| !k.starts_with("epoch.") && (!legacy || !is_new_stat(k));
+        let sum: f64 = snap.iter().filter(|(k, _)| stat(k)).map(|(_, v)| v.as_f64()).sum();
         println!("{name} epoch{i} {sum}");
     }
     later

@@ -245,6 +245,13 @@ fn presets() -> Vec<&'static str> {
     preset_names()
 }
 
+/// `preset_about(name) -> (machine, source)`: what a preset models and
+/// where its values come from; None for an unknown name.
+#[pyfunction]
+fn preset_about(name: &str) -> Option<(&'static str, &'static str)> {
+    pagelab_core::config::preset_about(name)
+}
+
 /// The host memory a run may use (`PAGELAB_HOST_MEM`, else the host's
 /// available memory), in bytes; None where neither is known.
 #[pyfunction]
@@ -265,6 +272,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset_about, m)?)?;
     m.add_function(wrap_pyfunction!(student_t_975, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;

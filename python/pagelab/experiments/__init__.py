@@ -29,6 +29,7 @@ from typing import Callable
 
 import pandas as pd
 
+from pagelab import provenance
 from pagelab.sweep import Sweep, run_sweep
 
 VARIANTS = ("full", "quick", "tiny")
@@ -130,7 +131,9 @@ def reproduce(
     log=None,
 ) -> list[Path]:
     """Runs (what is not yet stored of) an experiment and analyzes it. The
-    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md} and ID*.png.
+    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md}, ID*.png and
+    ID*.pdf (each figure in both), and OUT/ID.provenance.json (version,
+    commit, date, machine, variant, seeds, wall-clock time).
     `seeds` = N runs every point with seeds 1..N instead of the variant's
     (`common.SEEDS`)."""
     exp = get(exp_id)
@@ -148,6 +151,13 @@ def reproduce(
         raise RuntimeError(f"{len(outcome.errors)} run(s) of {exp_id} failed: {next(iter(outcome.errors.values()))}")
     df = outcome.frame()
     files = exp.analyze(df, out, variant)
+    # Every figure is also a PDF (`output.save_figure`): list it too.
+    files += [f.with_suffix(".pdf") for f in files if f.suffix == ".png" and f.with_suffix(".pdf").exists()]
+    seconds = time.perf_counter() - started
+    files.append(provenance.write(out / f"{exp.id}{provenance.SUFFIX}", provenance.collect(
+        kind="experiment", id=exp.id, title=exp.title, paper=exp.paper, variant=variant, seeds=list(sweep.seeds),
+        points=len(outcome.points), ran=outcome.ran, reused=outcome.reused, jobs=jobs, executor=executor,
+        seconds=round(seconds, 1))))
     if log:
-        log(f"{exp_id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {time.perf_counter() - started:.1f} s")
+        log(f"{exp_id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {seconds:.1f} s")
     return files

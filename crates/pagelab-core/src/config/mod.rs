@@ -16,7 +16,7 @@ mod vms;
 
 pub use load::{apply_override, parse_config};
 pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
-pub use presets::{preset_names, preset_table};
+pub use presets::{preset_about, preset_names, preset_table};
 pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
 pub use vms::{Guest, VmConfig, MAX_VMS};

@@ -676,7 +676,16 @@ impl Simulation {
         while self.next_epoch <= self.cores[0].retired {
             self.next_epoch += epoch;
         }
-        let snapshot = self.stats();
+        let mut snapshot = self.stats();
+        // Where the snapshot sits, for a reader of the timeseries: core 0's
+        // instructions since the start (statistics restart from 0 at a
+        // reset; this does not), whether core 0 was still in its
+        // first-touch pass, and whether the statistics had been reset yet
+        // (`run.warmup`, `run.skip_init`): rows before the reset are not
+        // in the final statistics.
+        snapshot.insert("epoch.instructions".into(), Stat::Int(self.cores[0].retired));
+        snapshot.insert("epoch.init".into(), Stat::Int(u64::from(!self.cores[0].measuring)));
+        snapshot.insert("epoch.counted".into(), Stat::Int(u64::from(self.warm)));
         self.timeseries.push(snapshot);
     }
 

@@ -123,7 +123,11 @@ pub(crate) fn bad(path: &Path, offset: u64, msg: impl Into<String>) -> Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ConvertSummary {
     pub records: u64,
+    /// Access records: data (a modify as a load and a store) and
+    /// instruction fetches.
     pub accesses: u64,
+    /// Of those, instruction fetches.
+    pub ifetches: u64,
     pub instructions: u64,
     /// Size of the native file written.
     pub bytes: u64,
@@ -196,6 +200,7 @@ fn write_native(source: &mut dyn Source, tmp: &Path) -> Result<ConvertSummary> {
     Ok(ConvertSummary {
         records: totals.records,
         accesses: totals.accesses,
+        ifetches: totals.ifetches,
         instructions: totals.instructions,
         bytes: totals.bytes,
     })

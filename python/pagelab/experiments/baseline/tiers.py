@@ -28,8 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MIB, markdown_table, mean_over_seeds, paired, pyplot,
-                                        seeds, with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (MIB, error_bars, legend_beside, markdown_table, mean_over_seeds, paired,
+                                        pyplot, seeds, with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "mem-tiers"
@@ -120,14 +120,15 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6, 3.6))
     for (w, slow), sub in t.groupby(["workload", "slow_tier"]):
-        ax.plot(sub.slow_accesses_share, sub.runtime_norm, marker="o", label=f"{w}, slow tier {slow}")
+        ax.errorbar(sub.slow_accesses_share, sub.runtime_norm, yerr=error_bars(sub, "runtime_norm"), marker="o",
+                    label=f"{w}, slow tier {slow}")
     ax.set_xlabel("share of memory references served by the slow tier")
     ax.set_ylabel("runtime / runtime without tiers")
-    ax.legend(fontsize=8)
+    legend_beside(fig)
     fig.suptitle("mem-tiers: runtime against the slow tier's share")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:

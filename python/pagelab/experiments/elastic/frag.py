@@ -47,8 +47,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, MIB, legend_beside, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
 from pagelab.experiments.elastic.analogues import SCALE, divisor, footprint, workload
 from pagelab.sweep import Sweep
@@ -173,11 +173,11 @@ def plot_frag(t: pd.DataFrame, path: Path) -> Path:
     for ax, f in zip(axes, FMFIS):
         native.grouped_bars(ax, t[t.fmfi == f], "system", [s for s in FRAG_SYSTEMS if s != "4k"])
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
-        ax.set_title(f"FMFI {f:.0%}")
-    axes[0].set_ylabel("cycles / 4 KiB pages' cycles")
-    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.set_title(f"FMFI {f:.0%} (free memory fragmentation index)")
+    axes[0].set_ylabel("cycles / cycles on 4 KiB pages")
+    legend_beside(fig, title="system")
     fig.suptitle("et-frag: Neoverse N1 (scaled), native, fragmented memory")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

@@ -43,8 +43,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, error_bars, legend_beside, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        system_color, with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import SCALE, fit, workloads
 from pagelab.experiments.elastic.native import setup_text
@@ -137,13 +137,14 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     for i, size in enumerate(ORDER):
         sub = t[t.page_size == size].set_index("case").reindex(workloads)
         xs = [j + (i - (len(ORDER) - 1) / 2) * width for j in range(len(workloads))]
-        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), capsize=2, label=size)
+        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), label=size,
+               color=system_color(size, i))
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xticks(range(len(workloads)), workloads)
-    ax.set_ylabel("cycles / 4 KiB pages' cycles")
+    ax.set_ylabel("cycles / cycles on 4 KiB pages")
     ax.set_title("et-hugetlb: HugeTLB page sizes on Neoverse N1, native and virtualized")
-    ax.legend(fontsize=8)
-    return write_figure(fig, path)
+    legend_beside(fig, title="page size")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
