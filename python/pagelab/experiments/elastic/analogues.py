@@ -30,13 +30,14 @@ loads. SVM and XSBench had no analogue before.
 **XSBench's scaling.** Dividing the footprint by s divides G, the points
 per nuclide grid, so the nuclide grids a lookup visits one after another
 share 2 MiB pages (about 22 per page at s = 128, 5 at s = 32) where XL's
-each span 5.7. Measured on the quick machine scaled by s (300,000
-accesses, seed 1, THP against 4 KiB pages, 2026-11-28): THP's L2 TLB
-misses over 4 KiB's 0.076 (s = 128, `quick`), 0.169 (32, `full`), 0.542
-(8), 0.617 (4: a nuclide's grid is 2.9 MiB, in huge pages of its own);
+each span 5.5 (238,847 x 48 bytes). Measured on the quick machine scaled
+by s (300,000 accesses, seed 1, THP against 4 KiB pages, 2026-11-28):
+THP's L2 TLB misses over 4 KiB's 0.076 (s = 128, `quick`), 0.169 (32,
+`full`), 0.542 (8), 0.617 (4: a nuclide's grid is 2.9 MiB, in huge pages of its own);
 the artifact's 0.296 (fig8 `tlbmisses.csv`). THP's cycles over 4 KiB's
-stayed 0.657-0.674 at every s (the artifact's 0.77): the misses THP keeps
-are short walks. So the ratio of misses is not the artifact's at any
+stayed 0.657-0.674 at every s (the artifact's 0.77; before main's
+f56aece timing change, which moves s = 128's to 0.676): the misses THP
+keeps are short walks. So the ratio of misses is not the artifact's at any
 scale run here, and the cycles are insensitive to it.
 
 **ET's 32 MiB VMA threshold is not scaled.** ET's fault path makes 64
