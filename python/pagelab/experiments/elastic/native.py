@@ -295,8 +295,7 @@ def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, NATIVE, t, plot_native, native_measured(t), out)
     text = f"""# {NATIVE}: the paper's Figure 8 (native, no fragmentation)
 
-{setup_text(variant)} SVM and XSBench have no analogue (`analogues.py` says
-why).
+{setup_text(variant)}
 
 ## Against the artifact
 
