@@ -13,9 +13,14 @@
 //! record and its data latency. A fault serialises the window before the
 //! access; so do shootdowns and mapping events, between stages.
 
+use super::banks::Banks;
+use super::dram::DramTiming;
 use super::window::{AccessTiming, Kind, FAULT, L2_TLB, WALK};
 use super::MEMORY;
 use crate::engine::{RefKind, Simulation, FLOW_CLASS};
+use crate::hw::cache::CacheHierarchy;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::dram::{Dram, DramAccess};
 use crate::phys::MAX_TIERS;
 use crate::units::PhysAddr;
 use crate::workload::AccessKind;
@@ -27,13 +32,17 @@ impl Simulation {
     /// its tier's latency, and writebacks their tier's, `timing::tiers`) or
     /// one memory; noting the walks that miss the L1D (`WALK_FB`: they hold
     /// fill buffers, `Timing::walk_fill_buffers`) or not, so that the test
-    /// per walk reference costs nothing when they do not.
+    /// per walk reference costs nothing when they do not; with the DRAM's
+    /// row buffers (`DRAM`: a reference served by memory costs its row
+    /// outcome's latency, `timing::dram`, and waits for its bank under the
+    /// interval model) or not. (`TIERS` and `DRAM` never both.)
     #[inline(never)]
     pub(in crate::engine) fn timed_stage<
         const INTERVAL: bool,
         const PREFETCH: bool,
         const TIERS: bool,
         const WALK_FB: bool,
+        const DRAM: bool,
     >(
         &mut self,
         i: usize,
@@ -51,6 +60,7 @@ impl Simulation {
         // The interval model's writeback cycles since the last data reference.
         let mut writebacks = 0.0;
         let tiers = if TIERS { t.tiers.as_deref() } else { None };
+        let mut dram = if DRAM { self.dram.as_deref_mut().zip(t.dram.as_deref()) } else { None };
         for j in 0..core.refs.len() {
             let (addr, kind) = core.refs.get(j);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
@@ -90,21 +100,48 @@ impl Simulation {
                     }
                 }
             }
-            let latency = match (tiers, tier) {
-                (Some(tt), Some((n, write))) => tt.latency(n, write),
+            // The row outcome of a reference served by memory (and the
+            // writebacks its fill caused: they open their rows first).
+            let mut row = None;
+            if let Some((d, dt)) = dram.as_mut() {
+                let banks = window.as_mut().and_then(|w| w.banks.as_deref_mut());
+                let (write, memory) = (caches.is_none() && kind == RefKind::Store, level == MEMORY);
+                row = dram_requests(d, dt, caches.as_deref_mut(), banks, &mut core.stats, (addr, memory, write));
+                if let (Some(x), Some(b)) = (row, window.as_mut().and_then(|w| w.banks.as_deref_mut())) {
+                    if kind == RefKind::Walk {
+                        b.walk_ref(x.bank, walk_refs, dt.read_busy(x.outcome));
+                    } else {
+                        b.data_ref(x.bank, if write { dt.write_busy(x.outcome) } else { dt.read_busy(x.outcome) });
+                    }
+                }
+            }
+            let latency = match (tiers, tier, row) {
+                (Some(tt), Some((n, write)), _) => tt.latency(n, write),
+                (_, _, Some(x)) => dram.as_ref().map_or(t.latency[level], |(_, dt)| dt.read(x.outcome)),
                 _ => t.latency[level],
             };
             if !INTERVAL {
-                match (tiers, tier) {
-                    (Some(tt), Some((n, _))) if kind == RefKind::Walk => {
-                        let cycles = tt.walk_cycles(n);
+                if let (Some(x), Some((_, dt))) = (row, dram.as_ref()) {
+                    if kind == RefKind::Walk {
+                        let cycles = dt.walk_cycles(x.outcome);
                         core.stats.cycles_translation += cycles;
                         // `walk_cycles_of` counts t.walk_cycles(MEMORY).
                         core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
+                    } else {
+                        core.stats.cycles_data += dt.data_cycles(x.outcome);
                     }
-                    (Some(tt), Some((n, write))) => core.stats.cycles_data += tt.data_cycles(n, write),
-                    _ if kind == RefKind::Walk => core.stats.cycles_translation += t.walk_cycles(level),
-                    _ => core.stats.cycles_data += t.data_cycles(level),
+                } else {
+                    match (tiers, tier) {
+                        (Some(tt), Some((n, _))) if kind == RefKind::Walk => {
+                            let cycles = tt.walk_cycles(n);
+                            core.stats.cycles_translation += cycles;
+                            // `walk_cycles_of` counts t.walk_cycles(MEMORY).
+                            core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
+                        }
+                        (Some(tt), Some((n, write))) => core.stats.cycles_data += tt.data_cycles(n, write),
+                        _ if kind == RefKind::Walk => core.stats.cycles_translation += t.walk_cycles(level),
+                        _ => core.stats.cycles_data += t.data_cycles(level),
+                    }
                 }
             } else if kind == RefKind::Walk {
                 walk_refs += latency;
@@ -132,9 +169,19 @@ impl Simulation {
                     walk: flags & WALK != 0,
                     walk_refs,
                     walk_left_l1d,
-                    data: if TIERS { latency - t.latency[0] + writebacks } else { t.latency[level] - t.latency[0] },
+                    data: if TIERS {
+                        latency - t.latency[0] + writebacks
+                    } else if DRAM {
+                        latency - t.latency[0]
+                    } else {
+                        t.latency[level] - t.latency[0]
+                    },
                 };
-                w.access(&a, &mut core.stats);
+                if DRAM {
+                    w.access_with_banks(&a, &mut core.stats);
+                } else {
+                    w.access(&a, &mut core.stats);
+                }
                 walk_refs = 0.0;
                 walk_left_l1d = false;
                 writebacks = 0.0;
@@ -154,4 +201,34 @@ impl Simulation {
         }
         core.window = window;
     }
+}
+
+/// The DRAM requests around one reference: first the lines its fill wrote
+/// back (each opens its row; under the interval model it occupies its bank
+/// once the fill arrives), then the reference itself if memory served it
+/// (`memory`; a store without caches is a write): its bank and row outcome.
+#[inline]
+fn dram_requests(
+    d: &mut Dram,
+    dt: &DramTiming,
+    caches: Option<&mut CacheHierarchy>,
+    mut banks: Option<&mut Banks>,
+    stats: &mut CoreStats,
+    (addr, memory, write): (u64, bool, bool),
+) -> Option<DramAccess> {
+    if let Some(c) = caches {
+        while let Some(line) = c.take_writeback() {
+            let x = d.access(line);
+            stats.count_dram(true, x, d.nr_banks());
+            if let Some(b) = banks.as_deref_mut() {
+                b.write(x.bank, dt.write_busy(x.outcome));
+            }
+        }
+    }
+    if !memory {
+        return None;
+    }
+    let x = d.access(addr);
+    stats.count_dram(write, x, d.nr_banks());
+    Some(x)
 }

@@ -2,7 +2,7 @@
 //! host-physical address is in, and what a reference served there costs.
 //!
 //! Only a run with tiers builds a [`TierTiming`]; its stage 2 is
-//! `timed_stage::<_, _, true, _>` (chosen once per quantum in
+//! `timed_stage::<_, _, true, _, false>` (chosen once per quantum in
 //! [`Simulation::tiered_stages`]), so a run without tiers runs its stages of
 //! before, with no lookup. The tiers lie in list order from address 0
 //! (`phys::tiers`), so the lookup is a count of the boundaries at or below
@@ -152,26 +152,26 @@ impl Simulation {
         match (self.timing.model, prefetch) {
             (crate::config::TimingModel::Fixed, false) => {
                 self.translate::<false>(i, end)?;
-                self.timed_stage::<false, false, true, false>(i);
+                self.timed_stage::<false, false, true, false, false>(i);
             }
             (crate::config::TimingModel::Fixed, true) => {
                 self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, true, false>(i);
+                self.timed_stage::<false, true, true, false, false>(i);
             }
             (crate::config::TimingModel::Interval, false) => {
                 self.translate::<true>(i, end)?;
                 if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, false, true, true>(i);
+                    self.timed_stage::<true, false, true, true, false>(i);
                 } else {
-                    self.timed_stage::<true, false, true, false>(i);
+                    self.timed_stage::<true, false, true, false, false>(i);
                 }
             }
             (crate::config::TimingModel::Interval, true) => {
                 self.translate::<true>(i, end)?;
                 if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, true, true, true>(i);
+                    self.timed_stage::<true, true, true, true, false>(i);
                 } else {
-                    self.timed_stage::<true, true, true, false>(i);
+                    self.timed_stage::<true, true, true, false, false>(i);
                 }
             }
         }

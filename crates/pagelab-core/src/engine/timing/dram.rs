@@ -1,0 +1,141 @@
+//! What a DRAM request costs (`machine.memory.dram`), in core cycles.
+//!
+//! `machine.memory.latency` stays the load-to-use latency of a read that
+//! reaches memory and finds another row open in its bank: the common case
+//! of a latency benchmark's random reads under an open-page policy, which
+//! is what the presets' sources measured. It is the uncore's fixed trip
+//! (core to controller and back, the caches' lookups on the way) plus the
+//! DIMMs' precharge, activation, column read and burst. The row buffer
+//! decides the DIMMs' part only:
+//!
+//! | outcome | load-to-use latency |
+//! |---|---|
+//! | row conflict (another row open) | `latency` |
+//! | row miss (the bank closed) | `latency - tRP` |
+//! | row hit (its row open) | `latency - tRP - tRCD` |
+//!
+//! each timing converted from the DIMMs' clock (`tck_ns`) at
+//! `machine.freq_ghz`. A read holds its bank for the part before its
+//! column read and its burst (hit: the burst; miss: tRCD + burst;
+//! conflict: tRP + tRCD + burst); a write for the same plus the write
+//! recovery (`wr_ns`). The interval model queues requests on these
+//! (`timing::banks`); the fixed model has no time, so it charges the
+//! latencies alone: a data read `(latency - L1D latency) / mlp`, a walk
+//! read `latency / walk_mlp`, as for one memory. Writebacks change the
+//! row buffers under both and cost no latency of their own.
+
+use super::Timing;
+use crate::config::MachineConfig;
+use crate::hw::dram::RowOutcome;
+
+/// The cycles of each row outcome.
+#[derive(Debug, Clone)]
+pub struct DramTiming {
+    /// Load-to-use latency of a read, by outcome.
+    read: [f64; 3],
+    /// Cycles a read and a write hold their bank, by outcome.
+    read_busy: [f64; 3],
+    write_busy: [f64; 3],
+    /// The fixed model's cycles of a data read and a walk read.
+    data: [f64; 3],
+    walk: [f64; 3],
+}
+
+impl DramTiming {
+    /// Whether the machine runs the row-buffer model: asked for, on one
+    /// memory (validation refuses it with tiers).
+    pub fn active(m: &MachineConfig) -> bool {
+        m.memory.dram.enabled && m.memory.tiers.is_empty()
+    }
+
+    /// `None` without the model. `m` must have been validated (the
+    /// latency holds the DIMMs' part of a conflict).
+    pub fn new(m: &MachineConfig, t: &Timing) -> Option<Box<DramTiming>> {
+        if !Self::active(m) {
+            return None;
+        }
+        let d = &m.memory.dram;
+        let cycles = |clocks: u32| d.core_cycles(clocks, m.freq_ghz);
+        let (rp, rcd, burst) = (cycles(d.rp), cycles(d.rcd), cycles(d.burst));
+        let latency = t.latency[super::MEMORY];
+        let read = [latency - rp - rcd, latency - rp, latency];
+        let read_busy = [burst, rcd + burst, rp + rcd + burst];
+        let recovery = d.wr_ns * m.freq_ghz;
+        Some(Box::new(DramTiming {
+            read,
+            read_busy,
+            write_busy: read_busy.map(|busy| busy + recovery),
+            // The same quotients as `Timing::new`'s, so a conflict costs
+            // exactly what one memory's reference does.
+            data: read.map(|x| (x - t.latency[0]) / t.mlp),
+            walk: read.map(|x| x / t.walk_mlp),
+        }))
+    }
+
+    /// Load-to-use latency of a read that found `o`.
+    #[inline(always)]
+    pub fn read(&self, o: RowOutcome) -> f64 {
+        self.read[o.index() % 3]
+    }
+
+    #[inline(always)]
+    pub fn read_busy(&self, o: RowOutcome) -> f64 {
+        self.read_busy[o.index() % 3]
+    }
+
+    #[inline(always)]
+    pub fn write_busy(&self, o: RowOutcome) -> f64 {
+        self.write_busy[o.index() % 3]
+    }
+
+    /// The fixed model's cycles of a data read that found `o`.
+    #[inline(always)]
+    pub fn data_cycles(&self, o: RowOutcome) -> f64 {
+        self.data[o.index() % 3]
+    }
+
+    /// The fixed model's cycles of a walk read that found `o`.
+    #[inline(always)]
+    pub fn walk_cycles(&self, o: RowOutcome) -> f64 {
+        self.walk[o.index() % 3]
+    }
+}
+
+impl crate::engine::Simulation {
+    /// Both stages of a run with the row-buffer model: stage 2 is always
+    /// the timed stage, in its DRAM variant (the fixed model's too: without
+    /// prefetchers it sums the same cycles in the same order as
+    /// `cache_stage` and `memory_stage`, but for the row outcomes'). Chosen
+    /// once per quantum, so a run without the model runs its stages of
+    /// before.
+    pub(in crate::engine) fn dram_stages(&mut self, i: usize, end: usize) -> crate::error::Result<()> {
+        let prefetch = self.caches.as_ref().is_some_and(crate::hw::cache::CacheHierarchy::prefetching);
+        match (self.timing.model, prefetch) {
+            (crate::config::TimingModel::Fixed, false) => {
+                self.translate::<false>(i, end)?;
+                self.timed_stage::<false, false, false, false, true>(i);
+            }
+            (crate::config::TimingModel::Fixed, true) => {
+                self.translate::<false>(i, end)?;
+                self.timed_stage::<false, true, false, false, true>(i);
+            }
+            (crate::config::TimingModel::Interval, false) => {
+                self.translate::<true>(i, end)?;
+                if self.timing.walk_fill_buffers {
+                    self.timed_stage::<true, false, false, true, true>(i);
+                } else {
+                    self.timed_stage::<true, false, false, false, true>(i);
+                }
+            }
+            (crate::config::TimingModel::Interval, true) => {
+                self.translate::<true>(i, end)?;
+                if self.timing.walk_fill_buffers {
+                    self.timed_stage::<true, true, false, true, true>(i);
+                } else {
+                    self.timed_stage::<true, true, false, false, true>(i);
+                }
+            }
+        }
+        Ok(())
+    }
+}
