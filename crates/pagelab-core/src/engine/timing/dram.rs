@@ -24,10 +24,27 @@
 //! read `latency / walk_mlp`, as for one memory. Writebacks change the
 //! row buffers under both and cost no latency of their own.
 
+use super::banks::Banks;
 use super::Timing;
 use crate::config::MachineConfig;
-use crate::hw::dram::RowOutcome;
+use crate::engine::RefKind;
+use crate::hw::cache::CacheHierarchy;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::dram::{Dram, RowOutcome};
 
+/// One reference of stage 2, as the DRAM needs it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DramRef {
+    pub addr: u64,
+    pub kind: RefKind,
+    /// Memory served it (it is a DRAM request).
+    pub memory: bool,
+    /// A machine without caches: a store is a write.
+    pub no_caches: bool,
+    /// For a walk's reference: the walk's references before it take this
+    /// long (where it issues in the walk).
+    pub walk_offset: f64,
+}
 /// The cycles of each row outcome.
 #[derive(Debug, Clone)]
 pub struct DramTiming {
@@ -70,6 +87,45 @@ impl DramTiming {
             data: read.map(|x| (x - t.latency[0]) / t.mlp),
             walk: read.map(|x| x / t.walk_mlp),
         }))
+    }
+
+    /// The DRAM requests around reference `r`: first the lines its fill
+    /// wrote back (each opens its row, and under the interval model holds
+    /// its bank once the fill arrives: [`Banks::write`]), then `r` itself
+    /// if memory served it: its row outcome, and under the interval model
+    /// its request for its bank.
+    #[inline]
+    pub(super) fn requests(
+        &self,
+        d: &mut Dram,
+        caches: Option<&mut CacheHierarchy>,
+        mut banks: Option<&mut Banks>,
+        stats: &mut CoreStats,
+        r: DramRef,
+    ) -> Option<RowOutcome> {
+        if let Some(c) = caches {
+            while let Some(line) = c.take_writeback() {
+                let x = d.access(line);
+                stats.count_dram(true, x, d.nr_banks());
+                if let Some(b) = banks.as_deref_mut() {
+                    b.write(x.bank, self.write_busy(x.outcome));
+                }
+            }
+        }
+        if !r.memory {
+            return None;
+        }
+        let x = d.access(r.addr);
+        let write = r.no_caches && r.kind == RefKind::Store;
+        stats.count_dram(write, x, d.nr_banks());
+        if let Some(b) = banks {
+            match r.kind {
+                RefKind::Walk => b.walk_ref(x.bank, r.walk_offset, self.read_busy(x.outcome)),
+                _ if write => b.data_ref(x.bank, self.write_busy(x.outcome)),
+                _ => b.data_ref(x.bank, self.read_busy(x.outcome)),
+            }
+        }
+        Some(x.outcome)
     }
 
     /// Load-to-use latency of a read that found `o`.

@@ -3,7 +3,9 @@
 //! - `"interval"` (the default): the interval core model of
 //!   [`window`], fed per access by the two stages ([`stage`]);
 //! - `"fixed"`: the first-order model below, kept bit for bit as it was
-//!   (with `machine.prefetch.enabled = false`, today's statistics).
+//!   (with `machine.prefetch.enabled = false` and the DRAM model off,
+//!   today's statistics; with the DRAM model a memory reference costs its
+//!   row outcome's latency, `dram`).
 //!
 //! Both keep cycles = base + translation + data + faults + daemon, and
 //! report `cycles.walk`, the part of translation spent in page walks (the

@@ -13,14 +13,10 @@
 //! record and its data latency. A fault serialises the window before the
 //! access; so do shootdowns and mapping events, between stages.
 
-use super::banks::Banks;
-use super::dram::DramTiming;
+use super::dram::DramRef;
 use super::window::{AccessTiming, Kind, FAULT, L2_TLB, WALK};
 use super::MEMORY;
 use crate::engine::{RefKind, Simulation, FLOW_CLASS};
-use crate::hw::cache::CacheHierarchy;
-use crate::hw::core_stats::CoreStats;
-use crate::hw::dram::{Dram, DramAccess};
 use crate::phys::MAX_TIERS;
 use crate::units::PhysAddr;
 use crate::workload::AccessKind;
@@ -105,30 +101,29 @@ impl Simulation {
             let mut row = None;
             if let Some((d, dt)) = dram.as_mut() {
                 let banks = window.as_mut().and_then(|w| w.banks.as_deref_mut());
-                let (write, memory) = (caches.is_none() && kind == RefKind::Store, level == MEMORY);
-                row = dram_requests(d, dt, caches.as_deref_mut(), banks, &mut core.stats, (addr, memory, write));
-                if let (Some(x), Some(b)) = (row, window.as_mut().and_then(|w| w.banks.as_deref_mut())) {
-                    if kind == RefKind::Walk {
-                        b.walk_ref(x.bank, walk_refs, dt.read_busy(x.outcome));
-                    } else {
-                        b.data_ref(x.bank, if write { dt.write_busy(x.outcome) } else { dt.read_busy(x.outcome) });
-                    }
-                }
+                let r = DramRef {
+                    addr,
+                    kind,
+                    memory: level == MEMORY,
+                    no_caches: caches.is_none(),
+                    walk_offset: walk_refs,
+                };
+                row = dt.requests(d, caches.as_deref_mut(), banks, &mut core.stats, r);
             }
             let latency = match (tiers, tier, row) {
                 (Some(tt), Some((n, write)), _) => tt.latency(n, write),
-                (_, _, Some(x)) => dram.as_ref().map_or(t.latency[level], |(_, dt)| dt.read(x.outcome)),
+                (_, _, Some(o)) => dram.as_ref().map_or(t.latency[level], |(_, dt)| dt.read(o)),
                 _ => t.latency[level],
             };
             if !INTERVAL {
-                if let (Some(x), Some((_, dt))) = (row, dram.as_ref()) {
+                if let (Some(o), Some((_, dt))) = (row, dram.as_ref()) {
                     if kind == RefKind::Walk {
-                        let cycles = dt.walk_cycles(x.outcome);
+                        let cycles = dt.walk_cycles(o);
                         core.stats.cycles_translation += cycles;
                         // `walk_cycles_of` counts t.walk_cycles(MEMORY).
                         core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
                     } else {
-                        core.stats.cycles_data += dt.data_cycles(x.outcome);
+                        core.stats.cycles_data += dt.data_cycles(o);
                     }
                 } else {
                     match (tiers, tier) {
@@ -201,34 +196,4 @@ impl Simulation {
         }
         core.window = window;
     }
-}
-
-/// The DRAM requests around one reference: first the lines its fill wrote
-/// back (each opens its row; under the interval model it occupies its bank
-/// once the fill arrives), then the reference itself if memory served it
-/// (`memory`; a store without caches is a write): its bank and row outcome.
-#[inline]
-fn dram_requests(
-    d: &mut Dram,
-    dt: &DramTiming,
-    caches: Option<&mut CacheHierarchy>,
-    mut banks: Option<&mut Banks>,
-    stats: &mut CoreStats,
-    (addr, memory, write): (u64, bool, bool),
-) -> Option<DramAccess> {
-    if let Some(c) = caches {
-        while let Some(line) = c.take_writeback() {
-            let x = d.access(line);
-            stats.count_dram(true, x, d.nr_banks());
-            if let Some(b) = banks.as_deref_mut() {
-                b.write(x.bank, dt.write_busy(x.outcome));
-            }
-        }
-    }
-    if !memory {
-        return None;
-    }
-    let x = d.access(addr);
-    stats.count_dram(write, x, d.nr_banks());
-    Some(x)
 }
