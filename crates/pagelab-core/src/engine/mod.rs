@@ -457,43 +457,22 @@ impl Simulation {
     /// without prefetchers runs today's stages, bit for bit).
     fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
         if self.timing.tiers.is_some() {
-            return self.tiered_stages(i, end);
+            return self.timed_stages::<true, false>(i, end);
         }
         if self.dram.is_some() {
-            return self.dram_stages(i, end);
+            return self.timed_stages::<false, true>(i, end);
         }
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
-        match (self.timing.model, prefetch) {
-            (TimingModel::Fixed, false) => {
-                self.translate::<false>(i, end)?;
-                if self.caches.is_none() && self.export.is_none() {
-                    self.memory_stage(i);
-                } else {
-                    self.cache_stage(i);
-                }
+        if self.timing.model == TimingModel::Fixed && !prefetch {
+            self.translate::<false>(i, end)?;
+            if self.caches.is_none() && self.export.is_none() {
+                self.memory_stage(i);
+            } else {
+                self.cache_stage(i);
             }
-            (TimingModel::Fixed, true) => {
-                self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, false, false, false>(i);
-            }
-            (TimingModel::Interval, false) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, false, false, true, false>(i);
-                } else {
-                    self.timed_stage::<true, false, false, false, false>(i);
-                }
-            }
-            (TimingModel::Interval, true) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, true, false, true, false>(i);
-                } else {
-                    self.timed_stage::<true, true, false, false, false>(i);
-                }
-            }
+            return Ok(());
         }
-        Ok(())
+        self.timed_stages::<false, false>(i, end)
     }
 
     /// Stage 1 through the run's walker: chosen here once per quantum,

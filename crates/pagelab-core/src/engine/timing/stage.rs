@@ -22,6 +22,39 @@ use crate::units::PhysAddr;
 use crate::workload::AccessKind;
 
 impl Simulation {
+    /// Both stages over accesses [pos, end) of core `i`, stage 2 the timed
+    /// stage in the variant the timing model, the prefetchers and the walks'
+    /// fill buffers ask for, on a machine with memory tiers (`TIERS`) or
+    /// the DRAM's row buffers (`DRAM`) or neither. Chosen once per quantum.
+    /// (The fixed model without prefetchers, tiers or DRAM runs the stages
+    /// of before instead: `run_stages`.)
+    #[inline]
+    pub(in crate::engine) fn timed_stages<const TIERS: bool, const DRAM: bool>(
+        &mut self,
+        i: usize,
+        end: usize,
+    ) -> crate::error::Result<()> {
+        let prefetch = self.caches.as_ref().is_some_and(crate::hw::cache::CacheHierarchy::prefetching);
+        let walk_fb = self.timing.walk_fill_buffers;
+        if self.timing.model == crate::config::TimingModel::Fixed {
+            self.translate::<false>(i, end)?;
+            if prefetch {
+                self.timed_stage::<false, true, TIERS, false, DRAM>(i);
+            } else {
+                self.timed_stage::<false, false, TIERS, false, DRAM>(i);
+            }
+            return Ok(());
+        }
+        self.translate::<true>(i, end)?;
+        match (prefetch, walk_fb) {
+            (false, false) => self.timed_stage::<true, false, TIERS, false, DRAM>(i),
+            (false, true) => self.timed_stage::<true, false, TIERS, true, DRAM>(i),
+            (true, false) => self.timed_stage::<true, true, TIERS, false, DRAM>(i),
+            (true, true) => self.timed_stage::<true, true, TIERS, true, DRAM>(i),
+        }
+        Ok(())
+    }
+
     /// Stage 2 for core `i` under the interval model (`INTERVAL`) or the
     /// fixed one, with the prefetchers (`PREFETCH`) or not, on a machine
     /// with memory tiers (`TIERS`: a reference served by memory is charged
