@@ -63,8 +63,12 @@ const CLOSED: u64 = u64::MAX;
 /// The banks' open rows and the address mapping.
 #[derive(Debug, Clone)]
 pub struct Dram {
-    /// One mask per index bit, the highest bit of the bank number first.
-    masks: Vec<u64>,
+    /// The mapping as byte tables: for each byte of the address that some
+    /// index function reads, its shift and, for each of its 256 values,
+    /// the bank-number bits it flips. The bank is their XOR: one lookup per
+    /// byte (a handful) instead of a parity per index bit, which costs a
+    /// dozen instructions where the host has no population count.
+    tables: Vec<(u32, Box<[u16; 256]>)>,
     row_shift: u32,
     /// The open row of each bank, or [`CLOSED`].
     open: Vec<u64>,
@@ -73,8 +77,25 @@ pub struct Dram {
 impl Dram {
     /// Every bank closed. `cfg` must have been validated.
     pub fn new(cfg: &DramConfig) -> Dram {
-        let masks = cfg.index_functions().map(|bits| bits.iter().fold(0u64, |m, &b| m | 1 << b)).collect();
-        Dram { masks, row_shift: cfg.row_shift, open: vec![CLOSED; cfg.nr_banks()] }
+        // What each address bit flips in the bank number: function i (of n)
+        // is the number's bit n - 1 - i.
+        let n = cfg.index_functions().count();
+        let mut flips = [0u16; 64];
+        for (i, bits) in cfg.index_functions().enumerate() {
+            for &b in bits {
+                flips[b as usize] ^= 1 << (n - 1 - i);
+            }
+        }
+        let tables = (0..8u32)
+            .filter(|byte| flips[*byte as usize * 8..][..8].iter().any(|&f| f != 0))
+            .map(|byte| {
+                let flip = |value: usize| {
+                    (0..8).filter(|j| value >> j & 1 == 1).fold(0, |b, j| b ^ flips[byte as usize * 8 + j])
+                };
+                (byte * 8, Box::new(std::array::from_fn(flip)))
+            })
+            .collect();
+        Dram { tables, row_shift: cfg.row_shift, open: vec![CLOSED; cfg.nr_banks()] }
     }
 
     pub fn nr_banks(&self) -> usize {
@@ -84,7 +105,8 @@ impl Dram {
     /// The bank of physical byte address `addr`.
     #[inline]
     pub fn bank_of(&self, addr: u64) -> u32 {
-        self.masks.iter().fold(0u32, |bank, &m| bank << 1 | (addr & m).count_ones() & 1)
+        let bank = self.tables.iter().fold(0u16, |bank, (shift, t)| bank ^ t[(addr >> shift) as u8 as usize]);
+        u32::from(bank)
     }
 
     /// The row of `addr` within its bank.
@@ -99,6 +121,8 @@ impl Dram {
     pub fn access(&mut self, addr: u64) -> DramAccess {
         let bank = self.bank_of(addr);
         let row = self.row_of(addr);
+        // (`bank` < nr_banks by construction: the tables flip only the
+        // number's `index_functions` bits.)
         let open = &mut self.open[bank as usize];
         let outcome = if *open == row {
             RowOutcome::Hit
