@@ -81,6 +81,12 @@ def pagelab_command() -> list[str]:
     return [sys.executable, "-m", "pagelab.cli"]
 
 
+#: A hang guard, not a timing: on a machine shared by other jobs (load
+#: average far above its cores) a tiny run can take ten times its quiet
+#: time, so PAGELAB_TEST_TIMEOUT_SCALE stretches every command's limit.
+TIMEOUT_SCALE = float(os.environ.get("PAGELAB_TEST_TIMEOUT_SCALE", "1"))
+
+
 def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
     """Runs `pagelab ARGS...`; a wide, colourless terminal so that rich
     neither wraps nor styles what the tests read."""
@@ -91,7 +97,7 @@ def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=timeout * TIMEOUT_SCALE,
     )
 
 

@@ -200,6 +200,8 @@ fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
     if legacy {
         all.push("machine.timing.model=\"fixed\"".into());
         all.push("machine.prefetch.enabled=false".into());
+        // The calibrated model's additions, off: the statistics of before.
+        all.push("machine.walker.latency=0".into());
     }
     all.extend(overrides.iter().map(|s| s.to_string()));
     let cfg = parse_config("", "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));

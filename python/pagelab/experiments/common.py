@@ -15,13 +15,6 @@ from pagelab.output import pyplot, save_figure, write_atomic
 MIB = 1 << 20
 GIB = 1 << 30
 
-# The timing under which a package's results page was measured: the fixed
-# model without prefetchers (pagelab's only model until the interval model
-# became the default). A package's machine keeps it until its experiments
-# are measured again under the interval model, so that `reproduce` gives
-# what its results page shows. The CHP package no longer uses it (the
-# timing issue's part 6); the others still do.
-MEASURED_TIMING = {"timing": {"model": "fixed"}, "prefetch": {"enabled": False}}
 
 
 def fmt(v) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -48,7 +48,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB", **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB"},
             # 16 pinned pages per fragmented pageblock: with one, the two
             # patterns would place it alike and give identical runs.
             "os": {"policy": "thp", "fragmentation": {"holes": HOLES}},

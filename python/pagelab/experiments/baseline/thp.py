@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -53,7 +53,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": phys, **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": phys},
             # Statistics cover the measured accesses, not the first touches.
             "run": {"skip_init": True},
         },

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -60,7 +60,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"phys_mem": host, **MEASURED_TIMING},
+            "machine": {"phys_mem": host},
             "virt": {"enabled": True, "host": {"policy": "base", "ksm": {"enabled": True, "sleep_ms": sleep_ms}}},
             "vms": [_vm(guest, buffer, n), _vm(guest, buffer, n)],
         },

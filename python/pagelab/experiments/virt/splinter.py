@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -57,7 +57,7 @@ def sweep(variant: str) -> Sweep:
         id=f"{ID}:{variant}",
         base={
             # 1 GiB host pages need 1 GiB buddy blocks (also in the guest: harmless).
-            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18, **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18},
             "virt": {"enabled": True, "guest_mem": guest},
             "run": {"skip_init": True},
         },

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -67,7 +67,7 @@ SMALL_TLB = {
 
 def sweep(variant: str) -> Sweep:
     host, guest, fp, n = SCALES[variant]
-    machine = {"preset": "skylake", "phys_mem": host, **MEASURED_TIMING}
+    machine = {"preset": "skylake", "phys_mem": host}
     if variant != "full":
         machine["tlb"] = dict(SMALL_TLB)
     return Sweep(
