@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hw::cache::CacheHierarchyConfig;
+use crate::hw::dram::DramConfig;
 use crate::hw::nested_tlb::NestedTlbConfig;
 use crate::hw::prefetch::PrefetchConfig;
 use crate::hw::pwc::PwcConfig;
@@ -176,11 +177,45 @@ pub struct MemoryConfig {
     /// `machine.phys_mem`. Empty: one tier of `latency`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tiers: Vec<crate::phys::TierConfig>,
+    /// The DIMMs' banks and row buffers (`hw::dram`): with it on, a read
+    /// that finds its row open costs less than `latency`, one that finds
+    /// its bank closed a little less (`latency` is the third case, another
+    /// row open); banks overlap under the interval model.
+    #[serde(skip_serializing_if = "DramConfig::is_off")]
+    pub dram: DramConfig,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { latency: 240, tiers: Vec::new() }
+        MemoryConfig { latency: 240, tiers: Vec::new(), dram: DramConfig::default() }
+    }
+}
+
+impl MemoryConfig {
+    /// The row-buffer model's table against the rest of the machine: one
+    /// memory (tiers keep their own latencies), and a `latency` that holds
+    /// the DIMMs' own part of a row conflict (the uncore's trip is the rest).
+    fn validate_dram(&self, freq_ghz: f64) -> Result<()> {
+        if !self.dram.enabled {
+            return Ok(());
+        }
+        self.dram.validate()?;
+        let key = format!("{}.enabled", crate::hw::dram::config::DRAM_KEY);
+        if !self.tiers.is_empty() {
+            let msg = "the row-buffer model is one memory's; with machine.memory.tiers each tier keeps its own \
+                       latencies: set it to false";
+            return Err(Error::config(key, msg));
+        }
+        let dimm = self.dram.conflict_cycles(freq_ghz);
+        if f64::from(self.latency) < dimm {
+            let msg = format!(
+                "{} cycles, less than the DIMMs' tRP + tRCD + tCL + burst ({dimm:.1} cycles at machine.freq_ghz): \
+                 the latency of a read that finds another row open includes them",
+                self.latency
+            );
+            return Err(Error::config("machine.memory.latency", msg));
+        }
+        Ok(())
     }
 }
 
@@ -330,6 +365,7 @@ impl SimConfig {
         if !(m.freq_ghz > 0.0 && m.freq_ghz < 100.0) {
             return Err(Error::config("machine.freq_ghz", "must be a positive clock in GHz"));
         }
+        m.memory.validate_dram(m.freq_ghz)?;
         let t = &m.timing;
         for (key, v) in [("base_cpi", t.base_cpi), ("mlp", t.mlp), ("walk_mlp", t.walk_mlp)] {
             if !(v > 0.0 && v.is_finite()) {

@@ -19,6 +19,8 @@ pub mod bench;
 mod boot;
 mod conflict;
 pub mod core;
+#[cfg(test)]
+mod dram_tests;
 mod export;
 pub mod functional;
 pub mod host_budget;
@@ -120,6 +122,8 @@ pub struct Simulation {
     virt: Option<Box<walk2d::VirtRun>>,
     /// Sampled measurement's schedule and sums (`run.sampling`).
     sampling: Option<Box<sampling::Sampling>>,
+    /// The DRAM's row buffers (`machine.memory.dram`), shared by the cores.
+    dram: Option<Box<crate::hw::dram::Dram>>,
     /// Whether stage 1 samples L2 TLB misses (Leshy online): chosen once
     /// per run, so a run without it runs the stage it always ran.
     sample_misses: bool,
@@ -157,8 +161,9 @@ impl Simulation {
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         if let Some(c) = caches.as_mut() {
             c.set_prefetchers(&m.prefetch);
-            if !m.memory.tiers.is_empty() {
-                // Memory tiers charge each writeback by its tier.
+            if !m.memory.tiers.is_empty() || timing::dram::DramTiming::active(m) {
+                // Memory tiers charge each writeback by its tier; the DRAM's
+                // row buffers see each writeback's row.
                 c.log_writebacks();
             }
         }
@@ -236,7 +241,9 @@ impl Simulation {
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
+        let dram = timing::dram::DramTiming::active(m).then(|| Box::new(crate::hw::dram::Dram::new(&m.memory.dram)));
         Ok(Simulation {
+            dram,
             sample_misses,
             // Sampling resets the statistics itself, window by window.
             warm: (cfg.run.warmup == 0 && !cfg.run.skip_init) || sampling.is_some(),
@@ -450,40 +457,22 @@ impl Simulation {
     /// without prefetchers runs today's stages, bit for bit).
     fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
         if self.timing.tiers.is_some() {
-            return self.tiered_stages(i, end);
+            return self.timed_stages::<true, false>(i, end);
+        }
+        if self.dram.is_some() {
+            return self.timed_stages::<false, true>(i, end);
         }
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
-        match (self.timing.model, prefetch) {
-            (TimingModel::Fixed, false) => {
-                self.translate::<false>(i, end)?;
-                if self.caches.is_none() && self.export.is_none() {
-                    self.memory_stage(i);
-                } else {
-                    self.cache_stage(i);
-                }
+        if self.timing.model == TimingModel::Fixed && !prefetch {
+            self.translate::<false>(i, end)?;
+            if self.caches.is_none() && self.export.is_none() {
+                self.memory_stage(i);
+            } else {
+                self.cache_stage(i);
             }
-            (TimingModel::Fixed, true) => {
-                self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, false, false>(i);
-            }
-            (TimingModel::Interval, false) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, false, false, true>(i);
-                } else {
-                    self.timed_stage::<true, false, false, false>(i);
-                }
-            }
-            (TimingModel::Interval, true) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, true, false, true>(i);
-                } else {
-                    self.timed_stage::<true, true, false, false>(i);
-                }
-            }
+            return Ok(());
         }
-        Ok(())
+        self.timed_stages::<false, false>(i, end)
     }
 
     /// Stage 1 through the run's walker: chosen here once per quantum,

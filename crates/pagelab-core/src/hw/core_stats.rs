@@ -42,6 +42,16 @@ pub struct CoreStats {
     /// (`tier.NAME.*`; counted on machines with `machine.memory.tiers`).
     pub tier_reads: [u64; crate::phys::MAX_TIERS],
     pub tier_writes: [u64; crate::phys::MAX_TIERS],
+    /// DRAM requests (`dram.*`; counted on machines with
+    /// `machine.memory.dram`): by kind (0 reads, 1 writes) and row outcome
+    /// (`hw::dram::RowOutcome`'s index), and by bank (sized at first use).
+    pub dram_requests: [[u64; 3]; 2],
+    pub dram_bank_requests: Vec<u64>,
+    /// The interval model's reads that waited for their bank, the cycles
+    /// they waited, and those cycles by bank.
+    pub dram_queue_waits: u64,
+    pub dram_queue_cycles: f64,
+    pub dram_bank_queue_cycles: Vec<f64>,
     /// Under virtualization (`engine::walk2d`): guest page-table entries
     /// and EPT entries a 2D walk read (both also in `walk_mem_refs`).
     pub walk_guest_refs: u64,
@@ -73,6 +83,17 @@ impl CoreStats {
         } else {
             self.dtlb_l2_misses += 1;
         }
+    }
+    /// One DRAM request (`write`: a writeback, or a store without caches)
+    /// to `access`'s bank.
+    #[inline]
+    pub fn count_dram(&mut self, write: bool, access: crate::hw::dram::DramAccess, nr_banks: usize) {
+        self.dram_requests[write as usize][access.outcome.index() % 3] += 1;
+        let bank = access.bank as usize;
+        if self.dram_bank_requests.len() <= bank {
+            self.dram_bank_requests.resize(nr_banks.max(bank + 1), 0);
+        }
+        self.dram_bank_requests[bank] += 1;
     }
     pub fn record_fault(&mut self, size: PageSize, cycles: f64) {
         self.faults += 1;
