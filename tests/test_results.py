@@ -65,9 +65,10 @@ def test_saved_run_holds_its_data_and_provenance(saved_tiny, tmp_path):
     assert record["wall_clock_seconds"] > 0 and record["run_seconds_total"] > 0
     assert record["commit"] is None or len(record["commit"]) == 40
     assert {"host", "cpu", "cpus", "memory_gib", "virtualized"} <= set(record["machine"])
-    # Statistics zero in every run are left out; the others are all there.
-    assert "walk.mem_refs" in runs and (runs != 0).any().all()
+    # Every statistic of every run: the frame the analysis was given.
+    assert {"walk.mem_refs", "cycles", "os.chp.attempts"} <= set(runs.columns)
     assert results.problems(d) == []
+    assert d.stat().st_mode & 0o755 == 0o755, "readable by all, as mkdir makes it"
 
 
 def test_committed_run_checks_catch_bad_provenance(saved_tiny, monkeypatch):

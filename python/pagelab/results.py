@@ -8,7 +8,7 @@ A saved run holds:
 |---|---|
 | `ID.csv` (and any other CSV the experiment writes) | the experiment's table, as `reproduce` writes it |
 | `ID.paper.csv` | the paper's values beside pagelab's |
-| `runs.csv` | one row per run: its parameters, `seed`, `config_hash`, `seconds`, `finished_at`, `host`, and every statistic that is not zero in all runs |
+| `runs.csv.gz` | one row per run: its parameters, `seed`, `config_hash`, `seconds`, `finished_at`, `host`, and every statistic (the frame `analyze` was given, so an experiment's analysis runs on it again) |
 | `provenance.json` | the variant, seeds, the runs' combined configuration hash, dates, commit, machine, wall-clock time |
 
 Only a full run (`--variant full`) with at least `MIN_SEEDS` seeds is
@@ -19,8 +19,10 @@ applies it to every run under `results/`.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -34,7 +36,7 @@ from pagelab.output import write_atomic
 SAVED_VARIANT = "full"
 MIN_SEEDS = 3
 PROVENANCE = "provenance.json"
-RUNS = "runs.csv"
+RUNS = "runs.csv.gz"
 #: Where `--save-results` writes without an argument (relative to the
 #: current directory: the repository's root when run from there).
 DEFAULT_ROOT = Path("results")
@@ -76,18 +78,22 @@ def experiment_hash(config_hashes) -> str:
 
 
 def runs_table(frame: pd.DataFrame, store_rows: pd.DataFrame) -> pd.DataFrame:
-    """`runs.csv`: the sweep's frame (parameters, `config_hash`, `seconds`,
-    statistics) with each run's `finished_at` and `host` from the store,
-    leaving out the statistics that are zero in every run (most of a run's
-    statistics belong to systems it does not use)."""
+    """The runs as saved: the sweep's frame (parameters, `config_hash`,
+    `seconds`, every statistic) with each run's `finished_at` and `host`
+    from the store beside `seconds`."""
     meta = store_rows.set_index("config_hash")[["finished_at", "host"]]
     t = frame.copy()
     t.insert(t.columns.get_loc("seconds") + 1, "finished_at",
              pd.to_datetime(t.config_hash.map(meta.finished_at)).dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
     t.insert(t.columns.get_loc("finished_at") + 1, "host", t.config_hash.map(meta.host))
-    numeric = t.select_dtypes("number").columns.difference(["seconds", "seed"])
-    zero = [c for c in numeric if (t[c] == 0).all()]
-    return t.drop(columns=zero)
+    return t
+
+
+def _gzip_csv(df: pd.DataFrame) -> bytes:
+    """`df` as CSV, gzipped with no timestamp in the header, so the same
+    runs give the same bytes (most statistics of a run are zeros of
+    systems it does not use: they compress to almost nothing)."""
+    return gzip.compress(df.to_csv(index=False).encode("utf-8"), mtime=0)
 
 
 def save(exp, out: Path, root: Path, *, variant: str, seeds: list[int], frame: pd.DataFrame,
@@ -124,9 +130,13 @@ def save(exp, out: Path, root: Path, *, variant: str, seeds: list[int], frame: p
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{exp.id}.tmp-"))
     try:
+        # mkdtemp makes it 0700; give it the mode mkdir would.
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
         for name in csvs:
             shutil.copyfile(out / name, tmp / name)
-        write_atomic(tmp / RUNS, runs.to_csv(index=False))
+        write_atomic(tmp / RUNS, _gzip_csv(runs))
         write_atomic(tmp / PROVENANCE, json.dumps(record, indent=1) + "\n")
         _replace_dir(tmp, dest)
     except BaseException:
