@@ -42,7 +42,7 @@ from typing import Callable
 
 import pandas as pd
 
-from pagelab import results
+from pagelab import experiments, results
 
 REPO = Path(__file__).resolve().parents[2]
 #: The package whose claims each results page shows.
@@ -60,6 +60,8 @@ TITLES = {"chp": "Colored Huge Pages", "perforated": "Perforated Pages", "elasti
 #: pagelab's effect over the paper's that "agrees".
 AGREE = (0.67, 1.5)
 VERDICTS = ("agrees", "direction", "disagrees")
+#: A row's cells when its experiment has no full run under results/.
+NOT_COMMITTED = "no committed full run"
 
 
 def t95(n: int) -> float:
@@ -297,7 +299,7 @@ def rows(package: str, runs: dict[str, pd.DataFrame]) -> list[dict]:
         if c.experiment in runs:
             shown, verdict = c.evaluate(runs[c.experiment])
         else:
-            shown, verdict = "not yet run at full scale", "-"
+            shown, verdict = NOT_COMMITTED, "-"
         out.append({"claim": c.text, "experiment": c.experiment, "paper": c.paper, "pagelab": shown,
                     "verdict": verdict, "rule": c.rule.rule(), "why": f"[{c.experiment}]({anchor(c.section)})"})
     return out
@@ -312,8 +314,16 @@ def table(package: str, root: Path) -> str:
         lines.append(f"| {r['claim']} | {r['paper']} | {r['pagelab']} | **{r['verdict']}** | {r['rule']} | {r['why']} |")
     counts = summary(package, root)
     provenance = _provenance_line(root, package)
-    lines += ["", f"Verdicts: {counts}. {provenance}"]
+    lines += ["", f"Verdicts: {counts}. {provenance}".rstrip()]
+    missing = uncommitted(package, runs)
+    if missing:
+        lines += ["", f"No full run committed yet: {', '.join(f'`{m}`' for m in missing)}."]
     return "\n".join(lines)
+
+
+def uncommitted(package: str, runs: dict[str, pd.DataFrame]) -> list[str]:
+    """The experiments of `package` with no full run under results/."""
+    return sorted(e.id for e in experiments.all_experiments() if results.package_of(e) == package and e.id not in runs)
 
 
 def summary(package: str, root: Path) -> str:
@@ -321,13 +331,13 @@ def summary(package: str, root: Path) -> str:
     verdicts = [r["verdict"] for r in rows(package, load_runs(root, package))]
     parts = [f"{verdicts.count(v)} {v.replace('agrees', 'agree').replace('disagrees', 'disagree')}" for v in VERDICTS]
     missing = verdicts.count("-")
-    return ", ".join(parts) + (f", {missing} not yet run" if missing else "")
+    return ", ".join(parts) + (f", {missing} without a committed full run" if missing else "")
 
 
 def _provenance_line(root: Path, package: str) -> str:
     recs = [results.load(d)[0] for d in results.saved_dirs(root) if d.parent.name == package]
     if not recs:
-        return "No full run is committed yet."
+        return ""
     commits = sorted({(r.get("commit") or "unknown")[:7] for r in recs})
     first = min(r["runs_finished"][0] for r in recs)[:10]
     last = max(r["runs_finished"][1] for r in recs)[:10]
