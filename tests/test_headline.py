@@ -25,34 +25,87 @@ def test_pages_are_generated_from_the_committed_runs():
     assert stale == [], f"regenerate with `.venv/bin/python -m pagelab.headline`: {stale}"
 
 
-def _committed_claims():
+def _claims(root):
+    """(package, claim, runs) for every claim whose experiment has runs
+    under `root`."""
     for package in headline.PAGES:
-        runs = headline.load_runs(ROOT, package)
+        runs = headline.load_runs(root, package)
         for claim in headline.claims_of(package):
             if claim.experiment in runs:
                 yield package, claim, runs[claim.experiment]
 
 
-def test_null_model_disagrees_with_every_effect_row():
-    """Each row's rule applied to a model in which the system equals its
-    baseline (`Claim.null`): every effect and every ranking then reads
-    "disagrees". (A row whose paper reports no effect agrees with such a
-    model by design; its band is tested below.)"""
+def null_model_passes(root) -> list[str]:
+    """The rows (but those of no effect, `Zero`) whose rule does not read
+    "disagrees" on their null model (`Claim.null`: the system made equal
+    to its baseline)."""
     passed = []
-    for package, claim, runs in _committed_claims():
+    for package, claim, runs in _claims(root):
         if isinstance(claim.rule, Zero):
             continue
         _, verdict = claim.evaluate(claim.null(runs))
         if verdict != "disagrees":
             passed.append(f"{package}: {claim.text}: {verdict}")
-    assert passed == []
+    return passed
+
+
+def null_model_changes(root) -> list[str]:
+    """The rows whose null model changes more than the statistics."""
+    changed = []
+    for package, claim, runs in _claims(root):
+        null = claim.null(runs)
+        if not (list(null.columns) == list(runs.columns) and len(null) == len(runs)
+                and null[headline.params(runs)].equals(runs[headline.params(runs)])):
+            changed.append(f"{package}: {claim.text}")
+    return changed
+
+
+def test_null_model_disagrees_with_every_effect_row():
+    """Each committed row's rule applied to a model in which the system
+    equals its baseline: every effect and every ranking then reads
+    "disagrees". (A row whose paper reports no effect agrees with such a
+    model by design; its band is tested below.) `test_claims_on_tiny_runs`
+    does the same on runs that exist before any full run is committed."""
+    assert null_model_passes(ROOT) == []
 
 
 def test_null_model_changes_only_the_system_rows():
-    for _, claim, runs in _committed_claims():
-        null = claim.null(runs)
-        assert list(null.columns) == list(runs.columns) and len(null) == len(runs)
-        assert null[headline.params(runs)].equals(runs[headline.params(runs)])
+    assert null_model_changes(ROOT) == []
+
+
+@pytest.fixture(scope="module")
+def tiny_root(tmp_path_factory):
+    """Every experiment a claim names, run at its tiny variant with three
+    seeds and saved as `--save-results` saves a full run (the writer told
+    that 'tiny' is the saved variant): the same files the generator reads
+    from results/, minutes instead of hours."""
+    base = tmp_path_factory.mktemp("tiny-results")
+    root = base / "results"
+    ids = sorted({c.experiment for p in headline.PAGES for c in headline.claims_of(p)})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(results, "SAVED_VARIANT", "tiny")
+        for exp_id in ids:
+            experiments.reproduce(exp_id, base / "out" / exp_id, variant="tiny", seeds=3, jobs=2, save_results=root)
+    return root
+
+
+@pytest.mark.slow
+def test_claims_on_tiny_runs(tiny_root):
+    """Every claim's measure and null model run on saved runs of its
+    experiment (the tiny grid holds the points the claims read), every
+    row gets a verdict, the null models read "disagrees", and the pages
+    render from that root with no row left without a run."""
+    rows = {p: headline.rows(p, headline.load_runs(tiny_root, p)) for p in headline.PAGES}
+    for package, page_rows in rows.items():
+        assert [r["claim"] for r in page_rows] == [c.text for c in headline.claims_of(package)]
+        assert {r["verdict"] for r in page_rows} <= set(headline.VERDICTS), package
+    assert null_model_passes(tiny_root) == []
+    assert null_model_changes(tiny_root) == []
+    pages = headline.render_pages(tiny_root)
+    for package, page in headline.PAGES.items():
+        text = pages[headline.REPO / page]
+        assert headline.NOT_COMMITTED not in text, page
+        assert f"From `results/{package}/`" in text and "3 seeds" in text, page
 
 
 def test_every_claim_names_an_experiment_of_its_package_and_a_section_of_its_page():
@@ -117,3 +170,21 @@ def test_estimate_is_the_experiments_interval():
     t = mean_over_seeds(pd.DataFrame({"k": ["a"] * 3, "x": v, "seed": [1, 2, 3]}), ["k"])
     e = Estimate.of(v)
     assert e.mean == pytest.approx(t.x[0]) and e.half == pytest.approx(t.x_ci95[0])
+
+
+def test_a_run_that_cannot_answer_a_claim_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """A saved et-native run holding only gups's 4 KiB runs: the generator
+    names the run and the claim it cannot answer, exits 2 and leaves every
+    page as it was."""
+    d = tmp_path / "results" / "elastic" / "et-native"
+    d.mkdir(parents=True)
+    runs = pd.DataFrame({"system": ["4k"] * 3, "workload": ["gups"] * 3, "seed": [1, 2, 3],
+                         "config_hash": ["a", "b", "c"], "seconds": [1.0] * 3, "finished_at": ["x"] * 3,
+                         "host": ["h"] * 3, "cycles": [10.0, 11.0, 12.0]})
+    runs.to_csv(d / results.RUNS, index=False)
+    (d / results.PROVENANCE).write_text('{"seeds": [1, 2, 3], "runs_finished": ["x", "x"]}')
+    before = {p: p.read_bytes() for p in headline.render_pages(ROOT)}
+    assert headline.main(["--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results/elastic/et-native: cannot answer" in err, err
+    assert {p: p.read_bytes() for p in before} == before

@@ -3,6 +3,7 @@ generated from the runs committed under `results/` (`pagelab.results`).
 
     .venv/bin/python -m pagelab.headline           # rewrite the tables in the pages
     .venv/bin/python -m pagelab.headline --check   # exit 1 when a page differs
+    .venv/bin/python -m pagelab.headline --results DIR   # from other saved runs
 
 A row is a `Claim` of the paper: what it says, the paper's value, pagelab's
 mean and 95% interval over the seeds (Student's t, the experiments' own
@@ -184,8 +185,11 @@ class Claim:
     digits: int = 3
 
     def evaluate(self, runs: pd.DataFrame) -> tuple[str, str]:
-        """(pagelab's value as printed, verdict)."""
+        """(pagelab's value as printed, verdict). Raises ValueError or
+        KeyError when `runs` lack the points the claim reads."""
         m = self.measure(runs)
+        if m.dropna(how="all").empty:
+            raise ValueError("no seed gives a value (the runs lack the claim's points)")
         if isinstance(self.rule, Order):
             means = {k: Estimate.of(m[k]).mean for k in self.rule.labels}
             shown = ", ".join(f"{k} {fmt(v, self.digits)}" for k, v in sorted(means.items(), key=lambda kv: kv[1]))
@@ -291,13 +295,23 @@ def _load_runs(root: Path, package: str) -> dict[str, pd.DataFrame]:
     return {d.name: results.load(d)[1] for d in results.saved_dirs(root) if d.parent.name == package}
 
 
+class ClaimError(ValueError):
+    """A saved run that cannot answer one of its experiment's claims."""
+
+
 def rows(package: str, runs: dict[str, pd.DataFrame]) -> list[dict]:
     """Every claim of `package` whose experiment has committed runs, as
-    table cells; the others as a row saying the run is missing."""
+    table cells; the others as a row saying the run is missing. Raises
+    ClaimError, naming the run and the claim, when a run lacks the points
+    or statistics a claim reads."""
     out = []
     for c in claims_of(package):
         if c.experiment in runs:
-            shown, verdict = c.evaluate(runs[c.experiment])
+            try:
+                shown, verdict = c.evaluate(runs[c.experiment])
+            except (KeyError, ValueError, IndexError) as e:
+                raise ClaimError(f"results/{package}/{c.experiment}: cannot answer {c.text!r}: "
+                                 f"{type(e).__name__}: {e}") from e
         else:
             shown, verdict = NOT_COMMITTED, "-"
         out.append({"claim": c.text, "experiment": c.experiment, "paper": c.paper, "pagelab": shown,
@@ -359,6 +373,10 @@ def readme_summary(root: Path) -> str:
     lines = ["| paper | headline verdicts (full runs, 3 seeds) |", "|---|---|"]
     for package, page in PAGES.items():
         lines.append(f"| [{TITLES[package]}]({page}) | {summary(package, root)} |")
+    bare = [TITLES[p] for p in PAGES if not load_runs(root, p)]
+    if bare:
+        lines += ["", f"No full run is committed yet for {', '.join(bare)}: their verdicts read \"-\", and their "
+                      "pages give the last full-scale figures, marked as not committed data."]
     return "\n".join(lines)
 
 
@@ -378,11 +396,19 @@ def render_pages(root: Path = REPO / "results", repo: Path = REPO) -> dict[Path,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pagelab.headline", description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when a page differs from what results/ gives")
+    ap.add_argument("--results", type=Path, default=REPO / "results", metavar="DIR",
+                    help="the saved runs to read (default: the repository's results/)")
     args = ap.parse_args(argv)
     from pagelab.output import write_atomic
 
+    try:
+        pages = render_pages(args.results)
+    except (ClaimError, OSError, ValueError) as e:
+        # Nothing is written unless every page could be rendered.
+        print(f"python -m pagelab.headline: {e}", file=sys.stderr)
+        return 2
     stale = []
-    for path, text in render_pages().items():
+    for path, text in pages.items():
         if path.read_text(encoding="utf-8") != text:
             stale.append(path)
             if not args.check:
