@@ -25,22 +25,22 @@ def test_pages_are_generated_from_the_committed_runs():
     assert stale == [], f"regenerate with `.venv/bin/python -m pagelab.headline`: {stale}"
 
 
-def _claims(root):
+def _claims(root, skip=frozenset()):
     """(package, claim, runs) for every claim whose experiment has runs
-    under `root`."""
+    under `root`, but the claims (texts) in `skip`."""
     for package in headline.PAGES:
         runs = headline.load_runs(root, package)
         for claim in headline.claims_of(package):
-            if claim.experiment in runs:
+            if claim.experiment in runs and claim.text not in skip:
                 yield package, claim, runs[claim.experiment]
 
 
-def null_model_passes(root) -> list[str]:
+def null_model_passes(root, skip=frozenset()) -> list[str]:
     """The rows (but those of no effect, `Zero`) whose rule does not read
     "disagrees" on their null model (`Claim.null`: the system made equal
     to its baseline)."""
     passed = []
-    for package, claim, runs in _claims(root):
+    for package, claim, runs in _claims(root, skip):
         if isinstance(claim.rule, Zero):
             continue
         _, verdict = claim.evaluate(claim.null(runs))
@@ -49,10 +49,10 @@ def null_model_passes(root) -> list[str]:
     return passed
 
 
-def null_model_changes(root) -> list[str]:
+def null_model_changes(root, skip=frozenset()) -> list[str]:
     """The rows whose null model changes more than the statistics."""
     changed = []
-    for package, claim, runs in _claims(root):
+    for package, claim, runs in _claims(root, skip):
         null = claim.null(runs)
         if not (list(null.columns) == list(runs.columns) and len(null) == len(runs)
                 and null[headline.params(runs)].equals(runs[headline.params(runs)])):
@@ -73,12 +73,35 @@ def test_null_model_changes_only_the_system_rows():
     assert null_model_changes(ROOT) == []
 
 
+#: The claims whose points the experiments' tiny grids do not hold (the
+#: tiny grid's workloads or scenario points, in brackets): on tiny runs
+#: they must fail as a run without the claim's points does.
+BEYOND_TINY = {
+    "... and cc (Fig. 1)": "chp-fig1 tiny: mcf, bfs",
+    "SWAP leaves GAPBS's LLC misses unchanged: the largest ratio of bfs, cc, tc, 8 colors (IV-B-4)": "chp-swap tiny: mcf",
+    "... at portion 100%, degree 90%, dispersed, unallocated holes (Fig. 7)": "pp-fig7 tiny: clustered, 25%, 50%",
+    "... and perforated pages 31.2% below ideal 2 MiB pages there: speedup of perforated over ideal-2m (Fig. 7)":
+        "pp-fig7 tiny: clustered, 25%, 50%",
+    "Clustered holes leave fewer bitmap entries in the L2 TLB than dispersed ones: clustered over dispersed, Fig. 7's "
+    "headline point (Fig. 8)": "pp-fig8 tiny: clustered",
+    **{f"ET - THP gap in cycles over 4 KiB's, {w} (fig8)": "et-native tiny: gups, canneal, streamcluster"
+       for w in ("hashjoin", "btree", "omnetpp")},
+    "... bfs: no gap (fig8)": "et-native tiny: gups, canneal, streamcluster",
+    "THP's cycles over 4 KiB's, hashjoin (fig8)": "et-native tiny: gups, canneal, streamcluster",
+    "Cycles ET saves per walk it removes, btree, walk latency as the presets' (artifact's fig8 counts)":
+        "et-walkcost tiny: gups, canneal",
+    **{f"In a VM, guest over 4 KiB stage-2 pages (as the artifact's runs): ET - THP gap, {w} (fig10)":
+       "et-virt tiny: gups, canneal, streamcluster" for w in ("hashjoin", "btree", "bfs")},
+    "At FMFI 99%: ET - THP gap, bfs (fig11)": "et-frag tiny: canneal, hashjoin",
+}
+
+
 @pytest.fixture(scope="module")
 def tiny_root(tmp_path_factory):
     """Every experiment a claim names, run at its tiny variant with three
     seeds and saved as `--save-results` saves a full run (the writer told
     that 'tiny' is the saved variant): the same files the generator reads
-    from results/, minutes instead of hours."""
+    from results/, in tens of minutes instead of days."""
     base = tmp_path_factory.mktemp("tiny-results")
     root = base / "results"
     ids = sorted({c.experiment for p in headline.PAGES for c in headline.claims_of(p)})
@@ -90,22 +113,34 @@ def tiny_root(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_claims_on_tiny_runs(tiny_root):
+def test_claims_on_tiny_runs(tiny_root, monkeypatch):
     """Every claim's measure and null model run on saved runs of its
-    experiment (the tiny grid holds the points the claims read), every
-    row gets a verdict, the null models read "disagrees", and the pages
-    render from that root with no row left without a run."""
-    rows = {p: headline.rows(p, headline.load_runs(tiny_root, p)) for p in headline.PAGES}
-    for package, page_rows in rows.items():
-        assert [r["claim"] for r in page_rows] == [c.text for c in headline.claims_of(package)]
-        assert {r["verdict"] for r in page_rows} <= set(headline.VERDICTS), package
-    assert null_model_passes(tiny_root) == []
-    assert null_model_changes(tiny_root) == []
+    experiment: a verdict for every claim the tiny grid can answer, the
+    one-line failure for those it cannot (BEYOND_TINY), the null models
+    "disagrees", and the pages render from that root."""
+    assert set(BEYOND_TINY) <= {c.text for p in headline.PAGES for c in headline.claims_of(p)}
+    for package, claim, runs in _claims(tiny_root):
+        if claim.text in BEYOND_TINY:
+            with pytest.raises(headline.ClaimError, match=f"results/{package}/{claim.experiment}: cannot answer"):
+                _rows_of(package, claim, runs)
+        else:
+            assert claim.evaluate(runs)[1] in headline.VERDICTS, claim.text
+    assert null_model_passes(tiny_root, BEYOND_TINY) == []
+    assert null_model_changes(tiny_root, BEYOND_TINY) == []
+    answerable = {p: [c for c in headline.claims_of(p) if c.text not in BEYOND_TINY] for p in headline.PAGES}
+    monkeypatch.setattr(headline, "claims_of", lambda package: answerable[package])
     pages = headline.render_pages(tiny_root)
     for package, page in headline.PAGES.items():
         text = pages[headline.REPO / page]
         assert headline.NOT_COMMITTED not in text, page
         assert f"From `results/{package}/`" in text and "3 seeds" in text, page
+
+
+def _rows_of(package, claim, runs):
+    """`headline.rows` for one claim."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(headline, "claims_of", lambda _: [claim])
+        return headline.rows(package, {claim.experiment: runs})
 
 
 def test_every_claim_names_an_experiment_of_its_package_and_a_section_of_its_page():
