@@ -127,6 +127,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from pagelab import experiments
+    from pagelab.results import SaveRefused
 
     if args.list or not args.id:
         from pagelab.experiments.timings import expected_times
@@ -150,7 +151,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("out") / exp.id)
     try:
         files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address,
-                                       seeds=args.seeds, log=_log)
+                                       seeds=args.seeds, save_results=args.save_results, log=_log)
+    except SaveRefused as e:
+        print(f"pagelab: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except RuntimeError as e:
         # Runs of the experiment failed (their errors are in the message).
         print(f"pagelab: error: {e}", file=sys.stderr)
@@ -335,6 +339,10 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
     rp.add_argument("--seeds", type=_positive_int, metavar="N",
                     help="run every point with seeds 1..N (default: full 3, quick 2, tiny 1)")
+    rp.add_argument("--save-results", nargs="?", const="results", metavar="ROOT",
+                    help="also save the run as data in ROOT/<package>/ID/ (default ROOT: results): "
+                         "its CSVs, every run's statistics, seeds, configuration hash, commit, machine, time; "
+                         "only a full run with 3 or more seeds")
     _executor_args(rp)
     rp.set_defaults(func=cmd_reproduce)
 

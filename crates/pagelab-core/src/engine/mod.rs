@@ -82,11 +82,10 @@ const PREFETCH_DISTANCE: usize = 8;
 /// `PREFETCH_BURST` accesses, it prefetches the leaf page-table entries
 /// and L2 TLB sets for the whole following burst (the accesses
 /// `PREFETCH_BURST` to `2 * PREFETCH_BURST - 1` positions ahead). One
-/// prefetch per access, 8 ahead, was 4-11% slower on gups over 16 GiB
-/// (docs/speed.md, sixth round). There the host's TLB cannot map the
-/// 32 MiB PTE slab, and a prefetch apparently holds the host up until its
-/// own host page walk is done. Prefetches issued together walk in
-/// parallel.
+/// prefetch per access, 8 ahead, was 4-11% slower on gups over 16 GiB:
+/// there the host's TLB cannot map the 32 MiB PTE slab, and a prefetch
+/// apparently holds the host up until its own host page walk is done.
+/// Prefetches issued together walk in parallel.
 const PREFETCH_BURST: usize = 16;
 /// Prefetching pays when at least this share of the previous quantum's
 /// accesses missed (the L1 TLB, or the L1 cache); below it, the prefetch
@@ -715,7 +714,7 @@ fn request_of(kind: AccessKind) -> (bool, bool, RefKind) {
 /// Counts one access as a load, store or fetch, straight into the core's
 /// counters. (Summing the kinds in a local array indexed by the kind and
 /// adding it after the loop took fewer instructions and cost the stream
-/// 1-3% of its speed: docs/speed.md, eleventh round.)
+/// 1-3% of its speed: the host reloaded the array from memory.)
 #[inline(always)]
 fn count_kind(stats: &mut CoreStats, kind: AccessKind) {
     match kind {

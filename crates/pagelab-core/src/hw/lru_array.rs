@@ -21,7 +21,7 @@ impl<V: Copy + Default> LruArray<V> {
     /// Fully associative caches are LRU maps, even the smallest: as scanned
     /// sets, the 2-entry PML4E and 4-entry PDPTE caches took fewer
     /// instructions but ran slower (the walk's branch on each level's
-    /// shape of cache alternated; docs/speed.md, fifth round).
+    /// shape of cache alternated, a branch the host mispredicted).
     pub fn new(entries: u32, ways: u32, seed: u64) -> Self {
         match (entries, ways) {
             (n, w) if w == 0 || n <= w => LruArray::Full(LruMap::new(n as usize)),

@@ -46,7 +46,7 @@ impl<V: Copy + Default> LruMap<V> {
         // cache). A walk over a large footprint misses, and evicts, on
         // nearly every fill, and each probe that meets an occupied bucket
         // is a branch the host cannot predict: at a quarter full, gups
-        // over 16 GiB ran 8% slower (docs/speed.md, fifth round).
+        // over 16 GiB ran 8% slower.
         let nb = (capacity * 16).next_power_of_two().max(8);
         let mut map = LruMap {
             nodes: vec![Node::default(); capacity + 1],

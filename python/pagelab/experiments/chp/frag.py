@@ -121,7 +121,7 @@ def thp_success(df: pd.DataFrame) -> pd.Series:
     return thp / (thp + df["os.thp.fault_fallback"]).clip(lower=1)
 
 
-def _held_up_to(g: pd.DataFrame, col: str, good: float = 0.99) -> float:
+def held_up_to(g: pd.DataFrame, col: str, good: float = 0.99) -> float:
     """The largest F_i up to which every success ratio of `col` is at
     least `good` (NaN when even the lowest F_i measured falls short)."""
     g = g.sort_values("frag_index")
@@ -194,9 +194,9 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     # The paper's curve: the workload alone, its leftovers kept (as measured before the option).
     table3 = t[(t.colors == "table3") & ~t.share_leftovers & (t.co_runner == 0)]
     paper, path = beside_paper(__file__, "chp-fig5", {
-        **{f"{w}: THP succeeds up to F_i": _held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
+        **{f"{w}: THP succeeds up to F_i": held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
            for w in ("mcf", "bfs")},
-        **{f"{w}, its 5 colors: CHP near-perfect up to F_i": _held_up_to(table3[table3.workload == w], "success_ratio")
+        **{f"{w}, its 5 colors: CHP near-perfect up to F_i": held_up_to(table3[table3.workload == w], "success_ratio")
            for w in ("mcf", "bfs")},
     }, out)
     files.append(path)

@@ -56,6 +56,8 @@ APPS = ["gups", "hashjoin", "svm", "btree", "xsbench", "canneal"]
 #: The walker's own latency in cycles (`machine.walker.latency`): none, the
 #: estimate's low end, the presets' estimate, its high end.
 LATENCIES = [0, 17, 34, 44]
+#: The presets' `machine.walker.latency` (docs/timing.md, "The walk's own cost").
+PRESETS_LATENCY = 34
 #: The N1's cycles saved per walk ET removes (fig8's cycles.csv and
 #: tlbmisses.csv: (THP - ET) / (THP's misses - ET's)).
 PAPER_SAVED_PER_WALK = {"gups": 3.6, "hashjoin": 13.4, "svm": 50.6, "btree": 45.9, "xsbench": 14.1, "canneal": 50.0}
