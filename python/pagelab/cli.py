@@ -10,7 +10,7 @@ from pathlib import Path
 from pagelab import _pagelab
 from pagelab.api import run
 from pagelab.executors import ExecutorUnavailable, WorkerDied
-from pagelab.output import write_run
+from pagelab.output import check_run_out, write_run
 from pagelab.table import print_summary
 
 
@@ -47,6 +47,8 @@ def progress_update(bar, task):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.out:
+        check_run_out(Path(args.out))
     with progress_bar() as bar:
         task = bar.add_task("run", total=None, count="")
         update = progress_update(bar, task)
@@ -105,6 +107,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     spec = load_sweep(args.sweep)
     out = Path(args.out or Path("out") / spec.id)
+    if args.parquet:
+        _pagelab.check_output(args.parquet)
     outcome = run_sweep(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
     df = outcome.frame()
     if len(df):
@@ -114,10 +118,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         with Store(out, read_only=True) as store:
             store.to_parquet(args.parquet)
+    # Each failed point was logged (with its parameters) as it failed.
     print(f"{len(outcome.points)} points: {outcome.ran} run now, {outcome.reused} already stored, "
           f"{len(outcome.errors)} failed; store {outcome.store_path}")
-    for h, err in outcome.errors.items():
-        print(f"failed {h[:12]}: {err}", file=sys.stderr)
     return 1 if outcome.errors else 0
 
 
@@ -186,6 +189,15 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _host_mem(text: str) -> str:
+    """An argparse type: a size the core accepts as a host-memory limit."""
+    try:
+        _pagelab.parse_host_mem(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _executor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel runs (default: every core)")
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
@@ -201,7 +213,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, show where (Python traceback, Rust panic location)")
     p.add_argument(
-        "--host-mem", metavar="SIZE",
+        "--host-mem", metavar="SIZE", type=_host_mem,
         help="host memory a run may use (e.g. 16GiB; default: the host's available memory; "
         "divided among a sweep's --jobs); a run that would build more is refused",
     )
