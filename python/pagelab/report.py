@@ -143,7 +143,7 @@ def build(directory: str | Path, title: str | None = None) -> str:
                 body.append(f'<h3>{title} <span class="file">{rel}</span></h3>')
                 body.append(_table_html(tables[p]))
             else:
-                data = base64.b64encode(p.read_bytes()).decode("ascii")
+                data = base64.b64encode(_read_png(p)).decode("ascii")
                 body.append(f'<figure><img alt="{rel}" src="data:image/png;base64,{data}"><figcaption>{rel}</figcaption></figure>')
         body.append("</section>")
     return (
@@ -199,6 +199,24 @@ def _read_text(p: Path) -> str:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise _pagelab.TraceError(f"{p}: not UTF-8 text (byte offset {e.start})") from None
+
+
+def _read_png(p: Path) -> bytes:
+    """A figure's bytes, once they decode as a PNG image (a browser would
+    show a broken image in its place): else the file is refused, named."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    data = p.read_bytes()
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format != "PNG":
+                raise _pagelab.TraceError(f"{p}: a {image.format} image, not a PNG")
+            image.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise _pagelab.TraceError(f"{p}: not a PNG image that decodes ({str(e) or type(e).__name__})") from None
+    return data
 
 
 def _read_csv(p: Path):
