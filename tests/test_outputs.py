@@ -345,3 +345,40 @@ def test_a_sweeps_store_is_kept_when_it_runs_again(tmp_path):
     proc = run_cli("sweep", sweep, "--out", tmp_path / "out")
     assert proc.returncode == 0 and "1 already stored" in proc.stdout, proc.stdout
     assert "results.duckdb" in listing(tmp_path / "out")
+
+
+# --- Ctrl-C in a call into the core ----------------------------------------
+
+
+def test_ctrl_c_ends_a_trace_info_waiting_on_a_fifo_no_one_writes(tmp_path):
+    # The core blocks in open(2), where Python never runs its Ctrl-C
+    # handler: the call runs on a helper thread, the main thread waits.
+    os.mkfifo(tmp_path / "f")
+    proc = subprocess.Popen(pagelab_command() + ["trace", "info", str(tmp_path / "f")], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, proc.stderr.read()
+    assert proc.stderr.read().strip() == "pagelab: interrupted"
+
+
+def test_ctrl_c_during_a_conversion_leaves_no_temporary_file(tmp_path):
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(pagelab_command() + ["trace", "convert", str(fifo), str(tmp_path / "t.pgl")],
+                            stderr=subprocess.PIPE, text=True)
+    writer = open(fifo, "w")  # the conversion has opened its end: it is reading
+    try:
+        writer.write(LACKEY * 100)
+        writer.flush()
+        assert _wait_for(lambda: _hidden(tmp_path), 30), "the conversion's temporary file"
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        writer.close()
+    assert proc.returncode == 130, proc.stderr.read()
+    assert listing(tmp_path) == ["f"], "no trace, no temporary file"

@@ -51,6 +51,9 @@ class TempGuard:
     def __init__(self, path: str, directory: bool = False) -> None: ...
     def release(self) -> None: ...
 
+def remove_temporary_files() -> None:
+    """Removes every temporary path the core's cleanup table holds."""
+
 def check_output(path: str, inputs: list[str] = ...) -> None:
     """Raises what writing `path` would: not a regular file, not writable,
     one of `inputs`."""

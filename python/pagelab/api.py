@@ -111,6 +111,34 @@ def load_config_text(config: str | os.PathLike | Mapping[str, Any]) -> tuple[str
         raise _pagelab.ConfigError(f"{path}: not UTF-8 text (byte offset {e.start})") from None
 
 
+def interruptible(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, a call into the core that may block or take long (a
+    trace or hint file that is a FIFO no one writes yet, a large graph), on
+    a helper thread: Python delivers Ctrl-C to the main thread only between
+    its own instructions, which a call into the core never reaches. The
+    main thread waits in `join`, which Ctrl-C interrupts; the helper is then
+    abandoned (it ends with the process) and its temporary files are the
+    core's cleanup table's (the command line empties it on Ctrl-C)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as e:  # re-raised on the main thread
+            outcome["error"] = e
+
+    helper = threading.Thread(target=call, daemon=True, name="pagelab-core-call")
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def run(
     config: str | os.PathLike | Mapping[str, Any],
     *,
@@ -140,7 +168,7 @@ def run(
         raise _pagelab.ConfigError("set: expected a list of \"KEY=VALUE\" strings")
     items = list(set or []) + overrides_list(overrides)
     started = time.perf_counter()
-    sim = _pagelab.Simulation(text, source, items)
+    sim = interruptible(_pagelab.Simulation, text, source, items)
     if export_phys is not None:
         # The core refuses an export over anything but a regular file or
         # one of the run's inputs; the configuration file is one too.

@@ -351,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pagelab: error: cannot write {e.filename or 'output'}: {e.strerror}", file=sys.stderr)
         return exit_status(e)
     except KeyboardInterrupt:
+        # A call into the core abandoned mid-way (api.interruptible) may
+        # still hold temporary files.
+        _pagelab.remove_temporary_files()
         print("pagelab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:

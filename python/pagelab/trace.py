@@ -26,6 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pagelab.api import interruptible
 from pagelab.output import output_file
 from pagelab.table import narrow_table, numeric_column
 
@@ -33,7 +34,7 @@ from pagelab import _pagelab
 
 
 def convert(src: str, dst: str) -> dict:
-    return _pagelab.trace_convert(src, dst)
+    return interruptible(_pagelab.trace_convert, src, dst)
 
 
 #: A program (or Valgrind) ended by one of these was stopped from outside:
@@ -192,7 +193,7 @@ def main(args: argparse.Namespace) -> int:
         s = convert(args.src, args.dst)
         console.print(f"wrote {args.dst}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
     elif args.trace_command == "info":
-        info = dict(_pagelab.trace_info(args.file), path=args.file)
+        info = dict(interruptible(_pagelab.trace_info, args.file), path=args.file)
         if args.json:
             print(json.dumps(info, indent=1))
         else:
@@ -203,7 +204,7 @@ def main(args: argparse.Namespace) -> int:
         s = champsim_traces.write(args.out, args.kind, args.instructions, args.footprint, args.seed)
         console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
     elif args.trace_command == "events":
-        events = _pagelab.trace_events(args.file)
+        events = interruptible(_pagelab.trace_events, args.file)
         if args.json:
             print(json.dumps(events, indent=1))
         else:

@@ -80,10 +80,19 @@ fn check_output(py: Python<'_>, path: PathBuf, inputs: Vec<PathBuf>) -> PyResult
     })
 }
 
+/// `remove_temporary_files()`: removes every temporary file and directory
+/// still registered (what a signal's handler does), for the command line's
+/// way out on Ctrl-C, when a call it abandoned may still hold some.
+#[pyfunction]
+fn remove_temporary_files() {
+    cleanup::remove_all();
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cleanup::install();
     m.add_class::<OutputFile>()?;
     m.add_class::<TempGuard>()?;
     m.add_function(wrap_pyfunction!(check_output, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_temporary_files, m)?)?;
     Ok(())
 }

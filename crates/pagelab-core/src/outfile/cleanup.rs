@@ -139,6 +139,12 @@ const SIGNALS: [libc::c_int; 12] = [
     libc::SIGILL,
 ];
 
+/// What the handler does, outside a handler: a command abandoning calls
+/// still in flight (Ctrl-C) removes what they registered.
+pub fn remove_all() {
+    remove_registered(b"");
+}
+
 /// What the handler does, for the paths under `dir` only (the tests run
 /// in parallel, each with its own outputs).
 #[cfg(test)]
