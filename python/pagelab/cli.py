@@ -10,7 +10,7 @@ from pathlib import Path
 from pagelab import _pagelab
 from pagelab.api import run
 from pagelab.executors import ExecutorUnavailable, WorkerDied
-from pagelab.output import check_run_out, write_run
+from pagelab.output import check_out_dir, check_run_out, write_run
 from pagelab.table import print_summary
 
 
@@ -47,7 +47,7 @@ def progress_update(bar, task):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.out:
+    if args.out is not None:
         check_run_out(Path(args.out))
     with progress_bar() as bar:
         task = bar.add_task("run", total=None, count="")
@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             export_memory_only=args.export_memory_only,
             progress=update,
         )
-    if args.out:
+    if args.out is not None:
         write_run(Path(args.out), result)
     print_summary(result.stats, result.seconds)
     return 0
@@ -107,6 +107,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     spec = load_sweep(args.sweep)
     out = Path(args.out or Path("out") / spec.id)
+    check_out_dir(out)
     if args.parquet:
         _pagelab.check_output(args.parquet)
     outcome = run_sweep(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
@@ -141,6 +142,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 2
     variant = args.variant or ("tiny" if args.tiny else "quick" if args.quick else "full")
     out = Path(args.out or Path("out") / exp.id)
+    check_out_dir(out)
     try:
         files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address,
                                        seeds=args.seeds, log=_log)
@@ -342,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
         # Read by the core (engine/host_budget.rs), inherited by workers.
         os.environ["PAGELAB_HOST_MEM"] = args.host_mem
     try:
+        for option in ("out", "export_phys", "parquet"):
+            # An empty name would be the current directory, or no output.
+            if getattr(args, option, None) == "":
+                raise _pagelab.PagelabError(f"--{option.replace('_', '-')}: an empty name")
         return args.func(args)
     except (_pagelab.PagelabError, ExecutorUnavailable, WorkerDied) as e:
         print(f"pagelab: error: {e}", file=sys.stderr)

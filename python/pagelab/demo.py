@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pagelab.api import run
-from pagelab.output import pyplot, save_figure, write_atomic
+from pagelab.output import check_out_dir, pyplot, save_figure, write_atomic
 from pagelab.table import compact, narrow_table, numeric_column, text_column
 
 POLICIES = ["base", "thp", "coloring"]
@@ -126,6 +126,7 @@ def summary_table(df: pd.DataFrame) -> Table:
 def main(args: argparse.Namespace) -> int:
     console = Console()
     out = Path(args.out)
+    check_out_dir(out)  # before the runs, not after them
     df = collect(args.quick, console)
     console.print(summary_table(df))
     write_atomic(out / "demo.csv", df.to_csv(index=False))

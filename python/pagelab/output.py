@@ -62,11 +62,20 @@ def write_run(out: Path, result: Result) -> None:
             stale.unlink()
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuses, before any work, an output directory (`--out`) that is a
+    file or lies under one."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise _pagelab.PagelabError(f"--out {out}: {'not a directory' if p == out else f'{p} is not a directory'}")
+            return
+
+
 def check_run_out(out: Path) -> None:
     """Refuses, before a run, an `--out` that is not a directory or whose
     files cannot be written (a FIFO named stats.json...)."""
-    if out.exists() and not out.is_dir():
-        raise _pagelab.PagelabError(f"--out {out}: not a directory")
+    check_out_dir(out)
     for name in RUN_FILES:
         _pagelab.check_output(str(out / name))
 

@@ -78,6 +78,11 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         LeshyMode::AccessBit => Some(leshy::Source::AccessBits),
         LeshyMode::Offline | LeshyMode::Off => None,
     };
+    if let Some(out) = &cfg.leshy_hints_out {
+        // Written at the end of the run: refused now, not after it.
+        let refused = |e: crate::error::Error| crate::error::Error::config("os.elastic.leshy_hints_out", e.to_string());
+        crate::outfile::check_target(std::path::Path::new(out)).map_err(refused)?;
+    }
     if let Some(source) = source {
         let settings = leshy::LeshySettings {
             source,
