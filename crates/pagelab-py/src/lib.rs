@@ -194,15 +194,18 @@ fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<S
 
 /// A fragmentation snapshot (`pagelab frag capture`): free blocks per
 /// order, by migratetype, the machine's size, and Linux's indices and F_i
-/// for every order.
+/// for every order. `name` names the file in errors (default: `path`; a
+/// capture is checked under its temporary name).
 #[pyfunction]
-fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, name = None))]
+fn frag_snapshot<'py>(py: Python<'py>, path: String, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     use pagelab_core::phys::{fragmentation as f, snapshot::Snapshot};
+    let name = name.unwrap_or_else(|| path.clone());
     let snap = call(py, {
-        let path = path.clone();
+        let (path, name) = (path.clone(), name.clone());
         move || {
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-            Snapshot::parse(&text, &path)
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&name, e))?;
+            Snapshot::parse(&text, &name)
         }
     })?;
     let d = PyDict::new(py);
