@@ -134,6 +134,12 @@ def fuzz(seconds: float, seed: int, artifacts: Path | None, max_cases: int | Non
     """Fuzzes for `seconds` (or `max_cases`); returns the counts and the
     findings (saved to `artifacts` when given)."""
     rng = random.Random(seed)
+    # Imported once here (importing starts no thread; connecting does, in
+    # the children only), so that each child only opens its store.
+    import duckdb  # noqa: F401
+
+    import pagelab.store  # noqa: F401
+
     with tempfile.TemporaryDirectory(prefix="pagelab-fuzz-store-") as tmp:
         seeds = [p.read_bytes() for p in write_seeds(Path(tmp))]
         target = Path(tmp) / "store.duckdb"
