@@ -54,7 +54,7 @@ pub fn check_against(cfg: &SimConfig, limit: u64) -> Result<()> {
     Err(Error::config(
         need.key.clone(),
         format!(
-            "{} needs about {} of host memory ({} in all for this run), more than this host allows \
+            "{} would take about {} of host memory ({} in all for this run), more than this host allows \
              ({}; {HOST_MEM_VAR} or --host-mem sets it)",
             need.what,
             size(need.bytes),
