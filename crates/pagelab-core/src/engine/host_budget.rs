@@ -75,8 +75,9 @@ fn needs(cfg: &SimConfig) -> Vec<Need> {
     let frames = |mem: u64| PhysMem::host_bytes(mem / 4096);
     let mut needs =
         vec![need("machine.phys_mem".into(), frames(m.phys_mem.bytes()), "the simulated machine's frame table")];
-    if cfg.has_vm_tables() {
-        // Each VM's guest kernel has a frame table of its own.
+    if cfg.virt.enabled || cfg.has_vm_tables() {
+        // Each VM's guest kernel has a frame table of its own (the one VM
+        // of the top-level form, `virt.guest_mem`, too).
         for g in cfg.guests() {
             needs.push(need(g.guest_mem_key, frames(g.guest_mem.bytes()), "a VM's guest frame table"));
         }
@@ -167,6 +168,19 @@ mod tests {
         check_against(&c, 3 << 30).unwrap();
         let e = check_against(&c, 1 << 30).unwrap_err().to_string();
         assert!(e.contains("machine.phys_mem"), "{e}");
+    }
+
+    #[test]
+    fn a_guests_frame_table_counts_in_either_form() {
+        // 1 TiB of host (2.1 GiB of frame table) and a 768 GiB guest (1.6
+        // GiB more) under 3 GiB: the guest's table tips it over.
+        let host = "[machine]\nphys_mem = \"1TiB\"\n[workload]\nkind = \"gups\"\n";
+        check_against(&cfg(host), 3 << 30).unwrap();
+        let one_vm = cfg(&format!("{host}[virt]\nenabled = true\nguest_mem = \"768GiB\"\n"));
+        let e = check_against(&one_vm, 3 << 30).unwrap_err().to_string();
+        assert!(e.contains("machine.phys_mem") && e.contains("3.6 GiB in all"), "{e}");
+        let keys: Vec<String> = needs(&one_vm).into_iter().map(|n| n.key).collect();
+        assert!(keys.contains(&"virt.guest_mem".to_string()), "{keys:?}");
     }
 
     #[test]
