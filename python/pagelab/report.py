@@ -214,7 +214,10 @@ def _read_png(p: Path) -> bytes:
             if image.format != "PNG":
                 raise _pagelab.TraceError(f"{p}: a {image.format} image, not a PNG")
             image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+    except UnidentifiedImageError:
+        # Its own message names the in-memory buffer, not the file.
+        raise _pagelab.TraceError(f"{p}: not a PNG image that decodes (no image format known to Pillow)") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise _pagelab.TraceError(f"{p}: not a PNG image that decodes ({str(e) or type(e).__name__})") from None
     return data
 
