@@ -19,20 +19,10 @@ import stat
 from pathlib import Path
 from typing import Callable
 
+from conftest import SNAPSHOT
+
 SMALL = ('[machine]\nphys_mem = "256MiB"\n[workload]\nkind = "gups"\nfootprint = "32MiB"\naccesses = 40000\n')
 LACKEY = "==1== Lackey\nI  04001000,3\n L 1ffefff000,8\n S 1ffefff008,8\n"
-SNAPSHOT = """== /proc/pagetypeinfo
-Page block order: 9
-Pages per block:  512
-
-Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
-Node    0, zone   Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0
-Node    0, zone   Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118
-Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0
-
-Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
-Node 0, zone   Normal           44         2992          100            0            0
-"""
 SWEEP = 'id = "s"\n[base.machine]\nphys_mem = "256MiB"\n[base.workload]\nkind = "gups"\nfootprint = "4MiB"\naccesses = 2000\n'
 ELASTIC = ["--set", 'machine.preset="ampere-altra"', "--set", 'os.policy="elastic"', "--set", 'os.elastic.leshy="offline"']
 
@@ -267,10 +257,10 @@ def _snapshot_probes() -> list[Probe]:
     return [
         snap("snap-no-pagetypeinfo", "only /proc/buddyinfo", "== /proc/buddyinfo\nNode 0, zone Normal 1 2 3\n", ("s.txt", "pagetypeinfo")),
         snap("snap-latin1", "not UTF-8", b"== /proc/pagetypeinfo\n\xe9\n", ("s.txt", "UTF-8")),
-        snap("snap-word-count", "a count `abc` amid the counts", SNAPSHOT.replace("616", "abc"), ("s.txt", "line 7", "counts for the header's 11 orders")),
+        snap("snap-word-count", "a count `abc` amid the counts", SNAPSHOT.replace("616", "abc"), ("s.txt", "line 9", "counts for the header's 11 orders")),
         snap("snap-fraction", "a count `1.5`", SNAPSHOT.replace("616", "1.5"), ("s.txt", "`1.5`", "not a count")),
         snap("snap-types-mismatch", "a zone with 4 pageblock counts for 5 types", SNAPSHOT.replace("2992          100            0            0",
-             "2992          100            0"), ("s.txt", "4 pageblock counts for 5 types")),
+             "2992          100            0"), ("s.txt", "line 13", "4 pageblock counts for 5 types")),
         snap("snap-orders-gap", "an order header `0 2 3`", SNAPSHOT.replace("order       0      1      2", "order       0      2"), ("s.txt", "expected 0 1 2")),
         snap("snap-40-orders", "40 orders of counts", SNAPSHOT.replace(mov, mov + "  0" * 29).replace(
              "     10\n", "     10 " + " ".join(str(i) for i in range(11, 40)) + "\n"), ("s.txt", "at most 32")),
