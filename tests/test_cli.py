@@ -91,7 +91,7 @@ def test_export_phys_writes_tagged_hex_lines(tmp_path, small_toml):
     path = tmp_path / "phys.txt"
     out = tmp_path / "out"
     assert_ok(run_cli("run", small_toml, "--out", out, "--export-phys", path))
-    assert not (tmp_path / "phys.txt.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "phys.txt", "small.toml"], "no temporary file left"
     counts = {"R": 0, "W": 0, "P": 0}
     with open(path) as f:
         for n, line in enumerate(f):
@@ -108,7 +108,7 @@ def test_export_phys_zst_is_compressed(tmp_path, small_toml):
     packed = tmp_path / "phys.txt.zst"
     assert_ok(run_cli("run", small_toml, "--export-phys", plain))
     assert_ok(run_cli("run", small_toml, "--export-phys", packed))
-    assert not (tmp_path / "phys.txt.zst.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["phys.txt", "phys.txt.zst", "small.toml"]
     data = packed.read_bytes()
     assert data[:4] == ZSTD_MAGIC
     assert len(data) < plain.stat().st_size

@@ -90,20 +90,67 @@ class Result:
                 "</small></div>")
 
 
-def toml_value(value: Any) -> str:
+def _not_toml(value: Any, key: str, path: tuple[int, ...] = ()) -> tuple[str, str] | None:
+    """The dotted key of the first part of `value` TOML cannot hold (None,
+    a set, an object, a table key that is not a string, a table or array
+    that contains itself) and why, or None when all of it can be written."""
+    import datetime
+
+    if isinstance(value, (Mapping, list, tuple)):
+        if id(value) in path:
+            return key, "contains itself"
+        path = path + (id(value),)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return key, f"a table key must be a string, not {type(k).__name__} {k!r}"
+            bad = _not_toml(v, f"{key}.{k}" if key else k, path)
+            if bad:
+                return bad
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            bad = _not_toml(v, f"{key}[{i}]", path)
+            if bad:
+                return bad
+        return None
+    if isinstance(value, (str, bool, int, float, datetime.date, datetime.time)):
+        return None
+    return key, f"{type(value).__name__} {value!r:.60} has no TOML form (strings, numbers, booleans, arrays, tables)"
+
+
+def _toml(value: Mapping[str, Any], key: str = "") -> str:
+    """`value` as TOML text; a part TOML cannot hold is a ConfigError
+    naming its key."""
+    bad = _not_toml(value, key)
+    if bad:
+        raise _pagelab.ConfigError(f"configuration error at `{bad[0]}`: {bad[1]}")
+    return tomli_w.dumps(dict(value))
+
+
+def toml_value(value: Any, key: str = "value") -> str:
     """A Python value as a TOML literal, for a `KEY=VALUE` override."""
+    bad = _not_toml(value, key)
+    if bad:
+        raise _pagelab.ConfigError(f"configuration error at `{bad[0]}`: {bad[1]}")
     text = tomli_w.dumps({"v": value})
     return text.split("=", 1)[1].strip()
 
 
 def overrides_list(overrides: Mapping[str, Any]) -> list[str]:
-    return [f"{key.replace('__', '.')}={toml_value(v)}" for key, v in overrides.items()]
+    items = []
+    for key, v in overrides.items():
+        key = key.replace("__", ".")
+        items.append(f"{key}={toml_value(v, key)}")
+    return items
 
 
 def load_config_text(config: str | os.PathLike | Mapping[str, Any]) -> tuple[str, str]:
     """(TOML text, source name) of a path or a dict."""
     if isinstance(config, Mapping):
-        return tomli_w.dumps(dict(config)), "<dict>"
+        return _toml(config), "<dict>"
+    if not isinstance(config, (str, os.PathLike)):
+        raise _pagelab.ConfigError(f"configuration: expected a TOML file's path or a dict, got {type(config).__name__}")
     path = Path(config)
     try:
         return path.read_text(encoding="utf-8"), str(path)
@@ -111,6 +158,34 @@ def load_config_text(config: str | os.PathLike | Mapping[str, Any]) -> tuple[str
         raise _pagelab.ConfigError(f"cannot read configuration {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise _pagelab.ConfigError(f"{path}: not UTF-8 text (byte offset {e.start})") from None
+
+
+def interruptible(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, a call into the core that may block or take long (a
+    trace or hint file that is a FIFO no one writes yet, a large graph), on
+    a helper thread: Python delivers Ctrl-C to the main thread only between
+    its own instructions, which a call into the core never reaches. The
+    main thread waits in `join`, which Ctrl-C interrupts; the helper is then
+    abandoned (it ends with the process) and its temporary files are the
+    core's cleanup table's (the command line empties it on Ctrl-C)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as e:  # re-raised on the main thread
+            outcome["error"] = e
+
+    helper = threading.Thread(target=call, daemon=True, name="pagelab-core-call")
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def run(
@@ -141,12 +216,16 @@ def run(
     import time
 
     text, source = load_config_text(config)
+    if isinstance(set, str) or not all(isinstance(item, str) for item in set or []):
+        raise _pagelab.ConfigError("set: expected a list of \"KEY=VALUE\" strings")
     items = list(set or []) + overrides_list(overrides)
     started = time.perf_counter()
-    sim = _pagelab.Simulation(text, source, items)
-    partial = None
+    sim = interruptible(_pagelab.Simulation, text, source, items)
     if export_phys is not None:
-        partial = Path(str(export_phys) + ".partial")
+        # The core refuses an export over anything but a regular file or
+        # one of the run's inputs; the configuration file is one too.
+        inputs = [] if isinstance(config, Mapping) else [str(config)]
+        _pagelab.check_output(str(export_phys), inputs)
         sim.export_phys(str(export_phys), export_format, export_memory_only)
     try:
         while not sim.step(STEP):
@@ -154,8 +233,8 @@ def run(
                 progress(*sim.progress())
         sim.finish()
     except BaseException:
-        if partial is not None:
-            partial.unlink(missing_ok=True)
+        # Its temporary file goes now, not when the traceback lets `sim` go.
+        sim.discard_export()
         raise
     if progress:
         done, _ = sim.progress()

@@ -10,7 +10,7 @@ from pathlib import Path
 from pagelab import _pagelab
 from pagelab.api import run
 from pagelab.executors import ExecutorUnavailable, WorkerDied
-from pagelab.output import write_run
+from pagelab.output import check_out_dir, check_run_out, write_run
 from pagelab.table import print_summary
 
 
@@ -47,6 +47,8 @@ def progress_update(bar, task):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_run_out(Path(args.out))
     with progress_bar() as bar:
         task = bar.add_task("run", total=None, count="")
         update = progress_update(bar, task)
@@ -59,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             export_memory_only=args.export_memory_only,
             progress=update,
         )
-    if args.out:
+    if args.out is not None:
         write_run(Path(args.out), result)
     print_summary(result.stats, result.seconds)
     return 0
@@ -112,16 +114,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     spec = load_sweep(args.sweep)
     out = Path(args.out or Path("out") / spec.id)
+    check_out_dir(out)
+    if args.parquet:
+        _pagelab.check_output(args.parquet)
     outcome, _ = sweep_to_dir(spec, out, jobs=args.jobs, executor=args.executor, address=args.address, log=_log)
     if args.parquet:
         from pagelab.store import Store
 
         with Store(out, read_only=True) as store:
             store.to_parquet(args.parquet)
+    # Each failed point was logged (with its parameters) as it failed.
     print(f"{len(outcome.points)} points: {outcome.ran} run now, {outcome.reused} already stored, "
           f"{len(outcome.errors)} failed; store {outcome.store_path}")
-    for h, err in outcome.errors.items():
-        print(f"failed {h[:12]}: {err}", file=sys.stderr)
     return 1 if outcome.errors else 0
 
 
@@ -149,6 +153,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 2
     variant = args.variant or ("tiny" if args.tiny else "quick" if args.quick else "full")
     out = Path(args.out or Path("out") / exp.id)
+    check_out_dir(out)
     try:
         files = experiments.reproduce(exp.id, out, variant=variant, jobs=args.jobs, executor=args.executor, address=args.address,
                                        seeds=args.seeds, save_results=args.save_results, log=_log)
@@ -212,6 +217,15 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _host_mem(text: str) -> str:
+    """An argparse type: a size the core accepts as a host-memory limit."""
+    try:
+        _pagelab.parse_host_mem(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _executor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel runs (default: every core)")
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
@@ -238,7 +252,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_Version, help="print pagelab's version and commit")
     p.add_argument("--debug", action="store_true", help="on an internal error, show where (Python traceback, Rust panic location)")
     p.add_argument(
-        "--host-mem", metavar="SIZE",
+        "--host-mem", metavar="SIZE", type=_host_mem,
         help="host memory a run may use (e.g. 16GiB; default: the host's available memory; "
         "divided among a sweep's --jobs); a run that would build more is refused",
     )
@@ -416,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
         # Read by the core (engine/host_budget.rs), inherited by workers.
         os.environ["PAGELAB_HOST_MEM"] = args.host_mem
     try:
+        for option in ("out", "export_phys", "parquet"):
+            # An empty name would be the current directory, or no output.
+            if getattr(args, option, None) == "":
+                raise _pagelab.PagelabError(f"--{option.replace('_', '-')}: an empty name")
         return args.func(args)
     except (_pagelab.PagelabError, ExecutorUnavailable, WorkerDied) as e:
         print(f"pagelab: error: {e}", file=sys.stderr)
@@ -425,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pagelab: error: cannot write {e.filename or 'output'}: {e.strerror}", file=sys.stderr)
         return exit_status(e)
     except KeyboardInterrupt:
+        # A call into the core abandoned mid-way (api.interruptible) may
+        # still hold temporary files.
+        _pagelab.remove_temporary_files()
         print("pagelab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:

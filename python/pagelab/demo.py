@@ -19,7 +19,7 @@ from rich.table import Table
 
 from pagelab.api import run
 from pagelab.experiments.common import PALETTE, legend_beside, write_figure
-from pagelab.output import pyplot, write_atomic
+from pagelab.output import check_out_dir, pyplot, write_atomic
 from pagelab.table import compact, narrow_table, numeric_column, text_column
 
 POLICIES = ["base", "thp", "coloring"]
@@ -124,6 +124,7 @@ def summary_table(df: pd.DataFrame) -> Table:
 def main(args: argparse.Namespace) -> int:
     console = Console()
     out = Path(args.out)
+    check_out_dir(out)  # before the runs, not after them
     df = collect(args.quick, console)
     console.print(summary_table(df))
     write_atomic(out / "demo.csv", df.to_csv(index=False))

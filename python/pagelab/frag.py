@@ -17,8 +17,9 @@ from pathlib import Path
 from rich.console import Console
 
 from pagelab import _pagelab
+from pagelab.api import interruptible
 from pagelab.experiments.common import legend_beside, share_axis, write_figure
-from pagelab.output import pyplot, write_atomic
+from pagelab.output import output_file, pyplot
 from pagelab.table import narrow_table, numeric_column
 
 SOURCES = ["/proc/buddyinfo", "/proc/pagetypeinfo"]
@@ -32,12 +33,15 @@ def capture(path: Path) -> None:
         except OSError as e:
             raise _pagelab.PagelabError(f"cannot read {source}: {e.strerror} (pagetypeinfo needs root)") from None
         parts.append(f"== {source}\n{text}")
-    write_atomic(path, "".join(parts))
-    _pagelab.frag_snapshot(str(path))  # refuse to leave a capture we cannot read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with output_file(path) as tmp:
+        tmp.write_text("".join(parts), encoding="utf-8")
+        # A capture pagelab cannot read is refused, not left at `path`.
+        interruptible(_pagelab.frag_snapshot, str(tmp), str(path))
 
 
 def show(path: Path, out: Path | None, console: Console) -> None:
-    s = _pagelab.frag_snapshot(str(path))
+    s = interruptible(_pagelab.frag_snapshot, str(path))
     gib = s["frames"] * 4096 / 2**30
     table = narrow_table(f"{path}: {gib:.1f} GiB, F_i = {s['fi']:.3f}")
     for col in ("order", "block", "free", "unmovable", "movable", "reclaim.", "frag idx", "unusable"):

@@ -197,7 +197,7 @@ def _group(key: Path, members: list[Path], d: Path, stats: list[str] | None) -> 
             out.append(f'<h3>{title} <span class="file">{rel}</span></h3>')
             out.append(table_html(tables[p]))
         else:
-            data = base64.b64encode(p.read_bytes()).decode("ascii")
+            data = base64.b64encode(_read_png(p)).decode("ascii")
             pdf = " (and .pdf)" if p.with_suffix(".pdf").exists() else ""
             out.append(f'<figure><img alt="{rel}" src="data:image/png;base64,{data}"><figcaption>{rel}{pdf}</figcaption></figure>')
     runs = report_parts.store_runs(key.parent, key.name)
@@ -261,6 +261,27 @@ def _read_text(p: Path) -> str:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise _pagelab.TraceError(f"{p}: not UTF-8 text (byte offset {e.start})") from None
+
+
+def _read_png(p: Path) -> bytes:
+    """A figure's bytes, once they decode as a PNG image (a browser would
+    show a broken image in its place): else the file is refused, named."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    data = p.read_bytes()
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format != "PNG":
+                raise _pagelab.TraceError(f"{p}: a {image.format} image, not a PNG")
+            image.load()
+    except UnidentifiedImageError:
+        # Its own message names the in-memory buffer, not the file.
+        raise _pagelab.TraceError(f"{p}: not a PNG image that decodes (no image format known to Pillow)") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise _pagelab.TraceError(f"{p}: not a PNG image that decodes ({str(e) or type(e).__name__})") from None
+    return data
 
 
 def _read_csv(p: Path):

@@ -24,10 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-import tomli_w
-
 from pagelab import _pagelab
-from pagelab.api import overrides_list
+from pagelab.api import _toml, overrides_list
 from pagelab.store import Store, config_hash, local_versions
 
 
@@ -163,7 +161,7 @@ def _fix_graph_seeds(config: dict, first_seed: int | None, shaped: bool) -> None
 def resolve(points: list[Point], source: str = "<sweep>") -> None:
     """Fills each point's canonical TOML and hash (raises ConfigError)."""
     for p in points:
-        p.config_toml = _pagelab.resolve_config(tomli_w.dumps(p.config), source, overrides_list(p.overrides))
+        p.config_toml = _pagelab.resolve_config(_toml(p.config), source, overrides_list(p.overrides))
         p.hash = config_hash(p.config_toml)
 
 
@@ -245,13 +243,14 @@ class SweepOutcome:
 
         with Store(self.store_path, read_only=True) as store:
             runs = store.raw(p.hash for p in self.points)
-        by_hash = {r.config_hash: r for r in runs.itertuples()}
+            by_hash = {r.config_hash: r for r in runs.itertuples()}
+            stats = {h: store.row_json(r.stats, h) for h, r in by_hash.items()}
         rows = []
         for p in self.points:
             r = by_hash.get(p.hash)
             if r is None:
                 continue
-            row = dict(json.loads(r.stats))
+            row = dict(stats[p.hash])
             row.update(p.params)
             row["config_hash"] = p.hash
             row["seconds"] = r.seconds

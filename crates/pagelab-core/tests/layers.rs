@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules, by layer (index = layer - 1).
 const LAYERS: &[&[&str]] = &[
-    &["units", "stat", "error", "hostmem"],
+    &["units", "stat", "error", "hostmem", "outfile"],
     &["phys"],
     &["hw"],
     &["paging"],

@@ -3,6 +3,7 @@
 //! panics (none may cross into Python) and converts the core's error enum
 //! to the Python exception classes in one place.
 
+mod output;
 mod trace;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -172,6 +173,11 @@ impl Simulation {
         self.sim().config().to_toml()
     }
 
+    /// Drops an unfinished export: its temporary file is removed.
+    fn discard_export(&self) {
+        self.sim().discard_export();
+    }
+
     /// Flushes and closes the physical-reference export.
     fn finish(&self, py: Python<'_>) -> PyResult<()> {
         let mut sim = self.sim();
@@ -188,15 +194,18 @@ fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<S
 
 /// A fragmentation snapshot (`pagelab frag capture`): free blocks per
 /// order, by migratetype, the machine's size, and Linux's indices and F_i
-/// for every order.
+/// for every order. `name` names the file in errors (default: `path`; a
+/// capture is checked under its temporary name).
 #[pyfunction]
-fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, name = None))]
+fn frag_snapshot<'py>(py: Python<'py>, path: String, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     use pagelab_core::phys::{fragmentation as f, snapshot::Snapshot};
+    let name = name.unwrap_or_else(|| path.clone());
     let snap = call(py, {
-        let path = path.clone();
+        let (path, name) = (path.clone(), name.clone());
         move || {
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-            Snapshot::parse(&text, &path)
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&name, e))?;
+            Snapshot::parse(&text, &name)
         }
     })?;
     let d = PyDict::new(py);
@@ -259,6 +268,13 @@ fn host_memory_limit(py: Python<'_>) -> PyResult<Option<u64>> {
     call(py, pagelab_core::engine::host_budget::host_limit)
 }
 
+/// `parse_host_mem(text) -> bytes`: a limit as `--host-mem` takes it (a
+/// size of at least 1 MiB); ValueError saying why otherwise.
+#[pyfunction]
+fn parse_host_mem(text: &str) -> PyResult<u64> {
+    pagelab_core::engine::host_budget::parse_limit(text).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -278,8 +294,10 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(host_memory_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_host_mem, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     trace::register(m)?;
+    output::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;

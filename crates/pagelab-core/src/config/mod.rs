@@ -305,6 +305,21 @@ impl SimConfig {
         self.workload_tables().into_iter().map(|(k, _)| k).collect()
     }
 
+    /// The files the run reads: the workloads' traces, and each OS's
+    /// fragmentation snapshot and Leshy hint file (an output must not
+    /// replace one of them: `outfile::check_not_input`).
+    pub fn input_files(&self) -> Vec<std::path::PathBuf> {
+        let mut files: Vec<std::path::PathBuf> = self.workload_list().into_iter().filter_map(|w| w.path).collect();
+        let oses = self.guests().into_iter().map(|g| g.os).chain([&self.virt.host]);
+        for os in oses {
+            files.extend(os.fragmentation.snapshot.iter().map(Into::into));
+            if let Some(crate::systems::elastic::HintSource::File(f)) = &os.elastic.hints {
+                files.push(f.into());
+            }
+        }
+        files
+    }
+
     /// One core per workload, but for those that start after the one
     /// before them (`workload.after`), which share its core.
     pub fn nr_cores(&self) -> usize {

@@ -269,8 +269,16 @@ impl Simulation {
     /// The same in another format, or only the references served by
     /// memory (see `engine::export`).
     pub fn export_phys_as(&mut self, path: &Path, format: ExportFormat, memory_only: bool) -> Result<()> {
+        let inputs = self.cfg.input_files();
+        crate::outfile::check_not_input(path, &inputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
         self.export = Some(PhysExport::create(path, format, memory_only)?);
         Ok(())
+    }
+
+    /// Drops an unfinished export (a failed run): its temporary file is
+    /// removed and the target left as it was.
+    pub fn discard_export(&mut self) {
+        self.export = None;
     }
 
     pub fn config(&self) -> &SimConfig {

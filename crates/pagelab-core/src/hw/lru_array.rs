@@ -29,6 +29,14 @@ impl<V: Copy + Default> LruArray<V> {
         }
     }
 
+    /// The host bytes [`LruArray::new`] allocates for this shape.
+    pub fn host_bytes(entries: u32, ways: u32) -> u64 {
+        match (entries, ways) {
+            (n, w) if w == 0 || n <= w => LruMap::<V>::host_bytes(n as usize),
+            (n, _) => SetAssoc::<V>::host_bytes(n as u64),
+        }
+    }
+
     /// `key`'s value; a hit becomes the most recently used. `index` picks
     /// the set of a set-associative array.
     // Always inlined, like the page-walk cache's lookup around it: out of

@@ -675,6 +675,19 @@ impl PhysMem {
             + self.free_area.iter().map(FreeArea::heap_bytes).sum::<u64>()
     }
 
+    /// What [`PhysMem::metadata_bytes`] will be for a machine of
+    /// `nr_frames`, before it is built (the host-memory budget's count; an
+    /// upper bound, see the module's text): 8 bytes per frame, one byte per
+    /// pageblock, and the free lists' bitmaps (2 bits per frame, 32 per
+    /// pageblock, and each bitmap's levels rounded up to whole words: at
+    /// most 19 orders x 8 bitmaps x 4 levels of a word).
+    pub fn host_bytes(nr_frames: u64) -> u64 {
+        const ROUNDING: u64 = 19 * 8 * 4 * 8;
+        let pageblocks = nr_frames.div_ceil(PAGEBLOCK_NR_PAGES);
+        let bitmaps = nr_frames.div_ceil(4).saturating_add(pageblocks * 4).saturating_add(ROUNDING);
+        nr_frames.saturating_mul(8).saturating_add(pageblocks).saturating_add(bitmaps)
+    }
+
     /// After a bulk operation (injection, compaction), in debug builds on
     /// machines up to 4 GiB: checks all invariants and panics on a broken one.
     pub(crate) fn debug_check_invariants(&self) {
@@ -949,6 +962,7 @@ mod tests {
         assert_eq!(mem.free_pages(), MAX_FRAMES - 513);
         let per_frame = mem.metadata_bytes() as f64 / MAX_FRAMES as f64;
         assert!(per_frame < 8.3, "{per_frame} bytes per frame");
+        assert!(PhysMem::host_bytes(MAX_FRAMES) >= mem.metadata_bytes(), "the budget's estimate is a bound");
         // The owner array is lazily zeroed, so this is far below a second
         // (it would take seconds to touch 2 GiB).
         assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());

@@ -99,10 +99,10 @@ pub struct OsConfig {
     pub policy: PolicyKind,
     /// The chain of systems, in order, when given: a fault goes to each
     /// until one backs it (the last must back every fault: `base`,
-    /// `coloring` or `bin-hopping`). Empty = the chain `policy` names
-    /// ([`PolicyKind::chain`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub systems: Vec<String>,
+    /// `coloring` or `bin-hopping`). Unset = the chain `policy` names
+    /// ([`PolicyKind::chain`]); an empty list is an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub systems: Option<Vec<String>>,
     /// Create VMAs around touched addresses when the workload emits no
     /// mapping events: "auto" (on only then, or when its events are
     /// partial: `Workload::partial_mappings`), "on", "off".
@@ -150,7 +150,7 @@ impl Default for OsConfig {
     fn default() -> Self {
         OsConfig {
             policy: PolicyKind::Base,
-            systems: Vec::new(),
+            systems: None,
             auto_vma: AutoVma::Auto,
             fragmentation: FragmentationConfig::default(),
             thp: ThpConfig::default(),
@@ -173,10 +173,9 @@ impl Default for OsConfig {
 impl OsConfig {
     /// The chain of systems, by name, in order.
     pub fn chain(&self) -> Vec<&str> {
-        if self.systems.is_empty() {
-            self.policy.chain().to_vec()
-        } else {
-            self.systems.iter().map(String::as_str).collect()
+        match &self.systems {
+            Some(systems) => systems.iter().map(String::as_str).collect(),
+            None => self.policy.chain().to_vec(),
         }
     }
 
@@ -205,17 +204,26 @@ impl OsConfig {
     fn validate_chain(&self, prefix: &str) -> Result<()> {
         let key = format!("{prefix}.systems");
         let known: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
-        for (i, name) in self.systems.iter().enumerate() {
+        let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
+        let systems = self.systems.as_deref().unwrap_or_default();
+        if self.systems.is_some() && systems.is_empty() {
+            let msg = format!(
+                "an empty chain backs no fault: name the systems, the last one of {}, or leave the key out \
+                 for the chain `{prefix}.policy` names",
+                terminal.join(", ")
+            );
+            return Err(Error::config(key, msg));
+        }
+        for (i, name) in systems.iter().enumerate() {
             if !known.contains(&name.as_str()) {
                 return Err(Error::config(key, format!("unknown system `{name}` (known: {})", known.join(", "))));
             }
-            if self.systems[..i].contains(name) {
+            if systems[..i].contains(name) {
                 return Err(Error::config(key, format!("`{name}` is in the chain twice")));
             }
         }
         let last = self.chain().last().copied().unwrap_or("");
         if !REGISTRY.iter().any(|r| r.name == last && r.terminal) {
-            let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
             return Err(Error::config(
                 key,
                 format!(

@@ -137,7 +137,7 @@ impl VirtConfig {
         }
         let chain = self.host.chain();
         if let Some((name, why)) = NOT_IN_THE_HOST.iter().find(|(n, _)| chain.contains(n)) {
-            let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
+            let key = if self.host.systems.is_none() { "virt.host.policy" } else { "virt.host.systems" };
             return Err(Error::config(key, format!("`{name}` cannot back a guest yet: {why}")));
         }
         self.host.validate("virt.host", phys_mem, max_order)
@@ -155,7 +155,7 @@ impl VirtConfig {
             return Err(Error::config("virt.ept_levels", "3 levels map at most 512GiB of guest memory"));
         }
         if let Some(name) = guest.chain().into_iter().find(|n| NOT_IN_A_GUEST.contains(n)) {
-            let key = if guest.systems.is_empty() { "policy" } else { "systems" };
+            let key = if guest.systems.is_none() { "policy" } else { "systems" };
             return Err(Error::config(
                 format!("{os_key}.{key}"),
                 format!("`{name}` cannot run in a guest yet (virt.enabled = true): its walk step is native-only"),
