@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL, pagelab_command, run_cli, small, write_toml
+from conftest import SMALL, TIMEOUT_SCALE, pagelab_command, run_cli, small, write_toml
 from test_reliability import one_error_line
 
 needs_valgrind = pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("gcc")), reason="needs valgrind and gcc")
@@ -99,6 +99,15 @@ def test_an_output_through_a_link_replaces_the_file_and_keeps_the_link(tmp_path)
 
 
 # --- signals ---------------------------------------------------------------
+
+
+def _open_writer(fifo: Path) -> int | None:
+    """The FIFO's write end, opened without blocking: None (ENXIO) while no
+    reader has it open."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
 
 
 def _wait_for(pred, seconds: float, step: float = 0.01):
@@ -353,14 +362,21 @@ def test_a_sweeps_store_is_kept_when_it_runs_again(tmp_path):
 def test_ctrl_c_ends_a_trace_info_waiting_on_a_fifo_no_one_writes(tmp_path):
     # The core blocks in open(2), where Python never runs its Ctrl-C
     # handler: the call runs on a helper thread, the main thread waits.
-    os.mkfifo(tmp_path / "f")
-    proc = subprocess.Popen(pagelab_command() + ["trace", "info", str(tmp_path / "f")], stderr=subprocess.PIPE, text=True)
+    # Ctrl-C comes once the core has the FIFO open (a writer can then open
+    # its end), so that it waits in read(2), never fed: a fixed sleep could
+    # land in Python's start-up on a loaded machine.
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(pagelab_command() + ["trace", "info", str(fifo)], stderr=subprocess.PIPE, text=True)
+    writer = _wait_for(lambda: _open_writer(fifo), 60 * TIMEOUT_SCALE)
     try:
-        time.sleep(2)
+        assert writer is not None, "trace info never opened the FIFO"
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        proc.wait(timeout=30 * TIMEOUT_SCALE)
     finally:
         proc.kill()
+        if writer is not None:
+            os.close(writer)
     assert proc.returncode == 130, proc.stderr.read()
     assert proc.stderr.read().strip() == "pagelab: interrupted"
 
@@ -374,9 +390,9 @@ def test_ctrl_c_during_a_conversion_leaves_no_temporary_file(tmp_path):
     try:
         writer.write(LACKEY * 100)
         writer.flush()
-        assert _wait_for(lambda: _hidden(tmp_path), 30), "the conversion's temporary file"
+        assert _wait_for(lambda: _hidden(tmp_path), 30 * TIMEOUT_SCALE), "the conversion's temporary file"
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        proc.wait(timeout=30 * TIMEOUT_SCALE)
     finally:
         proc.kill()
         writer.close()
