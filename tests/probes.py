@@ -179,7 +179,7 @@ def _input_probes() -> list[Probe]:
         Probe("in-convert-missing", k, "`trace convert MISSING OUT`", ["trace", "convert", "nope", "o.pgl"], 2, ("nope", "No such file"), {}),
         Probe("in-frag-dir", k, "`frag show DIR`", ["frag", "show", "d"], 2, ("d", "directory"), D),
         Probe("in-sweep-dir", k, "`sweep DIR`", ["sweep", "d"], 2, ("d", "directory"), D),
-        Probe("in-report-file", k, "`report FILE`", ["report", "c.toml"], 2, ("c.toml", "no *.md"), C),
+        Probe("in-report-file", k, "`report FILE`", ["report", "c.toml"], 2, ("c.toml", "not a directory"), C),
         Probe("in-snapshot-dir", k, "`os.fragmentation.snapshot` a directory", ["run", "c.toml", "--set", 'os.fragmentation.snapshot="d"'], 2,
               ("d", "directory"), {**C, **D}),
         Probe("in-hints-dir", k, "`os.elastic.hints` a directory", ["run", "c.toml", *ELASTIC, "--set", 'os.elastic.hints="d"'], 2,
@@ -374,7 +374,7 @@ def _argument_probes() -> list[Probe]:
         Probe("arg-convert-one", k, "`trace convert` with one file", ["trace", "convert", "t.lackey"], 2, ("dst",), T),
         Probe("arg-export-format", k, "`--export-format nope`", ["run", "c.toml", "--export-format", "nope"], 2, ("--export-format",), C),
         Probe("arg-jobs-many", k, "`sweep --jobs 100000`: as many workers as points", ["sweep", "s.toml", "--out", "o", "--jobs", "100000"], 0,
-              ("1 points",), {"s.toml": SWEEP}, may_add=("o/results.duckdb", "o/s.csv")),
+              ("1 points",), {"s.toml": SWEEP}, may_add=("o/results.duckdb", "o/s.csv", "o/s.provenance.json")),
     ]
 
 

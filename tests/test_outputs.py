@@ -176,7 +176,7 @@ def test_a_second_run_into_the_same_out_removes_only_its_own_stale_files(tmp_pat
     (out / "notes.txt").write_text("mine")
     plain = write_toml(tmp_path / "p.toml", SMALL)
     assert run_cli("run", plain, "--out", out).returncode == 0
-    assert listing(out) == ["config.resolved.toml", "notes.txt", "stats.json"], "the first run's series is gone"
+    assert listing(out) == ["config.resolved.toml", "notes.txt", "provenance.json", "stats.json"], "the first run's series is gone"
 
 
 def test_run_out_over_a_file_or_a_fifo_inside_is_refused_before_running(tmp_path):

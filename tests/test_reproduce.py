@@ -466,8 +466,11 @@ def _pp_fig7(df):
         # Random loads over 64 MiB: 4 KiB pages overflow the L2 TLB, 2 MiB do not.
         assert s.loc["ideal-2m", "dtlb_l2_mpki"] < s.loc["base-4k", "dtlb_l2_mpki"]
         assert s.loc["ideal-2m", "speedup"] > 1.0
-        # Half the regions fragmented: perforated pages keep most of the reach.
-        assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"]
+        # Half the regions fragmented: perforated pages keep most of the reach
+        # (at tiny scale the walks it saves are a few hundredths of a percent
+        # of the run, so its speedup ties base-2m-4k's within 0.1%).
+        assert s.loc["perforated", "dtlb_l2_mpki"] < s.loc["base-2m-4k", "dtlb_l2_mpki"] / 10
+        assert s.loc["perforated", "speedup"] > s.loc["base-2m-4k", "speedup"] * 0.999
     # Unallocated holes are never touched: no hole walk, no hole entry. The
     # two kinds' speedups have different denominators (base-4k touches
     # allocated holes), so each is compared with its own best case.

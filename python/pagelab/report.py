@@ -135,7 +135,7 @@ def build(directory: str | Path, title: str | None = None, stats: list[str] | No
         run_title, body = report_parts.run_page(d, stats)
         return page(title or run_title, body)
     if not d.is_dir():
-        raise FileNotFoundError(f"{d}: no such directory")
+        raise FileNotFoundError(f"{d}: {'not a directory' if d.exists() else 'no such directory'}")
     files = sorted(
         p for p in d.rglob("*")
         if p.is_file() and p.suffix in (".md", ".csv", ".png") and not p.name.startswith(".") and not _in_run_dir(p, d)
