@@ -34,17 +34,11 @@ SUFFIX = ".provenance.json"
 def commit() -> str:
     """The short commit of pagelab's checkout, `-dirty` when its tracked
     files were changed, or `unknown` outside a git checkout."""
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+    head = _git("rev-parse", "--short=12", "HEAD")
+    if head is None:
         return "unknown"
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return head + ("-dirty" if dirty else "")
 
 
 def version_line() -> str:
