@@ -32,6 +32,9 @@ def version() -> str: ...
 def parse_host_mem(text: str) -> int:
     """A --host-mem limit in bytes (a size of at least 1 MiB); ValueError otherwise."""
 
+def cap_value(text: str) -> str:
+    """`text` as error messages quote it: past 60 characters, its start, an ellipsis and its length."""
+
 def host_memory_limit() -> int | None:
     """The host memory a run may use: PAGELAB_HOST_MEM, else MemAvailable."""
 

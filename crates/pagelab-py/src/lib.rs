@@ -272,7 +272,16 @@ fn host_memory_limit(py: Python<'_>) -> PyResult<Option<u64>> {
 /// size of at least 1 MiB); ValueError saying why otherwise.
 #[pyfunction]
 fn parse_host_mem(text: &str) -> PyResult<u64> {
-    pagelab_core::engine::host_budget::parse_limit(text).map_err(pyo3::exceptions::PyValueError::new_err)
+    pagelab_core::engine::host_budget::parse_limit(text)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(pagelab_core::error::cap_quoted(&e)))
+}
+
+/// `cap_value(text) -> str`: a user's value as error messages quote it,
+/// cut past 60 characters with its length (the core's one rule, for the
+/// messages the Python side makes).
+#[pyfunction]
+fn cap_value(text: &str) -> String {
+    pagelab_core::error::cap_value(text)
 }
 
 #[pyfunction]
@@ -295,6 +304,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(host_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(parse_host_mem, m)?)?;
+    m.add_function(wrap_pyfunction!(cap_value, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     trace::register(m)?;
     output::register(m)?;

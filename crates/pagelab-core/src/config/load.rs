@@ -3,7 +3,7 @@
 //! keys rejected, every error naming its dotted key), then validation.
 
 use super::{presets::preset_table, SimConfig};
-use crate::error::{Error, Result};
+use crate::error::{cap_value, Error, Result};
 
 /// Parses and validates a configuration. `source` names the file in errors.
 pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<SimConfig> {
@@ -14,8 +14,11 @@ pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<Si
     merge_preset(&mut table)?;
     let cfg: SimConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let path = e.path().to_string();
-        // One line: the toml crate appends "in `key`" lines of its own.
-        let inner = e.into_inner().to_string().lines().next().unwrap_or_default().trim().to_string();
+        // The message alone: the toml crate's Display appends an "in `key`"
+        // line, and a value's own newline must not cut the message short
+        // (Error::config escapes it).
+        let inner = e.into_inner().message().trim().to_string();
+        let inner = name_the_range(&inner);
         // serde may report an unknown field at its parent's path; name the
         // key once.
         let key = match unknown_field(&inner) {
@@ -23,7 +26,8 @@ pub fn parse_config(text: &str, source: &str, overrides: &[String]) -> Result<Si
             Some(field) if !path.ends_with(&format!(".{field}")) && path != field => format!("{path}.{field}"),
             _ => path,
         };
-        Error::config(key, inner)
+        // A key the file spells can be any length: cap it as a value.
+        Error::config(cap_value(&key), inner)
     })?;
     let mut cfg = cfg;
     cfg.fill_machine_defaults();
@@ -43,6 +47,32 @@ fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> Error {
     Error::config(format!("{source}:{line}:{col}"), format!("not valid TOML: {msg}"))
 }
 
+/// serde names a number's Rust type (`expected u64`); a user needs the
+/// range it allows.
+fn name_the_range(msg: &str) -> String {
+    const RANGES: [(&str, &str); 8] = [
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected u64", "expected a whole number from 0 to 18446744073709551615"),
+        ("expected usize", "expected a whole number from 0 to 18446744073709551615"),
+        ("expected i32", "expected a whole number from -2147483648 to 2147483647"),
+        ("expected i64", "expected a whole number from -9223372036854775808 to 9223372036854775807"),
+        ("expected f64", "expected a number"),
+    ];
+    let mut out = msg.to_string();
+    for (rust, words) in RANGES {
+        // Whole words only: `expected u64` but not a longer name.
+        if let Some(at) = out.find(rust) {
+            let end = at + rust.len();
+            if !out[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                out.replace_range(at..end, words);
+            }
+        }
+    }
+    out
+}
+
 fn unknown_field(msg: &str) -> Option<&str> {
     let rest = msg.strip_prefix("unknown field `")?;
     rest.split('`').next()
@@ -52,18 +82,19 @@ fn unknown_field(msg: &str) -> Option<&str> {
 /// `"lru"`, `[1, 2]`), or as a bare string when it is not one (`lru`). A
 /// part `name[N]` steps into the N-th table of an array of tables
 /// (`workloads[1].footprint=...`, `vms[0].workloads[1].kind=...`), which
-/// the file must already have.
+/// the file must already have. Errors name the key as typed, capped
+/// ([`cap_value`]): it can be any length.
 pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
-    let (key, raw) = item.split_once('=').ok_or_else(|| Error::config(item, "an override is KEY=VALUE"))?;
+    let (key, raw) = item.split_once('=').ok_or_else(|| Error::config(cap_value(item), "an override is KEY=VALUE"))?;
     let key = key.trim();
     let value = parse_value(raw.trim());
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
-        return Err(Error::config(key, "not a dotted key"));
+        return Err(Error::config(cap_value(key), "not a dotted key (KEY=VALUE, like machine.tlb.l2_ways=1536)"));
     }
     let mut node = table;
     for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
-        let here = || parts[..=i].join(".");
+        let here = || cap_value(&parts[..=i].join("."));
         node = match split_index(part).map_err(|why| Error::config(here(), why))? {
             (name, None) => {
                 match node.entry(name.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new())) {
@@ -80,8 +111,8 @@ pub fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
             node.insert(name.to_string(), value);
             Ok(())
         }
-        Ok(_) => Err(Error::config(key, "names a table of an array: set a key inside it")),
-        Err(why) => Err(Error::config(key, why)),
+        Ok(_) => Err(Error::config(cap_value(key), "names a table of an array: set a key inside it")),
+        Err(why) => Err(Error::config(cap_value(key), why)),
     }
 }
 
