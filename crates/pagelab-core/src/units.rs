@@ -260,6 +260,10 @@ impl PageSize {
 /// An address-space identifier (one per simulated process).
 pub type Asid = u16;
 
+/// What a size may be written as, for errors.
+const SIZE_FORMS: &str =
+    "a number of bytes from 0, or one with a unit B, KiB, MiB, GiB or TiB: 4096, \"2MiB\", \"1.5GiB\"";
+
 /// A size in bytes as written in configuration files: an integer, or a
 /// string with a binary suffix (`"32KiB"`, `"16GiB"`, `"2MiB"`; `K`, `KB`,
 /// `k` are read as KiB too, since nobody means 1000 in this field).
@@ -276,18 +280,18 @@ impl ByteSize {
         let t = text.trim();
         let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let value: f64 = num.parse().map_err(|_| format!("`{text}` is not a size"))?;
+        let value: f64 = num.parse().map_err(|_| format!("`{text}` is not a size ({SIZE_FORMS})"))?;
         let shift = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 0,
             "k" | "kb" | "kib" => 10,
             "m" | "mb" | "mib" => 20,
             "g" | "gb" | "gib" => 30,
             "t" | "tb" | "tib" => 40,
-            other => return Err(format!("unknown size unit `{other}` in `{text}`")),
+            other => return Err(format!("unknown size unit `{other}` in `{text}` ({SIZE_FORMS})")),
         };
         let bytes = value * (1u64 << shift) as f64;
         if !(bytes.is_finite() && bytes >= 0.0 && bytes < 2f64.powi(63)) || bytes.fract() != 0.0 {
-            return Err(format!("`{text}` is not a whole number of bytes"));
+            return Err(format!("`{text}` is not a whole number of bytes from 0 to 2^63 - 1"));
         }
         Ok(ByteSize(bytes as u64))
     }

@@ -10,6 +10,8 @@
 mod load;
 pub mod os;
 mod presets;
+#[cfg(test)]
+mod range_tests;
 mod sampling;
 mod timing;
 mod vms;
@@ -378,13 +380,13 @@ impl SimConfig {
             return Err(Error::config("machine.paging_levels", "must be 4 or 5"));
         }
         if !(m.freq_ghz > 0.0 && m.freq_ghz < 100.0) {
-            return Err(Error::config("machine.freq_ghz", "must be a positive clock in GHz"));
+            return Err(Error::config("machine.freq_ghz", "must be a clock in GHz above 0 and below 100"));
         }
         m.memory.validate_dram(m.freq_ghz)?;
         let t = &m.timing;
         for (key, v) in [("base_cpi", t.base_cpi), ("mlp", t.mlp), ("walk_mlp", t.walk_mlp)] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(Error::config(format!("machine.timing.{key}"), "must be positive"));
+                return Err(Error::config(format!("machine.timing.{key}"), "must be a finite number above 0"));
             }
         }
         if self.run.quantum == 0 {

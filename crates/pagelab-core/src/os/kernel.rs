@@ -194,7 +194,7 @@ impl Kernel {
             if c >= self.colors.nr_colors() {
                 return Err(Error::config(
                     "workload.colors",
-                    format!("color {c} does not exist: the machine has {} colors", self.colors.nr_colors()),
+                    format!("color {c} does not exist: colors are 0 to {}", self.colors.nr_colors().saturating_sub(1)),
                 ));
             }
         }

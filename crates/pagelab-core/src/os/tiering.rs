@@ -81,7 +81,10 @@ impl Kernel {
     /// (see the module's doc). The caller delivers the queued shootdown.
     pub fn migrate_page(&mut self, asid: Asid, vaddr: VirtAddr, node: usize) -> Result<Migration> {
         if node >= self.mem.nr_nodes() {
-            let msg = format!("node {node} does not exist: the machine has {} memory tiers", self.mem.nr_nodes());
+            let msg = format!(
+                "node {node} does not exist: nodes are 0 to {} (the memory tiers)",
+                self.mem.nr_nodes().saturating_sub(1)
+            );
             return Err(Error::config(crate::phys::tiers::TIERS_KEY, msg));
         }
         let outcome = self.try_migrate(asid, vaddr, node);

@@ -85,7 +85,12 @@ impl HugetlbConfig {
         if !self.pool.bytes().is_multiple_of(self.size.bytes()) || self.pool.bytes() > phys_mem {
             return Err(Error::config(
                 format!("{prefix}.hugetlb.pool"),
-                "must be a multiple of hugetlb.size within phys_mem",
+                format!(
+                    "{}: must be a multiple of hugetlb.size ({}) from 0 to machine.phys_mem ({})",
+                    self.pool,
+                    self.size,
+                    ByteSize(phys_mem)
+                ),
             ));
         }
         Ok(())
@@ -146,7 +151,8 @@ pub struct HugetlbPool {
 
 impl HugetlbPool {
     pub fn boot(cfg: &HugetlbConfig, mem: &mut PhysMem) -> Result<HugetlbPool> {
-        let shape = Shape::of(cfg.size.bytes()).ok_or_else(|| Error::config("os.hugetlb.size", "unsupported size"))?;
+        let shape = Shape::of(cfg.size.bytes())
+            .ok_or_else(|| Error::config("os.hugetlb.size", "must be \"64KiB\", \"2MiB\", \"32MiB\" or \"1GiB\""))?;
         if shape.block_order() > mem.max_order() {
             let msg = format!("{} pages need machine.max_order >= {}", cfg.size, shape.block_order());
             return Err(Error::config("os.hugetlb.size", msg));

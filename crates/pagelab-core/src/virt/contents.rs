@@ -107,7 +107,10 @@ impl SharedPages {
             }
         }
         if s.portion > 0.0 && s.scenario().pages_per_region() == 0 {
-            return Err(Error::config(key("degree"), format!("{} rounds to no page of a region's 512", s.degree)));
+            return Err(Error::config(
+                key("degree"),
+                format!("{} rounds to no page of a region's 512: at least 1/512 (0.002) when portion > 0", s.degree),
+            ));
         }
         Ok(())
     }

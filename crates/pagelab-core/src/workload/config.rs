@@ -343,11 +343,10 @@ impl WorkloadConfig {
     pub fn validate(&self, prefix: &str) -> Result<()> {
         let key = |k: &str| format!("{prefix}.{k}");
         let fp = self.footprint.bytes();
-        if fp < 4096 {
-            return Err(Error::config(key("footprint"), format!("{} is smaller than a 4 KiB page", self.footprint)));
-        }
-        if fp > MAX_FOOTPRINT {
-            return Err(Error::config(key("footprint"), "at most 64TiB fits under the layout top"));
+        if !(4096..=MAX_FOOTPRINT).contains(&fp) {
+            // From one 4 KiB page to what fits under the layout's top.
+            let msg = format!("{}: must be from 4KiB to {}", self.footprint, ByteSize(MAX_FOOTPRINT));
+            return Err(Error::config(key("footprint"), msg));
         }
         self.validate_write_fraction(&key("write_fraction"))?;
         if self.instructions_per_access == Some(0) {
@@ -474,7 +473,10 @@ impl WorkloadConfig {
         }
         let nonzeros = self.nonzeros.unwrap_or(super::svm::DEFAULT_NONZEROS) as u64;
         if self.features.is_some_and(|n| n < nonzeros) {
-            return Err(Error::config(key("features"), format!("fewer than the {nonzeros} nonzeros of an instance")));
+            return Err(Error::config(
+                key("features"),
+                format!("must be at least the {nonzeros} nonzeros of an instance"),
+            ));
         }
         if super::svm::SvmShape::of(self).is_none() {
             return Err(Error::config(key("footprint"), "too small for one instance and its weight vector"));
@@ -532,13 +534,22 @@ impl WorkloadConfig {
             return Err(Error::config(format!("{prefix}.node_size"), "must be a positive multiple of 8 bytes"));
         }
         if s > self.footprint.bytes() {
-            return Err(Error::config(format!("{prefix}.node_size"), "larger than the footprint"));
+            let msg = format!("{}: must be at most workload.footprint ({})", self.node_size, self.footprint);
+            return Err(Error::config(format!("{prefix}.node_size"), msg));
         }
         if self.footprint.bytes() / s > u32::MAX as u64 {
-            return Err(Error::config(format!("{prefix}.node_size"), "more than 2^32 nodes"));
+            // Nodes are numbered in 32 bits: the smallest node, in 8s, that
+            // keeps the footprint's count under 2^32.
+            let least = (self.footprint.bytes() / (1 << 32) + 1).next_multiple_of(8);
+            let msg =
+                format!("{}: more than 2^32 - 1 nodes; at least {least} bytes for this footprint", self.node_size);
+            return Err(Error::config(format!("{prefix}.node_size"), msg));
         }
-        if self.hot_set.bytes() > 0 && self.hot_set.bytes() + s > self.footprint.bytes() {
-            return Err(Error::config(format!("{prefix}.hot_set"), "must leave at least one cold node"));
+        let fp = self.footprint.bytes();
+        if self.hot_set.bytes() > 0 && self.hot_set.bytes() + s > fp {
+            let msg =
+                format!("{}: at most footprint - node_size ({} bytes), to leave one cold node", self.hot_set, fp - s);
+            return Err(Error::config(format!("{prefix}.hot_set"), msg));
         }
         if !(0.0..=1.0).contains(&self.hot_ops) {
             return Err(Error::config(format!("{prefix}.hot_ops"), format!("{} is outside [0, 1]", self.hot_ops)));
@@ -557,10 +568,14 @@ impl WorkloadConfig {
             return Err(Error::config(format!("{prefix}.hot_layout"), "\"scattered\" needs a hot_set"));
         }
         if chunk < node || !chunk.is_multiple_of(node) {
-            return Err(Error::config(format!("{prefix}.hot_chunk"), "must be a positive multiple of node_size"));
+            return Err(Error::config(
+                format!("{prefix}.hot_chunk"),
+                format!("{}: must be a positive multiple of node_size ({})", self.hot_chunk, self.node_size),
+            ));
         }
         if self.hot_set.bytes() < chunk {
-            return Err(Error::config(format!("{prefix}.hot_set"), "smaller than one hot_chunk"));
+            let msg = format!("{}: must be at least one hot_chunk ({})", self.hot_set, self.hot_chunk);
+            return Err(Error::config(format!("{prefix}.hot_set"), msg));
         }
         Ok(())
     }
@@ -572,7 +587,8 @@ impl WorkloadConfig {
             return Err(Error::config(key("object_size"), "must be between 16 B and 1 GiB"));
         }
         if self.value_prefix.bytes() > size {
-            return Err(Error::config(key("value_prefix"), "larger than object_size"));
+            let msg = format!("{}: must be at most object_size ({})", self.value_prefix, self.object_size);
+            return Err(Error::config(key("value_prefix"), msg));
         }
         let stride = super::kv::value_stride(size, self.cache_oblivious);
         if let Some(n) = self.objects {
@@ -583,7 +599,10 @@ impl WorkloadConfig {
                 return Err(Error::config(key("objects"), "objects x object_size exceeds 64TiB"));
             }
         } else if super::kv::KvShape::from_footprint(self.footprint.bytes(), stride).is_none() {
-            return Err(Error::config(key("footprint"), "too small for one object (or more than 2^32 objects)"));
+            return Err(Error::config(
+                key("footprint"),
+                "must hold from 1 to 2^32 - 2 objects of object_size (with their hash chains)",
+            ));
         }
         if !(0.0..1.0).contains(&self.zipf_theta) {
             return Err(Error::config(key("zipf_theta"), format!("{} is outside [0, 1)", self.zipf_theta)));

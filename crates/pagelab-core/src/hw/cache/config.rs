@@ -254,7 +254,7 @@ fn validate_shape(prefix: &str, size: ByteSize, ways: u32, line: u32) -> Result<
         ));
     }
     if sets > u64::from(u32::MAX) {
-        return Err(Error::config(format!("{prefix}.size"), format!("{sets} sets is too many")));
+        return Err(Error::config(format!("{prefix}.size"), format!("{sets} sets; at most {} sets", u32::MAX)));
     }
     Ok(sets)
 }

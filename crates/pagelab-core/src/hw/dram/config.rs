@@ -107,10 +107,10 @@ impl DramConfig {
     pub fn validate(&self) -> Result<()> {
         let key = |field: &str| format!("{DRAM_KEY}.{field}");
         if !(self.tck_ns > 0.0 && self.tck_ns < 100.0) {
-            return Err(Error::config(key("tck_ns"), "must be a clock period in ns, above 0"));
+            return Err(Error::config(key("tck_ns"), "must be a clock period in ns above 0 and below 100"));
         }
         if !(self.wr_ns >= 0.0 && self.wr_ns < 1000.0) {
-            return Err(Error::config(key("wr_ns"), "must be a time in ns, 0 or more"));
+            return Err(Error::config(key("wr_ns"), "must be a time in ns from 0 to below 1000"));
         }
         if !(1..=1000).contains(&self.cl) {
             return Err(Error::config(key("cl"), format!("{} clocks: must be 1 to 1000", self.cl)));

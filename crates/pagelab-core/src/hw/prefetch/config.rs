@@ -69,7 +69,7 @@ impl PrefetchConfig {
             }
         }
         if !self.stride_entries.is_power_of_two() {
-            return Err(Error::config(format!("{key}.stride_entries"), "must be a power of two"));
+            return Err(Error::config(format!("{key}.stride_entries"), "must be a power of two from 1 to 4096"));
         }
         if self.stream_degree > self.stream_distance {
             return Err(Error::config(

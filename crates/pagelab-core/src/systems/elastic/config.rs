@@ -148,7 +148,7 @@ impl ElasticConfig {
             return Err(Error::config(key("leshy_coverage"), "must be in (0, 1]"));
         }
         if !(self.leshy_epoch_ms > 0.0 && self.leshy_epoch_ms.is_finite()) {
-            return Err(Error::config(key("leshy_epoch_ms"), "must be positive"));
+            return Err(Error::config(key("leshy_epoch_ms"), "must be a finite number of milliseconds above 0"));
         }
         if self.leshy_epochs == 0 {
             return Err(Error::config(key("leshy_epochs"), "must be at least 1"));

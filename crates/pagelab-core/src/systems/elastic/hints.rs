@@ -47,8 +47,10 @@ impl Hints {
             }
             let bad = |why: &str| Error::config(what.to_string(), format!("line {}: {why}: {line:?}", i + 1));
             let (start, end) = line.split_once('-').ok_or_else(|| bad("expected 0xSTART-0xEND"))?;
-            let (start, end) =
-                (parse_hex(start).ok_or_else(|| bad("bad start"))?, parse_hex(end).ok_or_else(|| bad("bad end"))?);
+            let (start, end) = (
+                parse_hex(start).ok_or_else(|| bad("bad start (a hexadecimal address below 2^64)"))?,
+                parse_hex(end).ok_or_else(|| bad("bad end (a hexadecimal address below 2^64)"))?,
+            );
             let len = end.checked_sub(start).ok_or_else(|| bad("end before start"))?;
             if len == 4096 {
                 continue;

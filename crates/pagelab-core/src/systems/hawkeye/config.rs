@@ -44,7 +44,10 @@ impl HawkeyeConfig {
             }
         }
         if self.access_window_ms == 0.0 {
-            return Err(Error::config(format!("{prefix}.hawkeye.access_window_ms"), "must be positive"));
+            return Err(Error::config(
+                format!("{prefix}.hawkeye.access_window_ms"),
+                "must be a number of milliseconds above 0",
+            ));
         }
         Ok(())
     }

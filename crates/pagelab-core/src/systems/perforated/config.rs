@@ -68,7 +68,10 @@ impl PerforatedConfig {
         }
         if self.max_filter_bits > 8 {
             let key = format!("{prefix}.perforated.max_filter_bits");
-            return Err(Error::config(key, format!("{} is more than the filter's 8 bits", self.max_filter_bits)));
+            return Err(Error::config(
+                key,
+                format!("{}: must be from 0 to 8 (the filter's bits)", self.max_filter_bits),
+            ));
         }
         Ok(())
     }

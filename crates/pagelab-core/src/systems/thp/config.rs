@@ -33,8 +33,11 @@ impl ThpConfig {
         if self.max_ptes_none > 511 {
             return Err(Error::config(format!("{prefix}.thp.max_ptes_none"), "must be at most 511"));
         }
-        if self.scan_sleep_ms.is_nan() || self.scan_sleep_ms < 0.0 || self.pages_to_scan == 0 {
-            return Err(Error::config(format!("{prefix}.thp.pages_to_scan"), "must be positive"));
+        if self.scan_sleep_ms.is_nan() || self.scan_sleep_ms < 0.0 {
+            return Err(Error::config(format!("{prefix}.thp.scan_sleep_ms"), "must be a number of milliseconds >= 0"));
+        }
+        if self.pages_to_scan == 0 {
+            return Err(Error::config(format!("{prefix}.thp.pages_to_scan"), "must be at least 1"));
         }
         Ok(())
     }
