@@ -200,12 +200,12 @@ def _config_probes() -> list[Probe]:
     return [
         s("set-phys-neg", "machine.phys_mem", '"-1GiB"', ("not a size",)),
         s("set-quantum-0", "run.quantum", "0", ("at least 1",)),
-        s("set-accesses-neg", "workload.accesses", "-5", ("-5",)),
-        s("set-footprint-0", "workload.footprint", '"0"', ("4 KiB page",)),
+        s("set-accesses-neg", "workload.accesses", "-5", ("-5", "from 0 to")),
+        s("set-footprint-0", "workload.footprint", '"0"', ("from 4KiB to 64TiB",)),
         s("set-llc-ways-0", "machine.cache.llc.ways", "0", ("1..=64",)),
-        s("set-seed-2^64", "run.seed", "18446744073709551616", ("u64",)),
+        s("set-seed-2^64", "run.seed", "18446744073709551616", ("from 0 to 18446744073709551615",)),
         s("set-max-order-40", "machine.max_order", "40", ("between 9 and 18",)),
-        s("set-cpi-inf", "machine.timing.base_cpi", "inf", ("positive",)),
+        s("set-cpi-inf", "machine.timing.base_cpi", "inf", ("finite number above 0",)),
         s("set-target-nan", "os.fragmentation.target", "nan", ("[0, 0.999]",)),
         s("set-pwc-huge", "machine.pwc.pde_entries", "100000", ("at most 32768",)),
         f("toml-deep-array", "100,000 nested arrays", "a = " + "[" * 100000 + "]" * 100000 + "\n", ("f.toml", "recursion")),
@@ -216,7 +216,8 @@ def _config_probes() -> list[Probe]:
         f("toml-workload-int", "`workload = 5`", '[machine]\nphys_mem = "256MiB"\nworkload = 5\n', ("machine.workload",)),
         f("toml-no-workloads", "`workloads = []`", 'workloads = []\n[machine]\nphys_mem = "256MiB"\n', ("workloads",)),
         f("toml-utf16", "UTF-16 text", SMALL.encode("utf-16"), ("f.toml", "not UTF-8")),
-        f("toml-long-string", "a 100 KB string value", SMALL.replace('"gups"', '"' + "g" * 100_000 + '"'), ("workload.kind",)),
+        f("toml-long-string", "a 100 KB string value", SMALL.replace('"gups"', '"' + "g" * 100_000 + '"'),
+          ("workload.kind", "(100000 characters)", "`gups`")),
         f("toml-systems-empty-vm", "an empty `virt.host.systems`", SMALL + "[virt]\nenabled = true\n[virt.host]\nsystems = []\n",
           ("virt.host.systems", "empty chain")),
     ]
@@ -288,6 +289,38 @@ def _hint_probes() -> list[Probe]:
         hint("hints-empty", "an empty file: no hints", "", ("accesses",), status=0),
         hint("hints-comments", "comments only: no hints", "# nothing\n# at all\n", ("accesses",), status=0),
         hint("hints-no-dash", "a line without `-`", "0x7f0000000000\n", ("line 1", "0xSTART-0xEND")),
+    ]
+
+
+def _long_value_probes() -> list[Probe]:
+    """Values and keys no message should quote whole (each is cut to 60
+    characters and its length), or with a newline that would split the
+    error line."""
+    k = "a value or key too long to quote whole, or with a newline"
+    long = "g" * 10_000
+
+    def s(pid, what, item, says):
+        return Probe(pid, k, what, ["run", "c.toml", "--set", item], 2, says, C)
+    sweep_id = 'id = "' + "s" * 300 + '"\n' + SWEEP.split("\n", 1)[1]
+    return [
+        s("long-set-value", "`--set workload.kind=` 10,000 characters", f"workload.kind={long}",
+          ("workload.kind", "(10000 characters)", "`gups`")),
+        s("long-set-key", "`--set workload.KEY=1`, KEY of 10,000 characters", f"workload.{long}=1", ("workload.ggg", "… (10009 characters)")),
+        s("long-set-size", "`--set machine.phys_mem=` 10,000 characters", f'machine.phys_mem="{long}"',
+          ("machine.phys_mem", "(10000 characters)", "KiB, MiB")),
+        Probe("long-file-key", k, "a key of 10,000 characters in a configuration file", ["run", "f.toml"], 2,
+              ("workload.ggg", "(10000 characters)"), {"f.toml": SMALL + long + " = 1\n"}),
+        Probe("newline-value", k, "a string value with a newline (`\\n`)", ["run", "f.toml"], 2, ("workload.kind", "a\\nb", "`gups`"),
+              {"f.toml": SMALL.replace('"gups"', '"a\\nb"')}),
+        Probe("long-hint-line", k, "a Leshy hint line of 10,000 characters", ["run", "c.toml", *ELASTIC, "--set", 'os.elastic.hints="h.txt"'], 2,
+              ("line 1", "(10000 characters)"), {**C, "h.txt": long + "\n"}),
+        Probe("long-sweep-id", k, "a sweep `id` of 300 characters (its files' names would pass Linux's 255 bytes)", ["sweep", "w.toml", "--out", "o"], 2,
+              ("w.toml", "at most 200 bytes", "(302 characters)"), {"w.toml": sweep_id}),
+        Probe("long-reproduce-id", k, "`reproduce` an id of 10,000 characters", ["reproduce", long], 2,
+              ("unknown experiment", "(10002 characters)", "chp-fig4")),
+        Probe("long-jobs", k, "`sweep --jobs` 10,000 characters", ["sweep", "w.toml", "--jobs", long], 2, ("--jobs", "(10002 characters)"),
+              {"w.toml": SWEEP}),
+        Probe("long-host-mem", k, "`--host-mem` 10,000 characters", ["--host-mem", long, "presets"], 2, ("--host-mem", "(10000 characters)")),
     ]
 
 
@@ -428,8 +461,8 @@ def _budget_probes() -> list[Probe]:
 
 
 def all_probes() -> list[Probe]:
-    return (_out_probes() + _link_and_input_probes() + _input_probes() + _config_probes() + _trace_probes() + _snapshot_probes()
-            + _hint_probes() + _sweep_probes() + _store_probes() + _report_probes() + _argument_probes() + _env_and_api_probes()
+    return (_out_probes() + _link_and_input_probes() + _input_probes() + _config_probes() + _long_value_probes() + _trace_probes()
+            + _snapshot_probes() + _hint_probes() + _sweep_probes() + _store_probes() + _report_probes() + _argument_probes() + _env_and_api_probes()
             + _budget_probes())
 
 

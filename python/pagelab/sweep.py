@@ -181,13 +181,16 @@ def load_sweep(path: str | Path) -> Sweep:
     known = {"id", "base", "grid", "workloads", "seeds"}
     unknown = set(data) - known
     if unknown:
-        raise _pagelab.ConfigError(f"{path}: unknown key(s) {sorted(unknown)} (known: {sorted(known)})")
+        shown = _pagelab.cap_value(", ".join(sorted(unknown)))
+        raise _pagelab.ConfigError(f"{path}: unknown key(s) {shown} (known: {', '.join(sorted(known))})")
     sweep_id = data.get("id", path.stem)
-    if not isinstance(sweep_id, str) or not sweep_id or "/" in sweep_id or sweep_id in (".", ".."):
-        raise _pagelab.ConfigError(f"{path}: id: expected a name (a string usable as a directory name), got {sweep_id!r}")
+    if not _a_directory_name(sweep_id):
+        raise _pagelab.ConfigError(
+            f"{path}: id: expected a name usable as a directory (a non-empty string of at most {MAX_ID_BYTES} bytes, "
+            f"without `/`, not `.` or `..`), got {_pagelab.cap_value(repr(sweep_id))}")
     for key in ("base", "grid"):
         if not isinstance(data.get(key, {}), dict):
-            raise _pagelab.ConfigError(f"{path}: {key}: expected a table ([{key}]), got {data[key]!r}")
+            raise _pagelab.ConfigError(f"{path}: {key}: expected a table ([{key}]), got {_pagelab.cap_value(repr(data[key]))}")
     grid = {}
     for key, values in flatten(data.get("grid", {})).items():
         if not isinstance(values, list) or not values:
@@ -210,6 +213,18 @@ def load_sweep(path: str | Path) -> Sweep:
                 "write it at the top of the file, before the first [[workloads]] "
                 "(TOML reads every key after a [[workloads]] header into that table)")
     return Sweep(id=sweep_id, base=data.get("base", {}), grid=grid, workloads=workloads, seeds=seeds)
+
+
+#: The longest sweep id, in bytes. It names a directory and the files
+#: `ID.csv` and `ID.provenance.json`, which are written beside as
+#: `.ID.provenance.json.PID-N.tmp` first: 200 leaves room for those affixes
+#: under Linux's 255-byte file names (NAME_MAX).
+MAX_ID_BYTES = 200
+
+
+def _a_directory_name(name: object) -> bool:
+    return (isinstance(name, str) and bool(name) and "/" not in name and "\0" not in name and name not in (".", "..")
+            and len(name.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES)
 
 
 def _progress(total: int):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from pagelab import _pagelab
 from pagelab.calibrate import machine, measure, native, predict, preset, report
 from pagelab.calibrate.native import MIB, CalibrateError
 from pagelab.calibrate.predict import MODES, Row
@@ -29,9 +30,10 @@ def parse_footprints(text: str) -> list[int]:
         try:
             mib = int(part.strip())
         except ValueError:
-            raise CalibrateError(f"--footprints: {part.strip()!r} is not a whole number of MiB") from None
+            shown = _pagelab.cap_value(repr(part.strip()))
+            raise CalibrateError(f"--footprints: {shown} is not a whole number of MiB (each at least 2)") from None
         if mib < 2:
-            raise CalibrateError(f"--footprints: {mib} MiB is less than one 2 MiB page")
+            raise CalibrateError(f"--footprints: {mib} MiB is less than one 2 MiB page (each at least 2)")
         out.append(mib * MIB)
     return sorted(set(out))
 

@@ -29,7 +29,7 @@ from typing import Callable
 
 import pandas as pd
 
-from pagelab import provenance
+from pagelab import _pagelab, provenance
 from pagelab.sweep import Sweep, run_sweep
 
 VARIANTS = ("full", "quick", "tiny")
@@ -82,7 +82,8 @@ def get(exp_id: str) -> Experiment:
     try:
         return REGISTRY[exp_id]
     except KeyError:
-        raise KeyError(f"unknown experiment {exp_id!r} (pagelab reproduce --list: {', '.join(sorted(REGISTRY))})") from None
+        shown = _pagelab.cap_value(repr(exp_id))
+        raise KeyError(f"unknown experiment {shown}: one of {', '.join(sorted(REGISTRY))} (pagelab reproduce --list)") from None
 
 
 def all_experiments() -> list[Experiment]:
