@@ -74,6 +74,8 @@ const CASES: &[(&[&str], &str, &str, &str)] = &[
     (&["workload.kind=pointer-chase"], "workload.node_size", "\"3\"", "a positive multiple of 8 bytes"),
     (&["workload.kind=pointer-chase"], "workload.node_size", "\"1TiB\"", "at most workload.footprint (64MiB)"),
     (&["workload.kind=pointer-chase"], "workload.hot_set", "\"1TiB\"", "at most footprint - node_size"),
+    (&["workload.kind=svm"], "workload.footprint", "\"4KiB\"", "at least 8058 bytes"),
+    (&["workload.kind=svm", "workload.features=1000"], "workload.footprint", "\"4KiB\"", "at least 8257 bytes"),
     (&["workload.kind=graph"], "workload.degree", "0", "1..=1024"),
     (&["workload.kind=graph"], "workload.scale", "40", "1..=30"),
     (&["workload.kind=graph"], "workload.sources", "0", "at least one"),

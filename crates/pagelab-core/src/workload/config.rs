@@ -479,7 +479,13 @@ impl WorkloadConfig {
             ));
         }
         if super::svm::SvmShape::of(self).is_none() {
-            return Err(Error::config(key("footprint"), "too small for one instance and its weight vector"));
+            let least =
+                super::svm::SvmShape::least_footprint(self).map_or("more than 64TiB".into(), |b| format!("{b} bytes"));
+            let msg = format!(
+                "{}: too small for one instance and its weight vector; at least {least} for these nonzeros and features",
+                self.footprint
+            );
+            return Err(Error::config(key("footprint"), msg));
         }
         Ok(())
     }

@@ -116,6 +116,31 @@ impl SvmShape {
         };
         (instances >= 1 && features >= nonzeros).then_some(SvmShape { instances, nonzeros, features })
     }
+
+    /// The smallest footprint that holds `cfg`'s shape (its other keys as
+    /// given), for the error that refuses a smaller one: found by bisection
+    /// over [`SvmShape::of`] itself, which a larger footprint never turns
+    /// from a shape to none. None if even 64 TiB does not.
+    pub(crate) fn least_footprint(cfg: &WorkloadConfig) -> Option<u64> {
+        let fits = |bytes: u64| {
+            let mut c = cfg.clone();
+            c.footprint = crate::units::ByteSize(bytes);
+            Self::of(&c).is_some()
+        };
+        let (mut lo, mut hi) = (0u64, 1u64 << 46);
+        if !fits(hi) {
+            return None;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
+    }
 }
 
 /// The arrays the solver reads and writes.
