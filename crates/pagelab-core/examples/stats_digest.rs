@@ -16,7 +16,12 @@
 //! statistics that existed then: the output of before the interval model
 //! is a prefix of this one. After the TLB sequences come the statistics
 //! added since (`cycles.walk`, the prefetch counters) of those runs, then
-//! every statistic of `INTERVAL_RUNS`, under the default interval model.
+//! every statistic of `INTERVAL_RUNS`, under the default interval model,
+//! then of `SYSTEM_RUNS` (each registered system natively), `VM_SYSTEMS`
+//! (each as a guest's, the hypervisor running KSM and a balloon) and
+//! `COVERAGE_RUNS` (sampling, tiers, a page cache, several VMs): every
+//! statistic pagelab declares is emitted by one of these runs
+//! (`tests/stats_list.rs`).
 
 use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
@@ -180,6 +185,245 @@ const INTERVAL_RUNS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// One run of each registered system natively and one in a VM (under the
+/// default interval model), with the hypervisor's KSM and balloon on:
+/// what a move of a system's code, configuration, statistics or hardware
+/// extension could change. Each VM run shares its data (`contents`) so
+/// that KSM merges, and inflates its balloon early.
+const SYSTEM_RUNS: &[(&str, &[&str])] = &[
+    (
+        "sys-perforated",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"perforated\"",
+            "os.holes.portion=0.5",
+            "os.holes.degree=0.02",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "sys-holes",
+        &[
+            "workload.kind=\"gups\"",
+            "os.systems=[\"holes\",\"base\"]",
+            "os.holes.portion=0.5",
+            "os.holes.degree=0.02",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "sys-gtsm",
+        &["workload.kind=\"gups\"", "os.policy=\"gtsm\"", "os.faulty_frames=0.0005", "run.check_translations=true"],
+    ),
+    (
+        "sys-elastic",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.preset=\"ampere-altra\"",
+            "os.policy=\"elastic\"",
+            "os.elastic.leshy_epoch_ms=0.2",
+            "os.elastic.vma_threshold_32m=\"1GiB\"",
+            "os.thp.scan_sleep_ms=1",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "sys-mthp",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.preset=\"ampere-altra\"",
+            "os.policy=\"mthp\"",
+            "os.fragmentation.target=0.9",
+        ],
+    ),
+    (
+        "sys-trident",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.phys_mem=\"2GiB\"",
+            "machine.max_order=18",
+            "workload.footprint=\"1GiB\"",
+            "os.policy=\"trident\"",
+        ],
+    ),
+    (
+        "sys-hawkeye",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"hawkeye\"",
+            "os.hawkeye.fault=false",
+            "os.hawkeye.access_window_ms=0.2",
+            "os.hawkeye.rescan_sleep_ms=0.1",
+            "os.thp.scan_sleep_ms=1",
+        ],
+    ),
+];
+
+/// The keys of every VM run of `VM_SYSTEMS`: a 128 MiB guest on a host
+/// with THP and khugepaged, KSM waking every simulated 0.1 ms (a full
+/// scan of the guest in 4 wake-ups), a 16 MiB balloon inflated after
+/// 1 ms. Most guests' data is zeros, which KSM merges (and stores then
+/// copy); data of their own (`unique`) would leave KSM nothing to merge.
+const VM_BASE: &[&str] = &[
+    "virt.enabled=true",
+    "virt.guest_mem=\"128MiB\"",
+    "workload.footprint=\"48MiB\"",
+    "workload.accesses=400000",
+    "virt.host.policy=\"thp\"",
+    "virt.host.thp.khugepaged=true",
+    "virt.host.thp.scan_sleep_ms=1",
+    "virt.host.ksm.enabled=true",
+    "virt.host.ksm.sleep_ms=0.1",
+    "virt.host.ksm.pages_to_scan=8192",
+    "virt.host.balloon.targets=[\"16MiB\"]",
+    "virt.host.balloon.inflate_at_ms=1",
+];
+
+/// Each registered system as the guest's (the keys after `VM_BASE`), and
+/// the hosts with leaf extensions on EPT leaves (perforated pages, KSM's
+/// punched ones).
+const VM_SYSTEMS: &[(&str, &[&str])] = &[
+    ("vm-base", &["workload.kind=\"gups\"", "os.policy=\"base\"", "workload.contents=\"zero\""]),
+    ("vm-thp", &["workload.kind=\"gups\"", "os.policy=\"thp\"", "workload.contents=\"zero\""]),
+    (
+        "vm-hugetlb",
+        &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "workload.stride=4160", "workload.contents=\"zero\""],
+    ),
+    ("vm-coloring", &["workload.kind=\"pointer-chase\"", "os.policy=\"coloring\"", "workload.contents=\"zero\""]),
+    (
+        "vm-bin-hopping",
+        &["workload.kind=\"pointer-chase\"", "os.policy=\"bin-hopping\"", "workload.contents=\"unique\""],
+    ),
+    (
+        "vm-chp",
+        &["workload.kind=\"gups\"", "os.policy=\"chp\"", "machine.color_bits=[12,13,14]", "workload.contents=\"zero\""],
+    ),
+    (
+        "vm-perforated",
+        &["workload.kind=\"gups\"", "os.policy=\"perforated\"", "os.holes.portion=0.5", "os.holes.degree=0.02"],
+    ),
+    ("vm-holes", &["workload.kind=\"gups\"", "os.systems=[\"holes\",\"base\"]", "os.holes.portion=0.5"]),
+    (
+        "vm-gtsm",
+        &["workload.kind=\"gups\"", "os.policy=\"gtsm\"", "os.faulty_frames=0.0005", "workload.contents=\"zero\""],
+    ),
+    (
+        "vm-elastic",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.preset=\"ampere-altra\"",
+            "os.policy=\"elastic\"",
+            "os.elastic.leshy=\"off\"",
+            "os.elastic.vma_threshold_32m=\"1GiB\"",
+            "os.thp.scan_sleep_ms=1",
+            "workload.contents=\"zero\"",
+        ],
+    ),
+    (
+        "vm-mthp",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.preset=\"ampere-altra\"",
+            "os.policy=\"mthp\"",
+            "os.fragmentation.target=0.9",
+            "workload.contents=\"zero\"",
+        ],
+    ),
+    (
+        "vm-trident",
+        &["workload.kind=\"gups\"", "machine.max_order=18", "os.policy=\"trident\"", "workload.contents=\"zero\""],
+    ),
+    (
+        "vm-hawkeye",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"hawkeye\"",
+            "os.fragmentation.target=0.5",
+            "os.hawkeye.access_window_ms=0.2",
+            "os.hawkeye.rescan_sleep_ms=0.1",
+            "os.thp.scan_sleep_ms=1",
+            "workload.contents=\"zero\"",
+        ],
+    ),
+    (
+        "vm-host-perforated",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"thp\"",
+            "virt.host.policy=\"perforated\"",
+            "virt.host.holes.portion=1.0",
+            "virt.host.holes.degree=0.01",
+            "virt.host.thp.khugepaged=false",
+            "workload.contents=\"zero\"",
+            "run.check_translations=true",
+        ],
+    ),
+    (
+        "vm-host-punch",
+        &[
+            "workload.kind=\"gups\"",
+            "os.policy=\"thp\"",
+            "virt.host.ksm.split=\"punch\"",
+            "workload.contents=\"zero\"",
+            "run.check_translations=true",
+        ],
+    ),
+];
+
+/// Runs that make the statistics only some runs have: sampled
+/// measurement and functional fast-forwards, epochs, memory tiers, a page
+/// cache and programs in sequence with the conflict level, several VMs.
+/// (A name, the configuration's text, overrides.)
+const COVERAGE_RUNS: &[(&str, &str, &[&str])] = &[
+    (
+        "cov-sampling",
+        "",
+        &[
+            "workload.kind=\"gups\"",
+            "run.sampling.windows=3",
+            "run.sampling.warmup=8192",
+            "run.sampling.measure=8192",
+            "run.sampling.fast_forward=65536",
+        ],
+    ),
+    (
+        "cov-fast-forward-epochs",
+        "",
+        &[
+            "workload.kind=\"stream\"",
+            "workload.fast_forward=200000",
+            "workload.fast_forward_mode=\"functional\"",
+            "run.epoch=300000",
+        ],
+    ),
+    (
+        "cov-tiers",
+        "",
+        &[
+            "workload.kind=\"gups\"",
+            "machine.memory.tiers=[{name=\"dram\", size=\"64MiB\", read_latency=200, write_latency=200}, \
+             {name=\"nvm\", size=\"960MiB\", read_latency=600, write_latency=900}]",
+        ],
+    ),
+    (
+        "cov-pagecache-conflict",
+        "[machine]\nphys_mem = \"1GiB\"\n[run]\nconflict_level = true\n\
+         [[workloads]]\nkind = \"file-read\"\nfootprint = \"32MiB\"\naccesses = 0\n\
+         [[workloads]]\nkind = \"stream\"\nfootprint = \"16MiB\"\naccesses = 300000\nafter = \"previous\"\n",
+        &[],
+    ),
+    (
+        "cov-two-vms",
+        "[machine]\nphys_mem = \"1GiB\"\n[virt]\nenabled = true\n[virt.host]\npolicy = \"thp\"\n\
+         [virt.host.ksm]\nenabled = true\nsleep_ms = 0.1\npages_to_scan = 8192\n\
+         [[vms]]\nguest_mem = \"128MiB\"\n[vms.os]\npolicy = \"thp\"\n\
+         [vms.workload]\nkind = \"gups\"\nfootprint = \"32MiB\"\naccesses = 200000\ncontents = \"shared\"\n\
+         [[vms]]\nguest_mem = \"128MiB\"\n[vms.os]\npolicy = \"base\"\n\
+         [vms.workload]\nkind = \"gups\"\nfootprint = \"32MiB\"\naccesses = 200000\ncontents = \"shared\"\n",
+        &[],
+    ),
+];
+
 /// Statistics added with the interval model (and CHP's leftovers, which
 /// are zero here): printed apart for `RUNS`, so that the lines of before
 /// stay a prefix.
@@ -190,19 +434,22 @@ fn is_new_stat(name: &str) -> bool {
 /// Runs one configuration and prints its statistics; with `legacy`, under
 /// the fixed model without prefetchers, the statistics of before only (the
 /// others are returned, to print later).
-fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
-    let mut all: Vec<String> = vec![
-        "machine.phys_mem=\"1GiB\"".into(),
-        "workload.footprint=\"192MiB\"".into(),
-        "workload.accesses=1000000".into(),
-        "os.thp.khugepaged=false".into(),
-    ];
+fn run(name: &str, text: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
+    // (A configuration of several workloads gives all of it in its text.)
+    let mut all: Vec<String> = Vec::new();
+    if text.is_empty() {
+        all.extend(
+            ["machine.phys_mem=\"1GiB\"", "workload.footprint=\"192MiB\"", "workload.accesses=1000000"]
+                .map(String::from),
+        );
+        all.push("os.thp.khugepaged=false".into());
+    }
     if legacy {
         all.push("machine.timing.model=\"fixed\"".into());
         all.push("machine.prefetch.enabled=false".into());
     }
     all.extend(overrides.iter().map(|s| s.to_string()));
-    let cfg = parse_config("", "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let cfg = parse_config(text, "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut sim = Simulation::new(cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
     sim.run().unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut later = Vec::new();
@@ -340,7 +587,7 @@ fn main() {
     let selected = |r: &&(&str, &[&str])| only.as_deref().is_none_or(|o| o == r.0);
     let mut later = Vec::new();
     for (name, overrides) in RUNS.iter().filter(selected) {
-        later.extend(run(name, overrides, true));
+        later.extend(run(name, "", overrides, true));
     }
     if only.is_none() {
         for policy in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
@@ -350,7 +597,14 @@ fn main() {
     for line in later {
         println!("{line}");
     }
-    for (name, overrides) in INTERVAL_RUNS.iter().filter(selected) {
-        run(name, overrides, false);
+    for (name, overrides) in INTERVAL_RUNS.iter().chain(SYSTEM_RUNS).filter(selected) {
+        run(name, "", overrides, false);
+    }
+    for (name, overrides) in VM_SYSTEMS.iter().filter(selected) {
+        let all: Vec<&str> = VM_BASE.iter().chain(overrides.iter()).copied().collect();
+        run(name, "", &all, false);
+    }
+    for (name, text, overrides) in COVERAGE_RUNS.iter().filter(|r| only.as_deref().is_none_or(|o| o == r.0)) {
+        run(name, text, overrides, false);
     }
 }
