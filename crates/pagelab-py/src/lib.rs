@@ -252,6 +252,17 @@ fn host_memory_limit(py: Python<'_>) -> PyResult<Option<u64>> {
     call(py, pagelab_core::engine::host_budget::host_limit)
 }
 
+/// Every statistic a run can emit, one per line (name, unit, what it
+/// counts, tab-separated), or docs/stats.md with `markdown`.
+#[pyfunction]
+fn stat_list(markdown: bool) -> String {
+    if markdown {
+        pagelab_core::engine::stats_list::markdown()
+    } else {
+        pagelab_core::engine::stats_list::text()
+    }
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -271,6 +282,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(host_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(stat_list, m)?)?;
     trace::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;

@@ -15,7 +15,7 @@ mod timing;
 mod vms;
 
 pub use load::{apply_override, parse_config};
-pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
+pub use os::{FaultCosts, FragmentationConfig, OsConfig};
 pub use presets::{preset_names, preset_table};
 pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
@@ -256,9 +256,10 @@ impl SimConfig {
         self.workload_list().iter().filter(|w| w.after.is_none()).count()
     }
 
-    /// Fills the defaults that come from the machine: Leshy's budget is the
-    /// L2 TLB's entries (in every OS: the native or guest one, each VM's,
-    /// the hypervisor's). With `[[vms]]` the top-level `os` stays as given:
+    /// Fills the defaults that come from the machine, each system's table
+    /// its own (`SystemTable::fill_machine_defaults`; Leshy's budget is the
+    /// L2 TLB's entries), in every OS: the native or guest one, each VM's,
+    /// the hypervisor's. With `[[vms]]` the top-level `os` stays as given:
     /// it must be absent, and `validate_vms` tells so by its defaults.
     pub fn fill_machine_defaults(&mut self) {
         let entries = self.machine.tlb.l2_entries.max(1);
@@ -266,7 +267,7 @@ impl SimConfig {
         let oses =
             top.into_iter().chain(std::iter::once(&mut self.virt.host)).chain(self.vms.iter_mut().map(|vm| &mut vm.os));
         for os in oses {
-            os.elastic.leshy_budget.get_or_insert(entries);
+            os.fill_machine_defaults(entries);
         }
     }
 
