@@ -153,16 +153,20 @@ def test_the_interval_model_on_the_same_loads_worked_by_hand(tmp_path, loads):
     1537.5 + 9 + 965 + 236 = 2747.5. The other loads hit, and dispatch
     under that miss (99 x 0.5 of 224 reorder-buffer entries): the run ends
     at 2747.5 either way. The core waits from the last dispatch (1537.5,
-    or 1587 with 100 loads): translation until 2511.5, of which the walk
-    from 1546.5, then 236 of data."""
+    or 1587 with 100 loads) to 2747.5. Had the load translated at once
+    (its translation: 1537.5 to 2511.5, 974 cycles, of which the walk 965
+    from 1546.5) it would not have waited: the stall's first 974 cycles
+    are translation (965 of them the walk), the rest data (236, or 186.5
+    when 49.5 cycles of dispatching hid part of the load's latency)."""
     r = pagelab.run({"machine": {"phys_mem": "256MiB"}, "workload": {"kind": "trace", "path": str(_lackey(tmp_path / "t.lackey", loads))}})
     s = r.stats
     assert (s["walks"], s["walk.refs.mem"], s["walk.refs.l1d"], s["faults"]) == (2, 4, 1, 1)
     last_dispatch = FAULT_4K + CPI * loads
     assert s["cycles"] == 2747.5
-    assert s["cycles.translation"] == 2511.5 - last_dispatch
-    assert s["cycles.walk"] == 2511.5 - max(last_dispatch, FAULT_4K + CPI + L2_TLB)
-    assert s["cycles.data"] == MEM - L1
+    issue = FAULT_4K + CPI
+    assert s["cycles.translation"] == 2511.5 - issue == 974
+    assert s["cycles.walk"] == 2511.5 - (issue + L2_TLB) == 965
+    assert s["cycles.data"] == (2747.5 - last_dispatch) - 974 == {1: MEM - L1, 100: 186.5}[loads]
     assert s["cycles.faults"] == FAULT_4K and s["cycles.base"] == CPI * loads
 
 

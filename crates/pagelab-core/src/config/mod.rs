@@ -136,12 +136,32 @@ pub enum WalkerCacheLevel {
 #[serde(deny_unknown_fields, default)]
 pub struct WalkerConfig {
     pub cache_level: WalkerCacheLevel,
+    /// Cycles a walk costs beyond its references and the page-walk-cache
+    /// lookup (`machine.pwc.latency`): the hand-over from the L2 TLB, the
+    /// walker's own steps, the fill of the TLB and the replay of the
+    /// access. Each preset says where its value comes from; 0 (the
+    /// default) leaves them out.
+    pub latency: u32,
 }
 
 impl Default for WalkerConfig {
     fn default() -> Self {
         // Intel's walker looks up the L1D first (Skylake), so do we.
-        WalkerConfig { cache_level: WalkerCacheLevel::L1d }
+        WalkerConfig { cache_level: WalkerCacheLevel::L1d, latency: 0 }
+    }
+}
+
+/// The largest `machine.walker.latency` accepted: a walk's fixed part is
+/// tens of cycles on the machines measured; thousands is a typo.
+const MAX_WALKER_LATENCY: u32 = 1000;
+
+impl MachineConfig {
+    /// What every walk costs besides its references: the page-walk-cache
+    /// lookup (nothing when they are switched off) and the walker's own
+    /// latency. Charged once per walk (a 2D walk is one walk of the
+    /// walker; its EPT steps add their own lookups).
+    pub fn walk_latency(&self) -> u32 {
+        self.pwc.lookup_latency() + self.walker.latency
     }
 }
 
@@ -324,6 +344,12 @@ impl SimConfig {
         sampling::validate_fast_forward_cpi("run.fast_forward_cpi", self.run.fast_forward_cpi)?;
         m.tlb.validate("machine.tlb")?;
         m.pwc.validate("machine.pwc")?;
+        if m.walker.latency > MAX_WALKER_LATENCY {
+            return Err(Error::config(
+                "machine.walker.latency",
+                format!("{} cycles: must be at most {MAX_WALKER_LATENCY}", m.walker.latency),
+            ));
+        }
         m.ept_pwc.validate("machine.ept_pwc")?;
         m.nested_tlb.validate("machine.nested_tlb")?;
         if self.virt.enabled {

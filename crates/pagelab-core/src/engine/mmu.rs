@@ -35,7 +35,7 @@ pub struct Mmu {
     pub tlb: Tlb<TlbExtensions>,
     pub pwc: Pwc,
     pub l2_tlb_latency: f64,
-    pub pwc_latency: f64,
+    pub walk_latency: f64,
     /// Verify every TLB hit against the page table (slow; for tests).
     pub check: bool,
 }
@@ -185,7 +185,7 @@ impl Mmu {
     ) -> Walk {
         stats.walks += 1;
         let hit = self.pwc.lookup(asid, vaddr);
-        stats.cycles_translation += self.pwc_latency;
+        stats.cycles_translation += self.walk_latency;
         // A hit names the table to continue in (its handle is the table's
         // slab index), so nothing above it is read, in hardware or in
         // software. After a PDE hit the leaf-extension bits come from

@@ -207,7 +207,7 @@ impl Simulation {
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: mmu_latency(m.tlb.l2_latency),
-                pwc_latency: mmu_latency(m.pwc.lookup_latency()),
+                walk_latency: mmu_latency(m.walk_latency()),
                 check: cfg.run.check_translations,
             };
             cores.push(Core {

@@ -74,7 +74,7 @@ pub(crate) fn fresh_mmu(cfg: &SimConfig) -> Mmu {
         tlb: Tlb::new(&cfg.machine.tlb, 1),
         pwc: Pwc::new(&cfg.machine.pwc, 4, 1),
         l2_tlb_latency: 9.0,
-        pwc_latency: 1.0,
+        walk_latency: 1.0,
         check: true,
     }
 }

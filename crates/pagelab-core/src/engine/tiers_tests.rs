@@ -132,7 +132,7 @@ fn a_slow_tier_charges_its_read_and_write_latency_by_hand() {
     let data = 4.0 * (300.0 - l1) / mlp + 2.0 * (700.0 - l1) / mlp;
     assert!((stat(&sim, "cycles.data") - data).abs() < 1e-9, "{} vs {data}", stat(&sim, "cycles.data"));
     let walks = stat(&sim, "walks");
-    let walk = walks * t.pwc_latency + pgd_refs * 100.0 / walk_mlp + (walk_refs - pgd_refs) * 300.0 / walk_mlp;
+    let walk = walks * t.walk_latency + pgd_refs * 100.0 / walk_mlp + (walk_refs - pgd_refs) * 300.0 / walk_mlp;
     assert!((stat(&sim, "cycles.walk") - walk).abs() < 1e-9, "{} vs {walk}", stat(&sim, "cycles.walk"));
     assert_eq!(stat(&sim, "mem.tier.dram.pages"), 1024.0, "taken before the run");
 }

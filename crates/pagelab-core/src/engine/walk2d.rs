@@ -357,7 +357,7 @@ impl Walker2d<'_> {
         stats.walks += 1;
         let pt = guest.page_table_mut(asid);
         let hit = mmu.pwc.lookup(tag, vaddr);
-        stats.cycles_translation += mmu.pwc_latency;
+        stats.cycles_translation += mmu.walk_latency;
         let mut node = if hit.skip_to_level < pt.levels() {
             stats.pwc_hits += 1;
             let node = pt.node_from_handle(hit.skip_to_level, hit.handle);

@@ -47,7 +47,7 @@ pub(crate) fn cold(sim: &Simulation) -> Cold {
         tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), false)),
         pwc: Pwc::new(&m.pwc, m.paging_levels, 1),
         l2_tlb_latency: 9.0,
-        pwc_latency: 1.0,
+        walk_latency: 1.0,
         check: true,
     };
     Cold { mmu, nested: NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, cfg.virt.ept_levels, 1, 1) }

@@ -15,7 +15,11 @@ Columns (every runtime is core 0's `cycles`, the workload's own):
   takes C = `cycles.walk`, the paper's definition ("cycles spent in page
   table walks", Sec. IV-A-2). In both rows `translation` is the projected
   C and `cache` = runtime - C; `walk` is the projected C only in the walk
-  row.
+  row. Under the interval model C is the stall cycles a walk explains (the
+  ones that would vanish had the walk taken no time: docs/timing.md,
+  "Where a stall's cycles go"); before 2026-11-28 it was only the part of
+  each stall that fell inside the walk's own interval, which left a walk
+  hidden behind dispatching in the cache time.
 - `chp-swap`: `workload, colors, scheme, llc_misses, runtime` (workload
   alone with its first `colors` colors; `llc_misses` = core 0's LLC misses).
 - `chp-table4`: `scenario, faults, fault_cycles_avg, fault_cycles_p99,

@@ -65,7 +65,7 @@ pub struct Timing {
     pub caches: bool,
     pub model: TimingModel,
     /// The page-walk-cache latency, charged once per walk.
-    pub pwc_latency: f64,
+    pub walk_latency: f64,
     /// Walks hold L1D fill buffers (the interval model with
     /// `machine.ooo.walk_fill_buffers`, walks entering at the L1D): stage 2
     /// then runs its variant that notes which walks miss the L1D.
@@ -96,7 +96,7 @@ impl Timing {
             },
             caches: c.enabled,
             model: m.timing.model,
-            pwc_latency: m.pwc.lookup_latency() as f64,
+            walk_latency: m.walk_latency() as f64,
             walk_fill_buffers: m.timing.model == TimingModel::Interval && walks_hold_fill_buffers(m),
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
@@ -133,7 +133,7 @@ impl Timing {
         let refs: f64 = (0..4)
             .map(|served| (0..4).map(|entry| s.flow[entry][served][1]).sum::<u64>() as f64 * self.walk_cycles(served))
             .sum();
-        let cycles = s.walks as f64 * self.pwc_latency + refs;
+        let cycles = s.walks as f64 * self.walk_latency + refs;
         // With tiers, the tiered stage keeps in `cycles_walk` what memory's
         // walk references cost beyond `walk_cycles(MEMORY)` each.
         if self.tiers.is_some() {

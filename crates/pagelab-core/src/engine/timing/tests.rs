@@ -105,10 +105,35 @@ fn a_walk_and_its_data_miss_are_serial_but_overlap_other_misses() {
     let walked = AccessTiming { l2_tlb: true, walk: true, walk_refs: 10.0, ..load(MISS) };
     let (s, now) = run(&mut window(224, 10, 2, 56), &[walked, load(MISS)]);
     assert_eq!(now, 0.5 + 9.0 + 1.0 + 10.0 + MISS);
-    // From 1 to 20.5 the first load translates, from 20.5 its data comes.
-    assert_eq!(s.cycles_translation, 19.5);
+    // The core waits from 1 to 256.5 for the first load, whose latency
+    // (0.5 to 256.5) is 20 of translation (11 of them the walk) and 236 of
+    // data: the 0.5 cycle dispatching hid comes out of its data.
+    assert_eq!(s.cycles_translation, 20.0);
     assert_eq!(s.cycles_walk, 11.0);
-    assert_eq!(s.cycles_data, MISS);
+    assert_eq!(s.cycles_data, MISS - 0.5);
+}
+
+#[test]
+fn a_stall_after_the_walk_ended_still_charges_the_walk_its_share() {
+    // A load walks (1 + 100 cycles, from 0.5 to 101.5) then misses (100,
+    // back at 201.5); 300 hits follow in a window of 256. Instruction 257
+    // would dispatch at 128.5, after the walk ended. Had the load
+    // translated at once, it would have been back at 100.5 and the core
+    // would not have stalled: the 73 cycles are its walk's. (Charging what
+    // the load did during the stall would have put them in data.)
+    let walked = AccessTiming { walk: true, walk_refs: 100.0, ..load(100.0) };
+    let mut accesses = vec![walked];
+    accesses.extend([load(0.0); 300]);
+    let (s, now) = run(&mut window(256, 10, 2, 56), &accesses);
+    assert_eq!(now, 201.5 + 44.0 * 0.5);
+    assert_eq!((s.cycles_translation, s.cycles_walk, s.cycles_data), (73.0, 73.0, 0.0));
+    // With a longer miss (300, back at 401.5) the stall is 273 cycles;
+    // translating at once would bring the load back at 300.5, still after
+    // 128.5: only the walk's 101 would vanish, and 172 are data.
+    let mut accesses = vec![AccessTiming { data: 300.0, ..walked }];
+    accesses.extend([load(0.0); 300]);
+    let (s, _) = run(&mut window(256, 10, 2, 56), &accesses);
+    assert_eq!((s.cycles_translation, s.cycles_walk, s.cycles_data), (101.0, 101.0, 172.0));
 }
 
 #[test]
@@ -208,4 +233,25 @@ fn through_the_engine_walks_hold_fill_buffers_only_when_asked_and_only_from_the_
     // Walks that enter at the L2 take none of the L1D's buffers.
     let l2 = |on: &str| stat(&run(&[on, "machine.walker.cache_level=\"l2\""]), "cycles");
     assert_eq!(l2("machine.ooo.walk_fill_buffers=true"), l2("machine.ooo.walk_fill_buffers=false"));
+}
+
+#[test]
+fn through_the_engine_the_cycles_thp_saves_on_gups_are_found_in_translation() {
+    use crate::engine::testutil::{run_toml, stat};
+    // GUPS over 512 MiB on the Colored Huge Pages paper's machine: on 4 KiB
+    // pages every update walks (131,072 pages, 1,536 L2 TLB entries) and
+    // its leaf comes from below the L2; on 2 MiB pages the 256 huge pages
+    // fit the L2 TLB. Whatever THP saves, it saves in walks: at least half
+    // of the change in cycles must show up in `cycles.translation`.
+    let text = "[machine]\npreset = \"i7-10700\"\nphys_mem = \"2GiB\"\n\
+                [workload]\nkind = \"gups\"\nfootprint = \"512MiB\"\naccesses = 40000\n\
+                [run]\nskip_init = true\n";
+    let base = run_toml(text, &["os.policy=\"base\""]);
+    let thp = run_toml(text, &["os.policy=\"thp\""]);
+    let saved = stat(&base, "cycles") - stat(&thp, "cycles");
+    let saved_translation = stat(&base, "cycles.translation") - stat(&thp, "cycles.translation");
+    assert!(saved > 0.0, "THP is faster on gups");
+    assert!(saved_translation >= 0.5 * saved, "translation {saved_translation} of the {saved} cycles THP saved");
+    // And the walk part moves with it: walks are what THP removed.
+    assert!(stat(&base, "cycles.walk") - stat(&thp, "cycles.walk") >= 0.5 * saved_translation);
 }

@@ -26,14 +26,23 @@
 //! - a serialising event (a page fault, a shootdown's interrupt, a mapping
 //!   change, the end of the run) waits for everything in flight.
 //!
-//! Stall attribution: the core is stalled from the time the blocked
-//! instruction would have dispatched until the access blocking it finished.
-//! Those cycles are charged to what that access was doing meanwhile: its
-//! translation (from its issue to its walk's end; `cycles.walk` is the walk
-//! itself, without the L2 TLB lookup and the wait for a walker), or its data
-//! (the wait before it could issue, and its cache or memory access). So
-//! cycles = base + translation + data + faults + daemon holds exactly, and
-//! overlapped latency is charged once, to the access the core waited for.
+//! Stall attribution, along the critical path: the core is stalled from the
+//! time the blocked instruction would have dispatched until the access
+//! blocking it finished. That stall is the part of the access's latency
+//! (from its issue to its end) that the window did not hide. It is charged
+//! by what would have removed it: the stall cycles that would vanish if the
+//! access had translated at once (at most its translation: the L2 TLB
+//! lookup, the wait for a walker, the walk) are translation, and of those
+//! the ones that would vanish if its walk took no time (at most the walk)
+//! are `cycles.walk`; the rest is data (the wait for a fill buffer, the
+//! cache or memory access, and a dependent load's wait to issue). So the
+//! latency that other work hid comes out of the access's data first. Thus
+//! cycles = base + translation + data + faults + daemon holds exactly,
+//! overlapped latency is charged once, to the access the core waited for,
+//! and a run whose walks get shorter loses those cycles in translation.
+//! (Charging the stall to what the access was doing during the stall's
+//! own interval, the rule before, put a hidden walk's cost in data: on
+//! gups the core stalls at the end of an access, after its walk.)
 
 use std::collections::VecDeque;
 
@@ -96,7 +105,7 @@ pub struct Window {
     cpi: f64,
     rob: u64,
     l2_tlb_latency: f64,
-    pwc_latency: f64,
+    walk_latency: f64,
     /// Walks that leave the L1D take a fill buffer (`machine.ooo.walk_fill_buffers`).
     pub(super) walk_fill_buffers: bool,
     /// When the next instruction dispatches (cycles since the core began).
@@ -130,7 +139,7 @@ impl Window {
             cpi: m.timing.base_cpi,
             rob: o.rob as u64,
             l2_tlb_latency: m.tlb.l2_latency as f64,
-            pwc_latency: m.pwc.lookup_latency() as f64,
+            walk_latency: m.walk_latency() as f64,
             walk_fill_buffers: super::walks_hold_fill_buffers(m),
             now: 0.0,
             dispatched: 0,
@@ -213,7 +222,7 @@ impl Window {
             if let Some(m) = fill_buffer {
                 walk_start = walk_start.max(self.mshrs[m]);
             }
-            walk_end = walk_start + if a.walk { self.pwc_latency } else { 0.0 } + a.walk_refs;
+            walk_end = walk_start + if a.walk { self.walk_latency } else { 0.0 } + a.walk_refs;
             self.walkers[w] = walk_end;
             if let Some(m) = fill_buffer {
                 // Held to the walk's end: its references are serial.
@@ -314,15 +323,22 @@ impl Window {
     }
 }
 
-/// Charges the stall from `from` to `to`, spent waiting for `op`, to what
-/// `op` was doing meanwhile (see the module's comment).
+/// Charges the stall from `from` to `to`, spent waiting for `op`, along
+/// `op`'s critical path (see the module's comment): the stall cycles that
+/// would vanish if `op` had translated at once are translation, at most its
+/// translation's length (`issue` to `walk_end`); of those, the ones that
+/// would vanish if its walk took no time are the walk, at most the walk's
+/// length. The rest is data, as is the time before `op` could issue (a
+/// dependent load waiting for the load before it).
 #[inline]
 fn charge(op: &InFlight, from: f64, to: f64, stats: &mut CoreStats) {
-    let translation = overlap(from, to, op.issue, op.walk_end);
-    let walk = overlap(from, to, op.walk_start, op.walk_end);
+    let stall = to - from;
+    let own = overlap(from, to, op.issue, op.done);
+    let translation = own.min(op.walk_end - op.issue);
+    let walk = translation.min(op.walk_end - op.walk_start);
     stats.cycles_translation += translation;
     stats.cycles_walk += walk;
-    stats.cycles_data += (to - from) - translation;
+    stats.cycles_data += stall - translation;
 }
 
 /// Length of the intersection of [a, b] and [c, d].

@@ -51,7 +51,7 @@ fn chp_mmu(sim: &Simulation, cfg: &SimConfig, pwc: bool) -> Mmu {
         tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), false)),
         pwc: Pwc::new(&m.pwc, 4, 1),
         l2_tlb_latency: 9.0,
-        pwc_latency: 1.0,
+        walk_latency: 1.0,
         check: true,
     }
 }

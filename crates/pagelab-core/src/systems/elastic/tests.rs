@@ -146,7 +146,7 @@ fn fresh_mmu(sim: &Simulation, cfg: &SimConfig) -> Mmu {
         tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), false)),
         pwc: Pwc::new(&m.pwc, 4, 1),
         l2_tlb_latency: 3.0,
-        pwc_latency: 0.0,
+        walk_latency: 0.0,
         check: true,
     }
 }

@@ -76,7 +76,7 @@ fn mmu(sim: &Simulation, cfg: &SimConfig) -> Mmu {
         tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), true)),
         pwc: Pwc::new(&m.pwc, 4, 1),
         l2_tlb_latency: L2,
-        pwc_latency: 0.0,
+        walk_latency: 0.0,
         check: true,
     }
 }

@@ -72,7 +72,7 @@ pub(super) fn cold(sim: &Simulation) -> (Mmu, NestedHw) {
         tlb: Tlb::with_extensions(&m.tlb, 1, crate::systems::tlb_extensions(sim.kernel.color_map(), true)),
         pwc: Pwc::new(&m.pwc, m.paging_levels, 1),
         l2_tlb_latency: L2,
-        pwc_latency: 0.0,
+        walk_latency: 0.0,
         check: true,
     };
     (mmu, NestedHw::new(&m.ept_pwc, &m.pwc, &m.nested_tlb, cfg.virt.ept_levels, 1, 1))
