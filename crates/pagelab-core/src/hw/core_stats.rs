@@ -170,28 +170,32 @@ pub const STATS: &[StatTable] = &[
             StatDecl::count("cycles.base", "`machine.timing.base_cpi x instructions`").cycles(),
             StatDecl::count(
                 "cycles.translation",
-                "interval: the cycles the core stalled waiting for an access while it was translating (L2 TLB \
-                 lookup, wait for a walker, walk); fixed: L2 TLB latency on each L1 TLB miss, page-walk-cache \
-                 latency on each walk, and the latency of every walk reference (from the level that served it) \
-                 divided by `machine.timing.walk_mlp`",
+                "interval: the stall cycles that would vanish had the access the core waited for translated at \
+                 once (docs/timing.md, \"Where a stall's cycles go\"): a stall of S cycles on an access whose L2 \
+                 TLB lookup, wait for a walker and walk took T cycles adds min(S, T) (the meaning since \
+                 2026-11-28; before, only the part of the stall that fell inside the translation's own interval, \
+                 which put a hidden walk's cost in data); fixed: L2 TLB latency on each L1 TLB miss, the walk's \
+                 fixed latency (page-walk-cache lookup + `machine.walker.latency`) on each walk, and the latency \
+                 of every walk reference (from the level that served it) divided by `machine.timing.walk_mlp`",
             )
             .cycles()
             .contract(),
             StatDecl::count(
                 "cycles.walk",
                 "the page-walk part of `cycles.translation` (the Colored Huge Pages paper's C in Eq. 1): \
-                 interval, the stall cycles during walks themselves (page-walk-cache lookup and walk \
-                 references); fixed, the page-walk-cache latency of each walk plus the walk references' cycles, \
-                 i.e. translation without the L2 TLB lookups",
+                 interval, the stall cycles that would vanish had the walk taken no time, at most the walk's \
+                 length (its fixed latency and its references; not the L2 TLB lookup or the wait for a walker); \
+                 fixed, each walk's fixed latency plus the walk references' cycles, i.e. translation without the \
+                 L2 TLB lookups",
             )
             .cycles()
             .contract(),
             StatDecl::count(
                 "cycles.data",
-                "interval: the cycles the core stalled waiting for an access's data (its wait to issue, for a \
-                 dependence or a fill buffer, and its cache or memory access), for a full store buffer, or for \
-                 stores to drain at a serialising event; fixed: for each data access served below the L1D, \
-                 (latency of that level - L1D latency) / `machine.timing.mlp`",
+                "interval: the rest of each stall (the access's wait to issue behind a dependence, its wait for \
+                 a fill buffer, its cache or memory access), a full store buffer, and stores draining at a \
+                 serialising event; fixed: for each data access served below the L1D, (latency of that level - \
+                 L1D latency) / `machine.timing.mlp`",
             )
             .cycles()
             .contract(),

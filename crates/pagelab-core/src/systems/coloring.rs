@@ -105,7 +105,8 @@ impl Coloring {
         let mut cursor = k.proc(asid).color_cursor;
         let nr_colors = k.color_map().nr_colors();
         let choose = self.choose;
-        let frame = k.color_pool.alloc(&mut k.mem, &allowed, |candidates| choose(candidates, &allowed, nr_colors, &mut cursor));
+        let frame =
+            k.color_pool.alloc(&mut k.mem, &allowed, |candidates| choose(candidates, &allowed, nr_colors, &mut cursor));
         k.proc_mut(asid).color_cursor = cursor;
         frame.ok_or_else(|| {
             let share = if allowed.is_empty() {

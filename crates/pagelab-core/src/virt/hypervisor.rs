@@ -38,9 +38,9 @@ use super::contents::Contents;
 use super::costs::{Backing, VirtCosts};
 use crate::error::{Error, Result};
 use crate::os::Kernel;
-use crate::stat::{put_ints, Section, Stat, StatDecl, StatTable, Stats};
 use crate::paging::PageTable;
 use crate::phys::FrameOwner;
+use crate::stat::{put_ints, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Asid, Gfn, Order, PageSize, Pfn};
 
 /// The name of the VM process's VMA in the host.
