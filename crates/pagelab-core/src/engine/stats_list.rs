@@ -217,17 +217,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn docs_stats_md_is_the_listing() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/stats.md");
-        let on_disk = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            on_disk == markdown(),
-            "docs/stats.md differs from the declarations: regenerate it (pagelab stats --list --markdown > \
-             docs/stats.md)"
-        );
-    }
-
-    #[test]
     fn every_heading_is_written_and_every_fault_kind_declared() {
         for (section, _) in declared() {
             assert!(HEADINGS.iter().any(|(s, ..)| *s == section), "{section:?} has no heading");
