@@ -49,7 +49,10 @@ fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn allowed_layer(rel: &Path) -> Option<usize> {
     let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
     let top = layer_of(&parts[0])?;
-    if rel == Path::new("systems/mod.rs") || (parts[0] == "systems" && parts.len() >= 3 && parts[2] == "host") {
+    if rel == Path::new("systems/mod.rs")
+        || rel == Path::new("systems/registry.rs")
+        || (parts[0] == "systems" && parts.len() >= 3 && parts[2] == "host")
+    {
         return layer_of("virt");
     }
     if parts[0] == "systems" && parts.len() >= 3 {
