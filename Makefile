@@ -42,7 +42,7 @@ $(VENV)/.deps: pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "pagelab needs Python 3.11 or later" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim zstandard
+	$(PIP) install --quiet "maturin>=1.5,<2" numpy pandas matplotlib rich tomli-w duckdb pyarrow pytest pycachesim zstandard nbclient nbformat ipykernel
 	$(PIP) install --quiet "ray>=2.9"
 	touch $@
 
@@ -79,19 +79,30 @@ test-full: lint test-rust build
 bench: build
 	$(VENV)/bin/pagelab bench
 
-# cargo-fuzz on the readers of users' files (fuzz/; pagelab_core::fuzzing):
-# FUZZ_SECONDS each. It needs the nightly toolchain (libFuzzer's
-# instrumentation); cargo-fuzz is installed into .tools/ on first use.
+# libFuzzer on the readers of users' files (fuzz/; pagelab_core::fuzzing),
+# FUZZ_SECONDS each, and the results store's mutation fuzzer
+# (tests/fuzz_store.py). No nightly toolchain and no cargo-fuzz: the
+# targets are built by the pinned stable toolchain with the
+# sanitizer-coverage passes cargo-fuzz asks for (stable -C options), for
+# this host's target (so build scripts stay uninstrumented), with debug
+# assertions and overflow checks; libfuzzer-sys builds libFuzzer with the
+# C++ compiler. Findings go to fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := trace snapshot config
-fuzz:
-	@rustup run nightly rustc --version >/dev/null 2>&1 || { echo "make fuzz needs the nightly toolchain (rustup toolchain list)" >&2; exit 1; }
-	@test -x .tools/bin/cargo-fuzz || cargo install --quiet --locked --root .tools cargo-fuzz
+FUZZ_TARGETS := trace snapshot config hints
+FUZZ_HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
+fuzz: toolchain build
 	cargo run --quiet --release -p pagelab-core --example fuzz_seeds -- fuzz/corpus
+	RUSTFLAGS="$(FUZZ_RUSTFLAGS)" cargo build --quiet --release --manifest-path fuzz/Cargo.toml \
+	  --target $(FUZZ_HOST) --target-dir fuzz/target
+	mkdir -p fuzz/artifacts
 	for t in $(FUZZ_TARGETS); do \
-	  PATH="$(CURDIR)/.tools/bin:$$PATH" cargo +nightly fuzz run --fuzz-dir fuzz $$t fuzz/corpus/$$t -- \
-	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 || exit 1; \
+	  fuzz/target/$(FUZZ_HOST)/release/$$t fuzz/corpus/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	    -timeout=10 -artifact_prefix=fuzz/artifacts/$$t- -print_final_stats=1 || exit 1; \
 	done
+	$(PY) tests/fuzz_store.py --seconds $(FUZZ_SECONDS) --artifacts fuzz/artifacts
 
 clean:
 	rm -rf $(VENV) target out .tools fuzz/target fuzz/corpus fuzz/artifacts

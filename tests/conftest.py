@@ -52,6 +52,23 @@ SMALL = {
     "workload": {"kind": "gups", "footprint": "32MiB", "accesses": 40_000},
 }
 
+#: A fragmentation snapshot as `pagelab frag capture` writes it (a real
+#: machine's buddyinfo and pagetypeinfo).
+SNAPSHOT = """== /proc/buddyinfo
+Node 0, zone   Normal    842   1511    705    184     97     22    623    448    148    227   1118
+== /proc/pagetypeinfo
+Page block order: 9
+Pages per block:  512
+
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
+Node    0, zone   Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0
+Node    0, zone   Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118
+Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0
+
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
+Node 0, zone   Normal           44         2992          100            0            0
+"""
+
 
 def small(**sections) -> dict:
     """A deep copy of SMALL, with `sections` merged one level deep."""
@@ -81,6 +98,12 @@ def pagelab_command() -> list[str]:
     return [sys.executable, "-m", "pagelab.cli"]
 
 
+#: A hang guard, not a timing: on a machine shared by other jobs (load
+#: average far above its cores) a tiny run can take ten times its quiet
+#: time, so PAGELAB_TEST_TIMEOUT_SCALE stretches every command's limit.
+TIMEOUT_SCALE = float(os.environ.get("PAGELAB_TEST_TIMEOUT_SCALE", "1"))
+
+
 def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
     """Runs `pagelab ARGS...`; a wide, colourless terminal so that rich
     neither wraps nor styles what the tests read."""
@@ -91,7 +114,7 @@ def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=timeout * TIMEOUT_SCALE,
     )
 
 

@@ -80,9 +80,9 @@ def test_set_overrides_keys(tmp_path, small_toml):
 def test_presets_lists_the_presets():
     proc = run_cli("presets")
     assert_ok(proc)
-    names = proc.stdout.split()
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
     assert "skylake" in names
-    assert names == list(pagelab.presets())
+    assert names == list(pagelab.presets())  # one line each, in order, nothing else
 
 
 def test_stats_list_declares_what_a_run_reports_and_is_docs_stats_md(tmp_path, small_toml):
@@ -109,7 +109,7 @@ def test_export_phys_writes_tagged_hex_lines(tmp_path, small_toml):
     path = tmp_path / "phys.txt"
     out = tmp_path / "out"
     assert_ok(run_cli("run", small_toml, "--out", out, "--export-phys", path))
-    assert not (tmp_path / "phys.txt.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "phys.txt", "small.toml"], "no temporary file left"
     counts = {"R": 0, "W": 0, "P": 0}
     with open(path) as f:
         for n, line in enumerate(f):
@@ -126,7 +126,7 @@ def test_export_phys_zst_is_compressed(tmp_path, small_toml):
     packed = tmp_path / "phys.txt.zst"
     assert_ok(run_cli("run", small_toml, "--export-phys", plain))
     assert_ok(run_cli("run", small_toml, "--export-phys", packed))
-    assert not (tmp_path / "phys.txt.zst.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["phys.txt", "phys.txt.zst", "small.toml"]
     data = packed.read_bytes()
     assert data[:4] == ZSTD_MAGIC
     assert len(data) < plain.stat().st_size
@@ -280,3 +280,34 @@ def test_export_in_dram_simulator_formats(tmp_path):
     assert cycles == sorted(cycles)  # one core: its clock never goes back
     stats = json.loads((out / "stats.json").read_text())
     assert len(lines) == stats["mem.accesses"] == stats["cache.llc.misses"]
+
+
+def test_the_export_is_what_readme_and_help_say(tmp_path):
+    """Every reference from the first access on: under `run.skip_init` the
+    statistics leave the first-touch pass out, the export keeps it (one
+    store per page before the measured accesses), L1 hits included; the
+    README and --help name the four kinds of line (R/W/P/I) and
+    --export-memory-only."""
+    from pathlib import Path
+
+    cfg = write_toml(tmp_path / "c.toml", small(run={"skip_init": True}))
+    path, out = tmp_path / "phys.txt", tmp_path / "out"
+    assert_ok(run_cli("run", cfg, "--out", out, "--export-phys", path))
+    stats = read_stats(out)
+    lines = path.read_text().splitlines()
+    pages = (32 << 20) // 4096
+    assert sum(line[0] == "W" for line in lines) == stats["stores"] + pages
+    assert sum(line[0] == "R" for line in lines) == stats["loads"]
+    assert len(lines) > stats["cache.l1d.misses"] + pages  # hits too
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    help_text = run_cli("run", "--help").stdout
+    for text in (readme, help_text):
+        assert "R/W/P/I" in text and "first-touch pass" in text and "--export-memory-only" in text
+    assert "R/W/P;" not in readme
+
+
+def test_the_run_table_says_what_each_count_includes(tmp_path, small_toml):
+    r = run_cli("run", small_toml)
+    assert_ok(r)
+    assert "data accesses (loads + stores)" in r.stdout
+    assert "L1D misses (data + walk refs)" in r.stdout and "of which walk refs" in r.stdout

@@ -67,8 +67,9 @@ def test_demo_quick_writes_csv_and_png(tmp_path):
 
     png = (out / "demo.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 1000
-    # Written atomically: no temporaries left behind.
-    assert sorted(p.name for p in out.iterdir()) == ["demo.csv", "demo.png"]
+    # Written atomically: no temporaries left behind; the figure also as PDF.
+    assert sorted(p.name for p in out.iterdir()) == ["demo.csv", "demo.pdf", "demo.png"]
+    assert (out / "demo.pdf").read_bytes()[:5] == b"%PDF-"
 
     # The table fits an 80-column terminal whole: no cut names or numbers.
     import io

@@ -54,10 +54,10 @@ def test_a_simulator_error_comes_back_as_a_result():
 
 
 def test_a_crash_in_a_worker_names_the_run_and_stops_the_others():
-    # A configuration that is no dict and no path: a TypeError, not a
-    # simulator error.
-    tasks = [("long", LONG, []), ("crash", 12345, [])]
-    with pytest.raises(WorkerDied, match=r"(?s)configuration crash raised.*TypeError"):
+    # A task of the wrong shape: a ValueError in the worker, not a simulator
+    # error (a configuration of the wrong type is one now, a ConfigError).
+    tasks = [("long", LONG, []), ("crash", QUICK, [], "a field too many")]
+    with pytest.raises(WorkerDied, match=r"(?s)configuration crash raised.*ValueError"):
         LocalExecutor(2).run(tasks, lambda r: None)
     assert _workers() == [], "the worker still running was not stopped"
 

@@ -4,31 +4,17 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import SNAPSHOT, run_cli
 
 import pagelab
 from pagelab import _pagelab
 
-SAMPLE = """== /proc/buddyinfo
-Node 0, zone   Normal    842   1511    705    184     97     22    623    448    148    227   1118
-== /proc/pagetypeinfo
-Page block order: 9
-Pages per block:  512
-
-Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
-Node    0, zone   Normal, type    Unmovable    472    343    290      0     44     11      3      2      4      0      0
-Node    0, zone   Normal, type      Movable      0      0      0      1      1      0    616    444    141    226   1118
-Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52     11      4      2      3      1      0
-
-Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
-Node 0, zone   Normal           44         2992          100            0            0
-"""
 
 
 @pytest.fixture
 def sample(tmp_path):
     p = tmp_path / "snap.txt"
-    p.write_text(SAMPLE)
+    p.write_text(SNAPSHOT)
     return p
 
 

@@ -54,3 +54,17 @@ def test_ci_fails_on_a_skip_that_is_not_allowed(tmp_path):
     allow = tmp_path / "allow"
     allow.write_text("needs root\nneeds valgrind  # for the test\n")
     assert pytest_status(allow).returncode == 0
+
+
+def test_the_makefile_installs_every_dependency_and_test_extra():
+    """`make setup` installs from its own line: every package pyproject
+    names (dependencies and the test extra: nbclient, nbformat and
+    ipykernel run the example notebook) must be on it."""
+    import re
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = pyproject["dependencies"] + pyproject["optional-dependencies"]["test"]
+    names = {re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower() for req in wanted}
+    makefile = (ROOT / "Makefile").read_text()
+    line = next(line for line in makefile.splitlines() if "install --quiet" in line and "numpy" in line)
+    assert names <= set(line.lower().split()), names - set(line.lower().split())

@@ -202,8 +202,9 @@ def test_a_sweep_divides_the_host_memory_among_its_workers(monkeypatch):
 
     monkeypatch.setenv("PAGELAB_HOST_MEM", "8GiB")
     assert executors.host_memory_share(4) == 2 << 30
-    monkeypatch.setenv("PAGELAB_HOST_MEM", "3")
-    assert executors.host_memory_share(2) == 1
+    # Rounded down (a limit is at least 1 MiB: 3 bytes is refused now).
+    monkeypatch.setenv("PAGELAB_HOST_MEM", str((3 << 20) + 1))
+    assert executors.host_memory_share(2) == 3 << 19
 
 
 # --- Elastic Translations' hint files ----------------------------------------

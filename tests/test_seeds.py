@@ -80,7 +80,9 @@ def test_error_bars_only_where_a_point_has_several_seeds():
     assert common.error_bars(one, "x") is None
     assert common.error_bars(one.drop(columns=["x_ci95"]), "x") is None
     two = common.mean_over_seeds(pd.DataFrame({"w": ["a", "a", "b"], "seed": [1, 2, 1], "x": [1.0, 3.0, 2.0]}), ["w"])
-    assert common.error_bars(two, "x").tolist() == pytest.approx([12.7062, 0.0], rel=1e-4)
+    below, above = common.error_bars(two, "x")
+    assert above.tolist() == pytest.approx([12.7062, 0.0], rel=1e-4)
+    assert below.tolist() == pytest.approx([2.0, 0.0])  # cut at 0, x's lower bound: a's mean is 2
 
 
 def _resolved_workloads(point) -> list[dict]:

@@ -228,3 +228,22 @@ def test_the_events_table_fits_80_columns():
     for whole in ("123,456,789", "0x7f1234567000", "0x7f1234d67000", "8 MiB", "12,388 B"):
         assert whole in text, text
     assert "libc.so.6" in text.replace("\n", "").replace(" ", "")
+
+
+def test_convert_and_info_name_what_their_counts_count(tmp_path):
+    """`trace convert` (as `trace capture`) counts data loads and stores as
+    a run does, apart from instruction fetches; `trace info` says its
+    `accesses` counts a modify once."""
+    text = tmp_path / "t.lackey"
+    text.write_text(LACKEY * 2000)  # 10,000 data loads and stores (2,000 modifies), 6,000 fetches
+    r = run_cli("trace", "convert", text, tmp_path / "t.pgl")
+    assert r.returncode == 0, r.stderr
+    assert "10,000 data loads and stores (a modify is one of each), 6,000 instruction fetches" in r.stdout
+    info = json.loads(run_cli("trace", "info", tmp_path / "t.pgl", "--json").stdout)
+    assert (info["accesses"], info["modifies"], info["ifetches"]) == (8_000, 2_000, 6_000)
+    shown = run_cli("trace", "info", tmp_path / "t.pgl")
+    assert "a modify once" in shown.stdout
+    # workload.ifetch: the fetches simulated, not only counted.
+    workload = {"kind": "trace", "path": str(tmp_path / "t.pgl"), "ifetch": True}
+    stats = pagelab.run({"machine": {"phys_mem": "64MiB"}, "workload": workload}).stats
+    assert stats["accesses"] == 10_000 and stats["ifetches"] == 6_000

@@ -35,8 +35,9 @@ import lzma
 import random
 import struct
 from pathlib import Path
+from typing import Iterator
 
-from pagelab.output import write_atomic
+from pagelab.output import output_file
 
 KINDS = ("chase", "random", "stream")
 
@@ -72,42 +73,74 @@ def parse_size(text: str) -> int:
     return int(t[:digits]) * _UNITS[unit]
 
 
-def load_addresses(kind: str, loads: int, footprint: int, seed: int) -> list[int]:
-    """The virtual address of each load, in program order."""
+def _check(kind: str, footprint: int) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown ChampSim trace kind {kind!r}; known: {', '.join(KINDS)}")
     if footprint < LINE or footprint % LINE:
         raise ValueError(f"footprint must be a positive multiple of {LINE} bytes, not {footprint}")
+
+
+def load_addresses(kind: str, loads: int, footprint: int, seed: int) -> list[int]:
+    """The virtual address of each load, in program order."""
+    _check(kind, footprint)
+    return list(_addresses(kind, loads, footprint, seed))
+
+
+def _addresses(kind: str, loads: int, footprint: int, seed: int) -> Iterator[int]:
+    """`load_addresses`, one at a time: a chase holds one lap (its list of
+    lines) at once, the other kinds nothing."""
     lines = footprint // LINE
     rng = random.Random(seed)
     if kind == "stream":
         words = footprint // 8
-        return [DATA_BASE + 8 * (i % words) for i in range(loads)]
-    if kind == "random":
-        return [DATA_BASE + LINE * rng.randrange(lines) for _ in range(loads)]
-    # A chase visits a random cyclic list of every line once per lap; a
-    # trace shorter than a lap needs only its first `loads` nodes.
-    order: list[int] = []
-    while len(order) < loads:
-        order += rng.sample(range(lines), min(lines, loads - len(order)))
-    return [DATA_BASE + LINE * line for line in order]
+        yield from (DATA_BASE + 8 * (i % words) for i in range(loads))
+    elif kind == "random":
+        yield from (DATA_BASE + LINE * rng.randrange(lines) for _ in range(loads))
+    else:
+        # A chase visits a random cyclic list of every line once per lap; a
+        # trace shorter than a lap needs only its first `loads` nodes.
+        left = loads
+        while left > 0:
+            lap = rng.sample(range(lines), min(lines, left))
+            left -= len(lap)
+            yield from (DATA_BASE + LINE * line for line in lap)
 
 
-def records(kind: str, instructions: int, footprint: int, seed: int) -> bytes:
-    """The uncompressed trace: `instructions` records."""
+def chase_lap_bytes(instructions: int, footprint: int) -> int:
+    """Host bytes a chase's lap takes while it is written (a Python list of
+    ints: about 40 bytes a line)."""
+    return 40 * min(footprint // LINE, -(-instructions // LOOP_BODY))
+
+
+def record_chunks(kind: str, instructions: int, footprint: int, seed: int, chunk: int = 1 << 16) -> Iterator[bytes]:
+    """The uncompressed trace, `instructions` records, in pieces of about
+    `chunk` loop iterations (what `write` streams, so that a long trace
+    never sits in memory whole)."""
+    _check(kind, footprint)
     loads = -(-instructions // LOOP_BODY)
-    addrs = load_addresses(kind, loads, footprint, seed)
     # The filler records never change: one per position in the loop body.
     fillers = b"".join(RECORD.pack(CODE_BASE + 4 * k, *[0] * 14) for k in range(1, LOOP_BODY))
+    left = instructions * RECORD.size
     out = bytearray()
-    for i, addr in enumerate(addrs):
+    for i, addr in enumerate(_addresses(kind, loads, footprint, seed)):
         if kind == "chase":
             dst, src = CHASE_REG, CHASE_REG
         else:
             dst, src = INDEPENDENT_REGS[i % len(INDEPENDENT_REGS)], 0
         out += RECORD.pack(CODE_BASE, 0, 0, dst, 0, src, 0, 0, 0, 0, 0, addr, 0, 0, 0)
         out += fillers
-    return bytes(out[: instructions * RECORD.size])
+        if len(out) >= chunk * LOOP_BODY * RECORD.size:
+            piece = bytes(out[:left])
+            left -= len(piece)
+            out.clear()
+            yield piece
+    if left > 0:
+        yield bytes(out[:left])
+
+
+def records(kind: str, instructions: int, footprint: int, seed: int) -> bytes:
+    """The uncompressed trace: `instructions` records."""
+    return b"".join(record_chunks(kind, instructions, footprint, seed))
 
 
 def write(path: str | Path, kind: str, instructions: int, footprint: int, seed: int, *, level: int = 6) -> dict:
@@ -116,6 +149,25 @@ def write(path: str | Path, kind: str, instructions: int, footprint: int, seed: 
     summary."""
     if instructions < 1:
         raise ValueError(f"instructions must be at least 1, not {instructions}")
-    data = lzma.compress(records(kind, instructions, footprint, seed), preset=level)
-    write_atomic(Path(path), data)
-    return {"kind": kind, "instructions": instructions, "loads": -(-instructions // LOOP_BODY), "bytes": len(data)}
+    _check(kind, footprint)
+    if kind == "chase":
+        _check_host_memory(chase_lap_bytes(instructions, footprint))
+    with output_file(path) as tmp:
+        with lzma.open(tmp, "wb", preset=level) as f:
+            for piece in record_chunks(kind, instructions, footprint, seed):
+                f.write(piece)
+        size = tmp.stat().st_size
+    return {"kind": kind, "instructions": instructions, "loads": -(-instructions // LOOP_BODY), "bytes": size}
+
+
+def _check_host_memory(need: int) -> None:
+    """Refuses a chase whose lap would not fit the host (--host-mem)."""
+    from pagelab import _pagelab
+
+    limit = _pagelab.host_memory_limit()
+    if limit is not None and need > limit:
+        raise _pagelab.ConfigError(
+            f"configuration error at `--footprint`: a chase's lap of this many lines needs about "
+            f"{need / (1 << 30):.1f} GiB of host memory, more than this host allows ({limit / (1 << 30):.1f} GiB; "
+            "PAGELAB_HOST_MEM or --host-mem sets it)"
+        )

@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pagelab.api import run
-from pagelab.output import pyplot, save_figure, write_atomic
+from pagelab.experiments.common import PALETTE, legend_beside, write_figure
+from pagelab.output import check_out_dir, pyplot, write_atomic
 from pagelab.table import compact, narrow_table, numeric_column, text_column
 
 POLICIES = ["base", "thp", "coloring"]
@@ -87,23 +88,20 @@ def plot(df: pd.DataFrame, path: Path) -> None:
         labels = [f"{m}\n{p}" for m, p in zip(sub.machine, sub.policy)]
         x = range(len(sub))
         base = sub.cycles.iloc[0] / sub.runtime.iloc[0]
-        parts = [("translation", "#c44e52"), ("data", "#4c72b0"), ("faults", "#dd8452"), ("daemon", "#8172b3")]
+        parts = [("translation", PALETTE["vermillion"]), ("data", PALETTE["blue"]), ("faults", PALETTE["orange"]),
+                 ("daemon", PALETTE["purple"])]
         bottom = [0.0] * len(sub)
         for col, color in parts:
             vals = list(sub[col] / base)
             ax.bar(x, vals, bottom=bottom, color=color, label=col)
             bottom = [b + v for b, v in zip(bottom, vals)]
         rest = [r - b for r, b in zip(sub.runtime, bottom)]
-        ax.bar(x, rest, bottom=bottom, color="#bbbbbb", label="base CPI")
+        ax.bar(x, rest, bottom=bottom, color=PALETTE["grey"], label="base CPI")
         ax.set_xticks(list(x), labels, fontsize=7)
         ax.set_title(wname)
-    axes[0].set_ylabel("runtime (normalized to base, fresh)")
-    # One legend for both panels, in a band above them: inside an axis it
-    # covered the tallest bars.
-    handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
-    save_figure(fig, path)
+    axes[0].set_ylabel("runtime / runtime of base\non a fresh machine")
+    legend_beside(fig, title="cycles")
+    write_figure(fig, path)
 
 
 def summary_table(df: pd.DataFrame) -> Table:
@@ -126,6 +124,7 @@ def summary_table(df: pd.DataFrame) -> Table:
 def main(args: argparse.Namespace) -> int:
     console = Console()
     out = Path(args.out)
+    check_out_dir(out)  # before the runs, not after them
     df = collect(args.quick, console)
     console.print(summary_table(df))
     write_atomic(out / "demo.csv", df.to_csv(index=False))

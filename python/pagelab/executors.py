@@ -66,8 +66,8 @@ def _worker_main(conn, parent: int, host_mem: int | None = None) -> None:
     while True:
         try:
             task = conn.recv()
-        except EOFError:
-            return
+        except (EOFError, OSError):
+            return  # the parent is gone: nothing to say, no one to say it to
         if task is None:
             return
         try:
@@ -76,7 +76,10 @@ def _worker_main(conn, parent: int, host_mem: int | None = None) -> None:
             # Not a simulator error: a bug, shown in the parent with its
             # traceback from here.
             res = {"hash": task[0], "crash": traceback.format_exc()}
-        conn.send(res)
+        try:
+            conn.send(res)
+        except OSError:
+            return  # the parent died during the run (a broken pipe)
 
 
 def _exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:

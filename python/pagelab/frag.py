@@ -17,7 +17,9 @@ from pathlib import Path
 from rich.console import Console
 
 from pagelab import _pagelab
-from pagelab.output import pyplot, save_figure, write_atomic
+from pagelab.api import interruptible
+from pagelab.experiments.common import legend_beside, share_axis, write_figure
+from pagelab.output import output_file, pyplot
 from pagelab.table import narrow_table, numeric_column
 
 SOURCES = ["/proc/buddyinfo", "/proc/pagetypeinfo"]
@@ -31,12 +33,15 @@ def capture(path: Path) -> None:
         except OSError as e:
             raise _pagelab.PagelabError(f"cannot read {source}: {e.strerror} (pagetypeinfo needs root)") from None
         parts.append(f"== {source}\n{text}")
-    write_atomic(path, "".join(parts))
-    _pagelab.frag_snapshot(str(path))  # refuse to leave a capture we cannot read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with output_file(path) as tmp:
+        tmp.write_text("".join(parts), encoding="utf-8")
+        # A capture pagelab cannot read is refused, not left at `path`.
+        interruptible(_pagelab.frag_snapshot, str(tmp), str(path))
 
 
 def show(path: Path, out: Path | None, console: Console) -> None:
-    s = _pagelab.frag_snapshot(str(path))
+    s = interruptible(_pagelab.frag_snapshot, str(path))
     gib = s["frames"] * 4096 / 2**30
     table = narrow_table(f"{path}: {gib:.1f} GiB, F_i = {s['fi']:.3f}")
     for col in ("order", "block", "free", "unmovable", "movable", "reclaim.", "frag idx", "unusable"):
@@ -64,17 +69,16 @@ def plot(s: dict, title: str, out: Path) -> None:
     orders = list(range(len(s["free"])))
     mib = [n * (4 << o) / 1024 for o, n in enumerate(s["free"])]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
-    a.bar(orders, mib, color="#4c72b0")
-    a.set_xlabel("order")
+    a.bar(orders, mib)
+    a.set_xlabel("order (a block of order k is 2^k x 4 KiB)")
     a.set_ylabel("free memory in blocks of this order (MiB)")
     a.set_title(title)
     b.plot(orders, s["unusable_index"], marker="o", label="unusable free space index")
     b.plot(orders, [max(0.0, v) for v in s["fragmentation_index"]], marker="s", label="fragmentation index (>= 0)")
     b.set_xlabel("order")
-    b.set_ylim(-0.05, 1.05)
-    b.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out)
+    share_axis(b, "Linux's index (0 to 1)")
+    legend_beside(fig)
+    write_figure(fig, out)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -46,6 +46,8 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pagelab import _pagelab
+
 FILENAME = "results.duckdb"
 
 _SCHEMA = """
@@ -155,14 +157,58 @@ class Store:
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        if path.exists() and not path.is_file():
+            raise OSError(errno.EISDIR if path.is_dir() else errno.EINVAL, "not a results store file", str(path))
         try:
             self.con = duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as e:
+        except duckdb.Error as e:
             if "lock" in str(e).lower():
                 raise OSError(errno.EBUSY, "in use by another process (one sweep writes a store at a time)", str(path)) from None
-            raise OSError(errno.EIO, str(e), str(path)) from None
-        if not read_only:
-            self.con.execute(_SCHEMA)
+            raise _pagelab.TraceError(f"{path}: not a readable results store: {_first_line(e)}") from None
+        try:
+            if not read_only:
+                self.con.execute(_SCHEMA)
+            self._check_columns()
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _check_columns(self) -> None:
+        """A store whose `runs` table is missing or has other columns (a
+        DuckDB file of something else) is refused, named."""
+        import duckdb
+
+        try:
+            cols = [r[0] for r in self.con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs' ORDER BY ordinal_position"
+            ).fetchall()]
+        except duckdb.Error as e:
+            raise _pagelab.TraceError(f"{self.path}: not a readable results store: {_first_line(e)}") from None
+        missing = [c for c in _COLUMNS if c not in cols]
+        if missing:
+            what = "no runs table" if not cols else f"its runs table has no column {missing[0]}"
+            raise _pagelab.TraceError(f"{self.path}: not a pagelab results store ({what})")
+
+    def row_json(self, text: str, h: str) -> dict[str, Any]:
+        """A row's JSON object (`params`, `stats`); damaged text names the
+        store and the row."""
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise _pagelab.TraceError(f"{self.path}: run {h[:12]}: not JSON ({e})") from None
+        if not isinstance(value, dict):
+            raise _pagelab.TraceError(f"{self.path}: run {h[:12]}: expected a JSON object, got {type(value).__name__}")
+        return value
+
+    def _query(self, sql: str, params: list | None = None):
+        """Runs a read; a store damaged past its header (DuckDB fails on a
+        page it reads) is bad input naming the file, not an internal error."""
+        import duckdb
+
+        try:
+            return self.con.execute(sql, params or [])
+        except duckdb.Error as e:
+            raise _pagelab.TraceError(f"{self.path}: not a readable results store: {_first_line(e)}") from None
 
     # -- context manager -------------------------------------------------
     def close(self) -> None:
@@ -176,25 +222,25 @@ class Store:
 
     # -- reading ---------------------------------------------------------
     def hashes(self) -> set[str]:
-        return {h for (h,) in self.con.execute("SELECT config_hash FROM runs").fetchall()}
+        return {h for (h,) in self._query("SELECT config_hash FROM runs").fetchall()}
 
     def has(self, h: str) -> bool:
-        return self.con.execute("SELECT 1 FROM runs WHERE config_hash = ?", [h]).fetchone() is not None
+        return self._query("SELECT 1 FROM runs WHERE config_hash = ?", [h]).fetchone() is not None
 
     def __len__(self) -> int:
-        return self.con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        return self._query("SELECT count(*) FROM runs").fetchone()[0]
 
     def stats(self, h: str) -> dict[str, Any] | None:
-        row = self.con.execute("SELECT stats FROM runs WHERE config_hash = ?", [h]).fetchone()
-        return None if row is None else json.loads(row[0])
+        row = self._query("SELECT stats FROM runs WHERE config_hash = ?", [h]).fetchone()
+        return None if row is None else self.row_json(row[0], h)
 
     def raw(self, hashes: Iterable[str] | None = None):
         """The `runs` table (or the rows of `hashes`) as a pandas DataFrame,
         `params` and `stats` still JSON text."""
         if hashes is None:
-            return self.con.execute("SELECT * FROM runs ORDER BY finished_at, config_hash").df()
+            return self._query("SELECT * FROM runs ORDER BY finished_at, config_hash").df()
         hs = list(hashes)
-        return self.con.execute(
+        return self._query(
             "SELECT * FROM runs WHERE list_contains(?, config_hash) ORDER BY finished_at, config_hash",
             [hs],
         ).df()
@@ -208,8 +254,9 @@ class Store:
         if experiment is not None:
             df = df[df.experiment == experiment]
         df = df.reset_index(drop=True)
-        params = pd.DataFrame([json.loads(p) for p in df.params], index=df.index).add_prefix("p.")
-        stats = pd.DataFrame([json.loads(s) for s in df.stats], index=df.index)
+        params = pd.DataFrame([self.row_json(p, h) for p, h in zip(df.params, df.config_hash)], index=df.index)
+        params = params.add_prefix("p.")
+        stats = pd.DataFrame([self.row_json(s, h) for s, h in zip(df.stats, df.config_hash)], index=df.index)
         meta = df.drop(columns=["params", "stats"])
         return pd.concat([meta, params, stats], axis=1)
 
@@ -265,52 +312,40 @@ class Store:
         return inserted
 
     def to_parquet(self, path: str | Path, hashes: Iterable[str] | None = None) -> Path:
-        """Writes the wide table (see `frame`) to a Parquet file, atomically."""
-        import os
-        import tempfile
+        """Writes the wide table (see `frame`) to a Parquet file, whole or
+        not at all (`output.output_file`)."""
+        from pagelab.output import output_file
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         df = self.frame(hashes)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        with output_file(path) as tmp:
             df.to_parquet(tmp, index=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return path
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 @contextlib.contextmanager
 def _signals_held():
-    """Defers Ctrl-C (SIGINT) and SIGTERM until the block is done: a handler
-    that only records them (so DuckDB, which polls for signals, is not
-    interrupted), then KeyboardInterrupt / the old handler after."""
+    """Defers Ctrl-C (SIGINT) and SIGTERM until the block is done: they are
+    blocked, so DuckDB, which polls for signals, is not interrupted
+    mid-transaction, and delivered as usual once unblocked (the handlers
+    stay those in place: Python's, and the core's cleanup on SIGTERM)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
-    old = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        old[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-        for sig in caught:
-            handler = old[sig]
-            if callable(handler):
-                handler(sig, None)
-            elif handler == signal.SIG_DFL:
-                if sig == signal.SIGINT:
-                    raise KeyboardInterrupt
-                signal.raise_signal(sig)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def local_versions() -> dict[str, str]:

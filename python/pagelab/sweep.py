@@ -24,10 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-import tomli_w
-
 from pagelab import _pagelab
-from pagelab.api import overrides_list
+from pagelab.api import _toml, overrides_list
 from pagelab.store import Store, config_hash, local_versions
 
 
@@ -163,7 +161,7 @@ def _fix_graph_seeds(config: dict, first_seed: int | None, shaped: bool) -> None
 def resolve(points: list[Point], source: str = "<sweep>") -> None:
     """Fills each point's canonical TOML and hash (raises ConfigError)."""
     for p in points:
-        p.config_toml = _pagelab.resolve_config(tomli_w.dumps(p.config), source, overrides_list(p.overrides))
+        p.config_toml = _pagelab.resolve_config(_toml(p.config), source, overrides_list(p.overrides))
         p.hash = config_hash(p.config_toml)
 
 
@@ -201,6 +199,16 @@ def load_sweep(path: str | Path) -> Sweep:
     workloads = data.get("workloads", [])
     if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
         raise _pagelab.ConfigError(f"{path}: workloads: expected [[workloads]] tables")
+    for i, w in enumerate(workloads):
+        # TOML puts every key after a `[[workloads]]` header into that
+        # table, so a sweep's own key written below one lands there.
+        misplaced = sorted(set(w) & known)
+        if misplaced:
+            key = misplaced[0]
+            raise _pagelab.ConfigError(
+                f"{path}: workloads[{i}].{key}: `{key}` is a key of the sweep, not of a workload: "
+                "write it at the top of the file, before the first [[workloads]] "
+                "(TOML reads every key after a [[workloads]] header into that table)")
     return Sweep(id=sweep_id, base=data.get("base", {}), grid=grid, workloads=workloads, seeds=seeds)
 
 
@@ -235,13 +243,14 @@ class SweepOutcome:
 
         with Store(self.store_path, read_only=True) as store:
             runs = store.raw(p.hash for p in self.points)
-        by_hash = {r.config_hash: r for r in runs.itertuples()}
+            by_hash = {r.config_hash: r for r in runs.itertuples()}
+            stats = {h: store.row_json(r.stats, h) for h, r in by_hash.items()}
         rows = []
         for p in self.points:
             r = by_hash.get(p.hash)
             if r is None:
                 continue
-            row = dict(json.loads(r.stats))
+            row = dict(stats[p.hash])
             row.update(p.params)
             row["config_hash"] = p.hash
             row["seconds"] = r.seconds
@@ -251,6 +260,29 @@ class SweepOutcome:
             front = list(self.points[0].params) + ["config_hash", "seconds"]
             df = df[[c for c in front if c in df] + [c for c in df.columns if c not in front]]
         return df
+
+
+def sweep_to_dir(spec: Sweep, out: str | Path, *, jobs: int | None = None, executor: str = "local",
+                 address: str | None = None, log=None):
+    """What `pagelab sweep` and `pagelab.run_sweep` do: runs the sweep into
+    OUT's store, then writes `OUT/ID.csv` (one row per point) and
+    `OUT/ID.provenance.json` (version, commit, date, machine, wall-clock
+    seconds, runs done and reused). Returns the outcome and the table."""
+    import time
+
+    from pagelab import provenance
+    from pagelab.output import write_atomic
+
+    out = Path(out)
+    started = time.perf_counter()
+    outcome = run_sweep(spec, out, jobs=jobs, executor=executor, address=address, log=log)
+    df = outcome.frame()
+    if len(df):
+        write_atomic(out / f"{spec.id}.csv", df.to_csv(index=False))
+    provenance.write(out / f"{spec.id}{provenance.SUFFIX}", provenance.collect(
+        kind="sweep", id=spec.id, points=len(outcome.points), ran=outcome.ran, reused=outcome.reused,
+        failed=len(outcome.errors), jobs=jobs, executor=executor, seconds=round(time.perf_counter() - started, 1)))
+    return outcome, df
 
 
 def run_sweep(

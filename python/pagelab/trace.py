@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -25,45 +26,131 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pagelab.api import interruptible
+from pagelab.output import output_file
 from pagelab.table import narrow_table, numeric_column
 
 from pagelab import _pagelab
 
 
 def convert(src: str, dst: str) -> dict:
-    return _pagelab.trace_convert(src, dst)
+    return interruptible(_pagelab.trace_convert, src, dst)
+
+
+#: A program (or Valgrind) ended by one of these was stopped from outside:
+#: its trace is cut short, and not written. A program that crashes (SIGSEGV,
+#: SIGABRT...) ran as far as it could: its trace is kept, as a non-zero
+#: exit's is.
+STOPPED_BY = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL, signal.SIGQUIT}
 
 
 def capture(out: str, program: list[str]) -> tuple[dict, int]:
     """Runs `program` under lackey, converting its trace on the fly.
 
-    Returns the trace's summary and the program's exit status. A program
-    that exits non-zero (grep finding nothing, a failing test) still ran:
-    its trace is kept, and the caller says how it ended."""
+    Returns the trace's summary and the program's status as subprocess
+    gives it (-N for a program signal N ended). A program that exits
+    non-zero (grep finding nothing, a failing test) or crashes still ran:
+    its trace is kept, and the caller says how it ended. The trace reaches
+    `out` only once Valgrind has ended so; a capture that is cut short (the
+    program or Valgrind stopped by a signal, pagelab interrupted) or that
+    fails leaves nothing at `out`, nor its temporary FIFO."""
     if not program:
         raise _pagelab.PagelabError("trace capture: give the program after --")
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise _pagelab.PagelabError("trace capture needs valgrind (apt-get install valgrind)")
-    with tempfile.TemporaryDirectory(prefix="pagelab-capture-") as tmp:
+    _check_program(program[0])
+    _pagelab.check_output(out)
+    with tempfile.TemporaryDirectory(prefix="pagelab-capture-") as tmp, output_file(out) as trace:
         fifo = Path(tmp) / "lackey.fifo"
+        guards = [_pagelab.TempGuard(tmp, directory=True), _pagelab.TempGuard(str(fifo))]
         os.mkfifo(fifo)
         result: dict = {}
 
         def consume() -> None:
             try:
-                result["summary"] = _pagelab.trace_convert(str(fifo), out)
+                result["summary"] = _pagelab.trace_convert(str(fifo), str(trace))
             except BaseException as e:  # re-raised in the caller's thread
                 result["error"] = e
 
+        # No gdbserver (its FIFOs in TMPDIR would outlive a killed capture).
+        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", "--trace-syscalls=yes", "--vgdb=no",
+               f"--log-file={fifo}", *program]
+        # Started before the reader thread (a child is forked only while
+        # this process has one thread): Valgrind waits to open the FIFO.
+        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, preexec_fn=_end_with_parent)
         reader = threading.Thread(target=consume, daemon=True)
         reader.start()
-        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", "--trace-syscalls=yes", f"--log-file={fifo}", *program]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL)
-        reader.join()
-    if "error" in result:
-        raise result["error"]
+        try:
+            child.wait()
+        except BaseException:
+            child.terminate()
+            child.wait()
+            raise
+        finally:
+            _release_reader(fifo, reader)
+        proc = child
+        status = _shell_status(proc.returncode)
+        if -proc.returncode in STOPPED_BY:
+            name = signal.Signals(-proc.returncode).name
+            raise _pagelab.SimulationError(f"trace capture of {program[0]} cut short: stopped by {name}; no trace written")
+        if "summary" not in result and status in (126, 127):
+            raise _pagelab.PagelabError(f"trace capture: valgrind could not start {program[0]} (status {status})")
+        if "error" in result:
+            # The reader names its input, the FIFO: name the program instead.
+            e = result["error"]
+            raise type(e)(str(e).replace(str(fifo), f"valgrind's trace of {program[0]}")) from None
+        for g in guards:
+            g.release()
     return result["summary"], proc.returncode
+
+
+def written(path: str, s: dict) -> str:
+    """What `trace convert` and `trace capture` wrote, counted as a run
+    counts it: data loads and stores (a modify is one of each; `trace info`
+    counts it once, as cachegrind's D refs do) apart from instruction
+    fetches."""
+    data = s["accesses"] - s["ifetches"]
+    return (f"wrote {path}: {data:,} data loads and stores (a modify is one of each), "
+            f"{s['ifetches']:,} instruction fetches, {s['instructions']:,} instructions; "
+            f"{s['records']:,} records, {s['bytes']:,} bytes")
+
+
+def _check_program(name: str) -> None:
+    """The program must be one a shell would run (Valgrind, failing to
+    start it, never opens its log file)."""
+    found = shutil.which(name)
+    if found is None:
+        why = "not executable" if os.path.exists(name) else "not found"
+        raise _pagelab.PagelabError(f"trace capture: {name}: {why}")
+
+
+def _end_with_parent() -> None:
+    """In the child, before exec: SIGTERM when pagelab ends (killed, it
+    could not stop a traced program that runs on for hours)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _release_reader(fifo: Path, reader: threading.Thread) -> None:
+    """Valgrind has ended. If it never opened the FIFO, the reader still
+    waits to open it: opening the write end once lets it see an empty
+    input and end."""
+    if reader.is_alive():
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        except OSError:
+            pass  # no reader waiting: it had opened and finished
+    reader.join()
+
+
+def _shell_status(returncode: int) -> int:
+    """A subprocess's status as a shell reports it: 128 + N when signal N
+    ended it (subprocess gives -N)."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _cell(v) -> str:
@@ -71,7 +158,12 @@ def _cell(v) -> str:
 
 
 def print_info(info: dict, console: Console) -> None:
-    table = Table(title=str(info.get("path", "trace")))
+    """The info as a table, with what its counts mean: `accesses` counts a
+    modify once (cachegrind's D refs), where a run's `accesses` statistic
+    and `trace convert` count it as a load and a store."""
+    table = Table(title=str(info.get("path", "trace")),
+                  caption="accesses = loads + stores - modifies (a modify once, as cachegrind's D refs); "
+                          "a run's accesses statistic is loads + stores")
     table.add_column("")
     table.add_column("value", justify="right")
     for k, v in info.items():
@@ -114,10 +206,9 @@ def _bytes(n: int) -> str:
 def main(args: argparse.Namespace) -> int:
     console = Console()
     if args.trace_command == "convert":
-        s = convert(args.src, args.dst)
-        console.print(f"wrote {args.dst}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
+        console.print(written(args.dst, convert(args.src, args.dst)), soft_wrap=True)
     elif args.trace_command == "info":
-        info = dict(_pagelab.trace_info(args.file), path=args.file)
+        info = dict(interruptible(_pagelab.trace_info, args.file), path=args.file)
         if args.json:
             print(json.dumps(info, indent=1))
         else:
@@ -128,7 +219,7 @@ def main(args: argparse.Namespace) -> int:
         s = champsim_traces.write(args.out, args.kind, args.instructions, args.footprint, args.seed)
         console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
     elif args.trace_command == "events":
-        events = _pagelab.trace_events(args.file)
+        events = interruptible(_pagelab.trace_events, args.file)
         if args.json:
             print(json.dumps(events, indent=1))
         else:
@@ -137,10 +228,12 @@ def main(args: argparse.Namespace) -> int:
         program = list(args.program)
         if program and program[0] == "--":
             program = program[1:]
-        s, status = capture(args.out, program)
-        console.print(f"wrote {args.out}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in s.items()))
-        if status != 0:
-            console.print(f"{program[0]} exited with status {status}; its trace is kept")
-            if args.propagate_status:
-                return status
+        s, returncode = capture(args.out, program)
+        console.print(written(args.out, s), soft_wrap=True)
+        if returncode < 0:
+            console.print(f"{program[0]} was killed by {signal.Signals(-returncode).name}; its trace is kept")
+        elif returncode != 0:
+            console.print(f"{program[0]} exited with status {returncode}; its trace is kept")
+        if returncode != 0 and args.propagate_status:
+            return _shell_status(returncode)
     return 0

@@ -1,6 +1,6 @@
 //! Entry points for fuzzing the readers of files users give pagelab:
 //! native, ChampSim and lackey traces (with Valgrind's system-call lines),
-//! fragmentation snapshots and configurations. Each takes arbitrary bytes
+//! fragmentation snapshots, configurations and Leshy's hint files. Each takes arbitrary bytes
 //! and must return, whatever they are: Ok or a clear error inside, never a
 //! panic or a hang. Used by the property tests in `tests/fuzz_readers.rs`
 //! (in `make test`) and by the cargo-fuzz targets in `fuzz/` (`make fuzz`).
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use crate::config::parse_config;
 use crate::phys::snapshot::Snapshot;
 use crate::phys::PhysMem;
+use crate::systems::elastic::hints::Hints;
 use crate::trace::{self, TraceFormat};
 
 pub const LACKEY: &str = "==1234== Lackey, an example Valgrind tool\n\
@@ -32,6 +33,10 @@ Node    0, zone   Normal, type  Reclaimable    370   1168    415    183     52  
 Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      Isolate
 Node 0, zone   Normal           44         2992          100            0            0
 ";
+
+/// A hint file as the artifact's Leshy writes it: one aligned range a line.
+pub const HINTS: &str = "0x7f0000000000-0x7f0002000000\n0x7f0002000000-0x7f0002200000\n# a comment\n\
+0x7f0002200000-0x7f0002210000\n0x7f0002210000-0x7f0002211000\n";
 
 pub const CONFIG: &str = "[machine]\nphys_mem = \"64MiB\"\n[os]\npolicy = \"thp\"\n\
 [os.fragmentation]\ntarget = 0.5\n[workload]\nkind = \"gups\"\nfootprint = \"8MiB\"\naccesses = 1000\n";
@@ -104,20 +109,36 @@ pub fn read_as_snapshot(text: &str) {
 }
 
 /// Parses and validates `bytes` as a configuration (not run: a valid one
-/// may legitimately run for hours).
+/// may legitimately run for hours), and estimates what it would take on
+/// the host (the budget's arithmetic must not overflow).
 pub fn read_as_config(bytes: &[u8]) {
-    let _ = parse_config(&String::from_utf8_lossy(bytes), "fuzz.toml", &[]);
+    if let Ok(cfg) = parse_config(&String::from_utf8_lossy(bytes), "fuzz.toml", &[]) {
+        let _ = crate::engine::host_budget::check_against(&cfg, 1 << 30);
+    }
+}
+
+/// Reads `bytes` as a hint file (`os.elastic.hints`); hints that parse
+/// must read back the same from the text they write.
+pub fn read_as_hints(bytes: &[u8]) {
+    let path = temp_dir().join("fuzz.hints");
+    std::fs::write(&path, bytes).unwrap();
+    let path = path.to_string_lossy();
+    if let Ok(hints) = Hints::read_file(&path, "os.elastic.hints") {
+        let again = Hints::parse(hints.to_text().lines(), "again").expect("written hints read back");
+        assert_eq!(again.regions().collect::<Vec<_>>(), hints.regions().collect::<Vec<_>>());
+    }
 }
 
 /// Writes the valid seeds as a starting corpus: `dir/trace/`,
-/// `dir/snapshot/`, `dir/config/`, one directory per fuzz target.
+/// `dir/snapshot/`, `dir/config/`, `dir/hints/`, one directory per fuzz target.
 pub fn write_seeds(dir: &std::path::Path) -> std::io::Result<()> {
-    let seeds: [(&str, &str, Vec<u8>); 5] = [
+    let seeds: [(&str, &str, Vec<u8>); 6] = [
         ("trace", "native.pgl", native_seed()),
         ("trace", "champsim.bin", champsim_seed()),
         ("trace", "lackey.txt", LACKEY.as_bytes().to_vec()),
         ("snapshot", "snapshot.txt", SNAPSHOT.as_bytes().to_vec()),
         ("config", "config.toml", CONFIG.as_bytes().to_vec()),
+        ("hints", "hints.txt", HINTS.as_bytes().to_vec()),
     ];
     for (target, name, bytes) in seeds {
         std::fs::create_dir_all(dir.join(target))?;

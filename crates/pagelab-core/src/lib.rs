@@ -28,6 +28,7 @@ pub mod fuzzing;
 pub mod hostmem;
 pub mod hw;
 pub mod os;
+pub mod outfile;
 pub mod paging;
 pub mod phys;
 pub mod stat;

@@ -234,6 +234,7 @@ pub enum Section {
     Ksm,
     Memory,
     Tiers,
+    Dram,
     PageCache,
     Programs,
     Os,

@@ -77,6 +77,16 @@ proptest! {
     }
 
     #[test]
+    fn mutated_hint_files(bytes in mutated(HINTS.as_bytes().to_vec())) {
+        read_as_hints(&bytes);
+    }
+
+    #[test]
+    fn arbitrary_hint_text(text in "[0-9a-fx#\\- \n]{0,300}") {
+        read_as_hints(text.as_bytes());
+    }
+
+    #[test]
     fn overrides_of_any_key(key in "[a-z_.]{1,30}", value in "[ -~]{0,20}") {
         let _ = parse_config(CONFIG, "fuzz.toml", &[format!("{key}={value}")]);
     }
@@ -99,4 +109,8 @@ fn the_seeds_are_valid() {
     }
     Snapshot::parse(SNAPSHOT, "s.txt").unwrap();
     parse_config(CONFIG, "s.toml", &[]).unwrap();
+    let hints_file = dir.join("s.hints");
+    std::fs::write(&hints_file, HINTS).unwrap();
+    let hints = pagelab_core::systems::elastic::hints::Hints::read_file(&hints_file.to_string_lossy(), "k").unwrap();
+    assert_eq!(hints.len(), 3, "the 4 KiB range is skipped");
 }

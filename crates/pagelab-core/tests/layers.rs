@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules, by layer (index = layer - 1).
 const LAYERS: &[&[&str]] = &[
-    &["units", "stat", "error", "hostmem"],
+    &["units", "stat", "error", "hostmem", "outfile"],
     &["phys"],
     &["hw"],
     &["paging"],

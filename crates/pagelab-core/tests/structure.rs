@@ -1,7 +1,10 @@
 //! The crate's shape, checked: no source file passes 800 lines; no two
 //! files import each other, directly or around a circle (a module may use
 //! its parents: that is not a circle); outside the systems' folders only
-//! the registry (`systems/mod.rs`) names a system, by module or by name.
+//! the registry (`systems/mod.rs`) names a system, by module or by name
+//! (inside them one system may build on another's: KSM's `split = "punch"`,
+//! `systems/ksm/host/punch.rs`, makes host huge pages perforated with the
+//! perforated system's page-table bits).
 //! Test code (`tests.rs`, `*_tests.rs`, `testutil.rs`, everything after a
 //! `#[cfg(test)]` line) is left out of the last two.
 
@@ -238,8 +241,10 @@ fn own_folder(rel: &Path, module: &str) -> bool {
 
 /// Names of systems written outside their folders for a reason the
 /// registry cannot take: (file, name, why).
-const KEPT: &[(&str, &str, &str)] =
-    &[("workload/config.rs", "chp", "the workload key `workload.chp` (a process's opt-out), kept for compatibility")];
+const KEPT: &[(&str, &str, &str)] = &[
+    ("workload/config.rs", "chp", "the workload key `workload.chp` (a process's opt-out), kept for compatibility"),
+    ("fuzzing.rs", "elastic", "the readers' fuzz entry points reach each reader where it lives: Leshy's hint files"),
+];
 
 #[test]
 fn outside_the_systems_folders_only_the_registry_names_a_system() {
@@ -248,7 +253,7 @@ fn outside_the_systems_folders_only_the_registry_names_a_system() {
     // The systems' modules, as the registry's lines name them.
     let modules: BTreeSet<String> = registry
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("system ").or_else(|| l.trim().strip_prefix("table ")))
+        .filter_map(|l| ["system ", "host ", "table "].iter().find_map(|p| l.trim().strip_prefix(p)))
         .filter_map(|l| l.split('=').nth(1)?.trim().split("::").next().map(String::from))
         .collect();
     assert!(modules.contains("chp") && modules.contains("perforated"), "the registry's lines were not read");
@@ -265,7 +270,8 @@ fn outside_the_systems_folders_only_the_registry_names_a_system() {
         let text = std::fs::read_to_string(krate.src.join(rel)).unwrap();
         for (n, line) in code_lines(&text) {
             for m in &modules {
-                if line.contains(&format!("systems::{m}::")) || line.contains(&format!("systems::{m};")) {
+                let named = line.contains(&format!("systems::{m}::")) || line.contains(&format!("systems::{m};"));
+                if named && !KEPT.iter().any(|&(f, k, _)| Path::new(f) == rel && k == m) {
                     found.push(format!("{}:{n}: names the module systems::{m}", rel.display()));
                 }
             }

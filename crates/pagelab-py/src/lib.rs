@@ -3,6 +3,7 @@
 //! panics (none may cross into Python) and converts the core's error enum
 //! to the Python exception classes in one place.
 
+mod output;
 mod trace;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -172,6 +173,11 @@ impl Simulation {
         self.sim().config().to_toml()
     }
 
+    /// Drops an unfinished export: its temporary file is removed.
+    fn discard_export(&self) {
+        self.sim().discard_export();
+    }
+
     /// Flushes and closes the physical-reference export.
     fn finish(&self, py: Python<'_>) -> PyResult<()> {
         let mut sim = self.sim();
@@ -188,15 +194,18 @@ fn resolve_config(py: Python<'_>, text: String, source: String, overrides: Vec<S
 
 /// A fragmentation snapshot (`pagelab frag capture`): free blocks per
 /// order, by migratetype, the machine's size, and Linux's indices and F_i
-/// for every order.
+/// for every order. `name` names the file in errors (default: `path`; a
+/// capture is checked under its temporary name).
 #[pyfunction]
-fn frag_snapshot<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, name = None))]
+fn frag_snapshot<'py>(py: Python<'py>, path: String, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     use pagelab_core::phys::{fragmentation as f, snapshot::Snapshot};
+    let name = name.unwrap_or_else(|| path.clone());
     let snap = call(py, {
-        let path = path.clone();
+        let (path, name) = (path.clone(), name.clone());
         move || {
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-            Snapshot::parse(&text, &path)
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&name, e))?;
+            Snapshot::parse(&text, &name)
         }
     })?;
     let d = PyDict::new(py);
@@ -245,6 +254,13 @@ fn presets() -> Vec<&'static str> {
     preset_names()
 }
 
+/// `preset_about(name) -> (machine, source)`: what a preset models and
+/// where its values come from; None for an unknown name.
+#[pyfunction]
+fn preset_about(name: &str) -> Option<(&'static str, &'static str)> {
+    pagelab_core::config::preset_about(name)
+}
+
 /// The host memory a run may use (`PAGELAB_HOST_MEM`, else the host's
 /// available memory), in bytes; None where neither is known.
 #[pyfunction]
@@ -263,6 +279,13 @@ fn stat_list(markdown: bool) -> String {
     }
 }
 
+/// `parse_host_mem(text) -> bytes`: a limit as `--host-mem` takes it (a
+/// size of at least 1 MiB); ValueError saying why otherwise.
+#[pyfunction]
+fn parse_host_mem(text: &str) -> PyResult<u64> {
+    pagelab_core::engine::host_budget::parse_limit(text).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -276,14 +299,17 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset_about, m)?)?;
     m.add_function(wrap_pyfunction!(student_t_975, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(frag_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(host_memory_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_host_mem, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(stat_list, m)?)?;
     trace::register(m)?;
+    output::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;

@@ -13,13 +13,15 @@ use pyo3::types::PyList;
 use crate::call;
 
 /// `trace_convert(src, dst) -> dict`: any readable trace to the native
-/// format; returns records, accesses, instructions and bytes written.
+/// format; returns records, accesses (data and instruction fetches, a
+/// modify as a load and a store), ifetches, instructions and bytes written.
 #[pyfunction]
 fn trace_convert<'py>(py: Python<'py>, src: PathBuf, dst: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let s = call(py, || trace::convert(&src, &dst, None))?;
     let d = PyDict::new(py);
     d.set_item("records", s.records)?;
     d.set_item("accesses", s.accesses)?;
+    d.set_item("ifetches", s.ifetches)?;
     d.set_item("instructions", s.instructions)?;
     d.set_item("bytes", s.bytes)?;
     Ok(d)

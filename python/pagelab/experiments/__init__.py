@@ -29,6 +29,7 @@ from typing import Callable
 
 import pandas as pd
 
+from pagelab import provenance
 from pagelab.sweep import Sweep, run_sweep
 
 VARIANTS = ("full", "quick", "tiny")
@@ -127,20 +128,30 @@ def reproduce(
     executor: str = "local",
     address: str | None = None,
     seeds: int | None = None,
+    save_results: str | Path | None = None,
     log=None,
 ) -> list[Path]:
     """Runs (what is not yet stored of) an experiment and analyzes it. The
-    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md} and ID*.png.
+    runs go to OUT/results.duckdb; the files to OUT/ID.{csv,md}, ID*.png and
+    ID*.pdf (each figure in both), and OUT/ID.provenance.json (version,
+    commit, date, machine, variant, seeds, wall-clock time).
     `seeds` = N runs every point with seeds 1..N instead of the variant's
-    (`common.SEEDS`)."""
+    (`common.SEEDS`). `save_results` = ROOT also saves the run as data
+    under ROOT/<package>/ID/ (`pagelab.results`): only a full run with at
+    least three seeds, refused (`results.SaveRefused`) before anything
+    runs otherwise."""
+    from pagelab import results
+
     exp = get(exp_id)
     if variant not in exp.sweeps:
         raise KeyError(f"experiment {exp_id} has no {variant!r} variant ({', '.join(exp.sweeps)})")
     sweep = exp.sweeps[variant]
     if seeds is not None:
         sweep = dataclasses.replace(sweep, seeds=list(range(1, seeds + 1)))
+    if save_results is not None:
+        results.check_saveable(exp_id, variant, sweep.seeds)
     out = Path(out)
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), provenance.utc_now()
     if exp.prepare is not None:
         sweep = exp.prepare(sweep, out, dict(jobs=jobs, executor=executor, address=address, log=log))
     outcome = run_sweep(sweep, out, jobs=jobs, executor=executor, address=address, experiment=exp.id, log=log)
@@ -148,6 +159,22 @@ def reproduce(
         raise RuntimeError(f"{len(outcome.errors)} run(s) of {exp_id} failed: {next(iter(outcome.errors.values()))}")
     df = outcome.frame()
     files = exp.analyze(df, out, variant)
+    # Every figure is also a PDF (`output.save_figure`): list it too.
+    files += [f.with_suffix(".pdf") for f in files if f.suffix == ".png" and f.with_suffix(".pdf").exists()]
+    seconds = time.perf_counter() - started
+    files.append(provenance.write(out / f"{exp.id}{provenance.SUFFIX}", provenance.collect(
+        kind="experiment", id=exp.id, title=exp.title, paper=exp.paper, variant=variant, seeds=list(sweep.seeds),
+        points=len(outcome.points), ran=outcome.ran, reused=outcome.reused, jobs=jobs, executor=executor,
+        seconds=round(seconds, 1))))
     if log:
-        log(f"{exp_id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {time.perf_counter() - started:.1f} s")
+        log(f"{exp_id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {seconds:.1f} s")
+    if save_results is not None:
+        from pagelab.store import Store
+
+        with Store(outcome.store_path, read_only=True) as store:
+            rows = store.raw(p.hash for p in outcome.points)
+        saved = results.save(exp, out, Path(save_results), variant=variant, seeds=sweep.seeds, frame=df,
+                             store_rows=rows, files=files, started=started_at, wall_seconds=seconds, jobs=jobs,
+                             executor=executor, runs_now=outcome.ran, runs_reused=outcome.reused)
+        files = files + [saved]
     return files

@@ -16,7 +16,7 @@ mod vms;
 
 pub use load::{apply_override, parse_config};
 pub use os::{FaultCosts, FragmentationConfig, OsConfig};
-pub use presets::{preset_names, preset_table};
+pub use presets::{preset_about, preset_names, preset_table};
 pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
 pub use vms::{Guest, VmConfig, MAX_VMS};
@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hw::cache::CacheHierarchyConfig;
+use crate::hw::dram::DramConfig;
 use crate::hw::nested_tlb::NestedTlbConfig;
 use crate::hw::prefetch::PrefetchConfig;
 use crate::hw::pwc::PwcConfig;
@@ -176,11 +177,45 @@ pub struct MemoryConfig {
     /// `machine.phys_mem`. Empty: one tier of `latency`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tiers: Vec<crate::phys::TierConfig>,
+    /// The DIMMs' banks and row buffers (`hw::dram`): with it on, a read
+    /// that finds its row open costs less than `latency`, one that finds
+    /// its bank closed a little less (`latency` is the third case, another
+    /// row open); banks overlap under the interval model.
+    #[serde(skip_serializing_if = "DramConfig::is_off")]
+    pub dram: DramConfig,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { latency: 240, tiers: Vec::new() }
+        MemoryConfig { latency: 240, tiers: Vec::new(), dram: DramConfig::default() }
+    }
+}
+
+impl MemoryConfig {
+    /// The row-buffer model's table against the rest of the machine: one
+    /// memory (tiers keep their own latencies), and a `latency` that holds
+    /// the DIMMs' own part of a row conflict (the uncore's trip is the rest).
+    fn validate_dram(&self, freq_ghz: f64) -> Result<()> {
+        if !self.dram.enabled {
+            return Ok(());
+        }
+        self.dram.validate()?;
+        let key = format!("{}.enabled", crate::hw::dram::config::DRAM_KEY);
+        if !self.tiers.is_empty() {
+            let msg = "the row-buffer model is one memory's; with machine.memory.tiers each tier keeps its own \
+                       latencies: set it to false";
+            return Err(Error::config(key, msg));
+        }
+        let dimm = self.dram.conflict_cycles(freq_ghz);
+        if f64::from(self.latency) < dimm {
+            let msg = format!(
+                "{} cycles, less than the DIMMs' tRP + tRCD + tCL + burst ({dimm:.1} cycles at machine.freq_ghz): \
+                 the latency of a read that finds another row open includes them",
+                self.latency
+            );
+            return Err(Error::config("machine.memory.latency", msg));
+        }
+        Ok(())
     }
 }
 
@@ -270,6 +305,19 @@ impl SimConfig {
         self.workload_tables().into_iter().map(|(k, _)| k).collect()
     }
 
+    /// The files the run reads: the workloads' traces, and each OS's
+    /// fragmentation snapshot and the files its systems' tables name (an output must not
+    /// replace one of them: `outfile::check_not_input`).
+    pub fn input_files(&self) -> Vec<std::path::PathBuf> {
+        let mut files: Vec<std::path::PathBuf> = self.workload_list().into_iter().filter_map(|w| w.path).collect();
+        let oses = self.guests().into_iter().map(|g| g.os).chain([&self.virt.host]);
+        for os in oses {
+            files.extend(os.fragmentation.snapshot.iter().map(Into::into));
+            files.extend(os.system_input_files());
+        }
+        files
+    }
+
     /// One core per workload, but for those that start after the one
     /// before them (`workload.after`), which share its core.
     pub fn nr_cores(&self) -> usize {
@@ -331,6 +379,7 @@ impl SimConfig {
         if !(m.freq_ghz > 0.0 && m.freq_ghz < 100.0) {
             return Err(Error::config("machine.freq_ghz", "must be a positive clock in GHz"));
         }
+        m.memory.validate_dram(m.freq_ghz)?;
         let t = &m.timing;
         for (key, v) in [("base_cpi", t.base_cpi), ("mlp", t.mlp), ("walk_mlp", t.walk_mlp)] {
             if !(v > 0.0 && v.is_finite()) {

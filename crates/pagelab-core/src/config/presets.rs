@@ -15,6 +15,15 @@ pub fn preset_names() -> Vec<&'static str> {
     PRESETS.iter().map(|(name, _)| *name).collect()
 }
 
+/// What a preset is, from the first two lines of its file: `# machine: ...`
+/// (the machine it models) and `# source: ...` (where its values come
+/// from). `pagelab presets` prints them; every preset has both (tested).
+pub fn preset_about(name: &str) -> Option<(&'static str, &'static str)> {
+    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name)?;
+    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    Some((field("# machine:")?, field("# source:")?))
+}
+
 /// The `machine` table of a preset.
 pub fn preset_table(name: &str) -> Result<toml::Table> {
     let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
@@ -36,5 +45,17 @@ mod tests {
             assert!(t.contains_key("phys_mem"), "{name}");
         }
         assert!(preset_table("nonesuch").is_err());
+    }
+
+    #[test]
+    fn every_preset_says_what_it_models_and_where_from() {
+        for name in preset_names() {
+            let about = preset_about(name);
+            assert!(
+                about.is_some_and(|(m, s)| !m.is_empty() && !s.is_empty()),
+                "{name}: `# machine:` and `# source:` lines"
+            );
+        }
+        assert_eq!(preset_about("nonesuch"), None);
     }
 }

@@ -12,15 +12,17 @@
 //!
 //! With `memory_only`, only references served by memory (LLC misses) are
 //! written: what a DRAM simulator should be fed.
-//! Written to `NAME.partial` and renamed on success, so a failed run leaves
-//! no half-written file under the requested name.
+//! Written through [`OutFile`]: a failed or killed run leaves no
+//! half-written file under the requested name, and a FIFO or a device is
+//! refused, not replaced.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::core::RefKind;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::outfile::OutFile;
 
 enum Sink {
     Plain(BufWriter<File>),
@@ -51,32 +53,21 @@ pub struct PhysExport {
     /// Write only references served by memory.
     pub memory_only: bool,
     sink: Sink,
-    path: PathBuf,
-    partial: PathBuf,
+    out: OutFile,
     line: Vec<u8>,
     error: Option<std::io::Error>,
 }
 
 impl PhysExport {
     pub fn create(path: &Path, format: ExportFormat, memory_only: bool) -> Result<PhysExport> {
-        let mut partial = path.as_os_str().to_owned();
-        partial.push(".partial");
-        let partial = PathBuf::from(partial);
-        let file = BufWriter::with_capacity(1 << 20, File::create(&partial).map_err(|e| Error::io(&partial, e))?);
+        let (out, file) = OutFile::create(path)?;
+        let file = BufWriter::with_capacity(1 << 20, file);
         let sink = if path.extension().is_some_and(|e| e == "zst") {
-            Sink::Zstd(zstd::Encoder::new(file, 3).map_err(|e| Error::io(path, e))?)
+            Sink::Zstd(zstd::Encoder::new(file, 3).map_err(|e| out.error(e))?)
         } else {
             Sink::Plain(file)
         };
-        Ok(PhysExport {
-            format,
-            memory_only,
-            sink,
-            path: path.to_path_buf(),
-            partial,
-            line: Vec::with_capacity(48),
-            error: None,
-        })
+        Ok(PhysExport { format, memory_only, sink, out, line: Vec::with_capacity(48), error: None })
     }
 
     /// Writes one reference; `cycle` is the issuing core's clock.
@@ -116,21 +107,17 @@ impl PhysExport {
     }
 
     /// Flushes, closes and renames into place; the first write error, if
-    /// any, is reported here and the partial file removed.
+    /// any, is reported here and the temporary file removed.
     pub fn finish(self) -> Result<()> {
         let flushed = match self.sink {
             Sink::Plain(mut w) => w.flush(),
             Sink::Zstd(w) => w.finish().and_then(|mut f| f.flush()),
         };
-        let result = match self.error {
-            Some(e) => Err(e),
-            None => flushed,
-        }
-        .and_then(|_| std::fs::rename(&self.partial, &self.path));
-        result.map_err(|e| {
-            let _ = std::fs::remove_file(&self.partial);
-            Error::io(&self.path, e)
-        })
+        match self.error {
+            Some(e) => Err(self.out.error(e)),
+            None => flushed.map_err(|e| self.out.error(e)),
+        }?;
+        self.out.commit()
     }
 }
 

@@ -19,6 +19,8 @@ pub mod bench;
 mod boot;
 mod conflict;
 pub mod core;
+#[cfg(test)]
+mod dram_tests;
 mod export;
 pub mod functional;
 pub mod host_budget;
@@ -81,11 +83,10 @@ const PREFETCH_DISTANCE: usize = 8;
 /// `PREFETCH_BURST` accesses, it prefetches the leaf page-table entries
 /// and L2 TLB sets for the whole following burst (the accesses
 /// `PREFETCH_BURST` to `2 * PREFETCH_BURST - 1` positions ahead). One
-/// prefetch per access, 8 ahead, was 4-11% slower on gups over 16 GiB
-/// (docs/speed.md, sixth round). There the host's TLB cannot map the
-/// 32 MiB PTE slab, and a prefetch apparently holds the host up until its
-/// own host page walk is done. Prefetches issued together walk in
-/// parallel.
+/// prefetch per access, 8 ahead, was 4-11% slower on gups over 16 GiB:
+/// there the host's TLB cannot map the 32 MiB PTE slab, and a prefetch
+/// apparently holds the host up until its own host page walk is done.
+/// Prefetches issued together walk in parallel.
 const PREFETCH_BURST: usize = 16;
 /// Prefetching pays when at least this share of the previous quantum's
 /// accesses missed (the L1 TLB, or the L1 cache); below it, the prefetch
@@ -121,6 +122,8 @@ pub struct Simulation {
     virt: Option<Box<walk2d::VirtRun>>,
     /// Sampled measurement's schedule and sums (`run.sampling`).
     sampling: Option<Box<sampling::Sampling>>,
+    /// The DRAM's row buffers (`machine.memory.dram`), shared by the cores.
+    dram: Option<Box<crate::hw::dram::Dram>>,
     /// Whether stage 1 samples L2 TLB misses (Leshy online): chosen once
     /// per run, so a run without it runs the stage it always ran.
     sample_misses: bool,
@@ -158,8 +161,9 @@ impl Simulation {
             m.cache.enabled.then(|| CacheHierarchy::with_seed(&m.cache, cfg.nr_cores(), cfg.run.seed)).transpose()?;
         if let Some(c) = caches.as_mut() {
             c.set_prefetchers(&m.prefetch);
-            if !m.memory.tiers.is_empty() {
-                // Memory tiers charge each writeback by its tier.
+            if !m.memory.tiers.is_empty() || timing::dram::DramTiming::active(m) {
+                // Memory tiers charge each writeback by its tier; the DRAM's
+                // row buffers see each writeback's row.
                 c.log_writebacks();
             }
         }
@@ -240,7 +244,9 @@ impl Simulation {
         let timing = Timing::new(m);
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
+        let dram = timing::dram::DramTiming::active(m).then(|| Box::new(crate::hw::dram::Dram::new(&m.memory.dram)));
         Ok(Simulation {
+            dram,
             sample_misses,
             // Sampling resets the statistics itself, window by window.
             warm: (cfg.run.warmup == 0 && !cfg.run.skip_init) || sampling.is_some(),
@@ -267,8 +273,16 @@ impl Simulation {
     /// The same in another format, or only the references served by
     /// memory (see `engine::export`).
     pub fn export_phys_as(&mut self, path: &Path, format: ExportFormat, memory_only: bool) -> Result<()> {
+        let inputs = self.cfg.input_files();
+        crate::outfile::check_not_input(path, &inputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
         self.export = Some(PhysExport::create(path, format, memory_only)?);
         Ok(())
+    }
+
+    /// Drops an unfinished export (a failed run): its temporary file is
+    /// removed and the target left as it was.
+    pub fn discard_export(&mut self) {
+        self.export = None;
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -451,40 +465,22 @@ impl Simulation {
     /// without prefetchers runs today's stages, bit for bit).
     fn run_stages(&mut self, i: usize, end: usize) -> Result<()> {
         if self.timing.tiers.is_some() {
-            return self.tiered_stages(i, end);
+            return self.timed_stages::<true, false>(i, end);
+        }
+        if self.dram.is_some() {
+            return self.timed_stages::<false, true>(i, end);
         }
         let prefetch = self.caches.as_ref().is_some_and(CacheHierarchy::prefetching);
-        match (self.timing.model, prefetch) {
-            (TimingModel::Fixed, false) => {
-                self.translate::<false>(i, end)?;
-                if self.caches.is_none() && self.export.is_none() {
-                    self.memory_stage(i);
-                } else {
-                    self.cache_stage(i);
-                }
+        if self.timing.model == TimingModel::Fixed && !prefetch {
+            self.translate::<false>(i, end)?;
+            if self.caches.is_none() && self.export.is_none() {
+                self.memory_stage(i);
+            } else {
+                self.cache_stage(i);
             }
-            (TimingModel::Fixed, true) => {
-                self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, false, false>(i);
-            }
-            (TimingModel::Interval, false) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, false, false, true>(i);
-                } else {
-                    self.timed_stage::<true, false, false, false>(i);
-                }
-            }
-            (TimingModel::Interval, true) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, true, false, true>(i);
-                } else {
-                    self.timed_stage::<true, true, false, false>(i);
-                }
-            }
+            return Ok(());
         }
-        Ok(())
+        self.timed_stages::<false, false>(i, end)
     }
 
     /// Stage 1 through the run's walker: chosen here once per quantum,
@@ -677,7 +673,16 @@ impl Simulation {
         while self.next_epoch <= self.cores[0].retired {
             self.next_epoch += epoch;
         }
-        let snapshot = self.stats();
+        let mut snapshot = self.stats();
+        // Where the snapshot sits, for a reader of the timeseries: core 0's
+        // instructions since the start (statistics restart from 0 at a
+        // reset; this does not), whether core 0 was still in its
+        // first-touch pass, and whether the statistics had been reset yet
+        // (`run.warmup`, `run.skip_init`): rows before the reset are not
+        // in the final statistics.
+        snapshot.insert("epoch.instructions".into(), Stat::Int(self.cores[0].retired));
+        snapshot.insert("epoch.init".into(), Stat::Int(u64::from(!self.cores[0].measuring)));
+        snapshot.insert("epoch.counted".into(), Stat::Int(u64::from(self.warm)));
         self.timeseries.push(snapshot);
     }
 
@@ -718,7 +723,7 @@ fn request_of(kind: AccessKind) -> (bool, bool, RefKind) {
 /// Counts one access as a load, store or fetch, straight into the core's
 /// counters. (Summing the kinds in a local array indexed by the kind and
 /// adding it after the loop took fewer instructions and cost the stream
-/// 1-3% of its speed: docs/speed.md, eleventh round.)
+/// 1-3% of its speed: the host reloaded the array from memory.)
 #[inline(always)]
 fn count_kind(stats: &mut CoreStats, kind: AccessKind) {
     match kind {

@@ -52,6 +52,19 @@ pub const STATS: &[StatTable] = &[
                 .cycles()
                 .scope(Scope::Run),
             StatDecl::count("ipc", "`instructions / cycles`").ratio().scope(Scope::Run),
+            StatDecl::count(
+                "epoch.instructions",
+                "in a `timeseries` record only: core 0's instructions since the start (no reset touches it)",
+            )
+            .machine(),
+            StatDecl::count("epoch.init", "in a `timeseries` record only: 1 while core 0 was in its first-touch pass")
+                .machine(),
+            StatDecl::count(
+                "epoch.counted",
+                "in a `timeseries` record only: 1 once the statistics had been reset, or when nothing resets them \
+                 (the final statistics include the record's counts)",
+            )
+            .machine(),
         ],
     },
     StatTable {
@@ -229,6 +242,9 @@ pub(super) fn hardware(sim: &Simulation, all_faults: &mut Vec<f32>) -> Stats {
         if let Some(tiers) = &sim.timing.tiers {
             s.extend(tier_core_stats(&core.stats, &tiers.names));
         }
+        if sim.dram.is_some() {
+            s.extend(dram_core_stats(&core.stats));
+        }
         for (k, v) in &s {
             accumulate(&mut sums, k, *v);
             out.insert(format!("core{}.{k}", core.id), *v);
@@ -241,8 +257,37 @@ pub(super) fn hardware(sim: &Simulation, all_faults: &mut Vec<f32>) -> Stats {
         cache_counters(&mut out, sim, Some(core.id));
     }
     cache_counters(&mut out, sim, None);
+    if let Some(d) = &sim.dram {
+        dram_banks(&mut out, sim, d.nr_banks());
+    }
     out.extend(sums);
     out
+}
+
+/// A core's DRAM requests (`docs/stats.md`, "DRAM"): reads and writes by
+/// row outcome, and the interval model's waits for a bank.
+fn dram_core_stats(s: &CoreStats) -> Vec<(String, Stat)> {
+    let mut v = Vec::new();
+    for (kind, counts) in ["reads", "writes"].iter().zip(&s.dram_requests) {
+        v.push((format!("dram.{kind}"), Stat::Int(counts.iter().sum())));
+        for o in crate::hw::dram::RowOutcome::ALL {
+            v.push((format!("dram.{kind}.{}", o.name()), Stat::Int(counts[o.index()])));
+        }
+    }
+    v.push(("dram.queue.waits".into(), Stat::Int(s.dram_queue_waits)));
+    v.push(("dram.queue.cycles".into(), Stat::Float(s.dram_queue_cycles)));
+    v
+}
+
+/// Each bank's requests and the cycles reads waited for it, summed over
+/// the cores: `dram.bankN.requests`, `dram.bankN.queue_cycles`.
+fn dram_banks(out: &mut Stats, sim: &Simulation, nr_banks: usize) {
+    for bank in 0..nr_banks {
+        let requests = sim.cores.iter().map(|c| c.stats.dram_bank_requests.get(bank).copied().unwrap_or(0)).sum();
+        let waited = sim.cores.iter().map(|c| c.stats.dram_bank_queue_cycles.get(bank).copied().unwrap_or(0.0)).sum();
+        out.insert(format!("dram.bank{bank}.requests"), Stat::Int(requests));
+        out.insert(format!("dram.bank{bank}.queue_cycles"), Stat::Float(waited));
+    }
 }
 
 /// `runtime.cycles`: the longest core's cycles.
@@ -389,6 +434,11 @@ pub(super) fn derived(out: &mut Stats, faults: &[f32]) {
     ];
     for (k, v) in pairs {
         out.insert(k.into(), Stat::Float(v));
+    }
+    if out.contains_key("dram.reads") {
+        let hits = get(out, "dram.reads.row_hits") + get(out, "dram.writes.row_hits");
+        let rate = ratio(hits, get(out, "dram.reads") + get(out, "dram.writes"));
+        out.insert("dram.row_hit_rate".into(), Stat::Float(rate));
     }
     let mut sorted = faults.to_vec();
     sorted.sort_by(f32::total_cmp);

@@ -109,9 +109,15 @@ A run's statistics are one flat map, `name -> number`, written as
   are never reset.
 - With `run.epoch` set, `Result.timeseries` (and `timeseries.json`) holds a
   snapshot of this whole map, cumulative since the last reset, each time
-  core 0 retires another `run.epoch` instructions. Under sampled
-  measurement (`run.sampling`) it holds one record per measure window
-  instead (below).
+  core 0 retires another `run.epoch` instructions, with three markers of
+  where it was taken: `epoch.instructions` (core 0's instructions since the
+  start, which no reset touches), `epoch.init` (1 while core 0 was in its
+  first-touch pass) and `epoch.counted` (1 once the statistics had been
+  reset, or when nothing resets them: the final statistics include this
+  snapshot's counts). `Result.timeseries_frame()` turns them into the
+  columns `phase` (`init`, `warm-up`, `measured`) and `counted`, and keeps
+  the counted rows (`all=True`: every row). Under sampled measurement
+  (`run.sampling`) it holds one record per measure window instead (below).
 - In a name, an upper-case part stands for what varies: `N` a number,
   `LEVEL` a cache level (`l1d`, `l2`, `llc`, and `l1i` when enabled),
   `NAME` a memory tier, `ARRAY` a TLB array (`l1d_4k`, `l1d_64k`,
@@ -195,6 +201,12 @@ const HEADINGS: &[(Section, &str, &str)] = &[
     ),
     (Section::Memory, "Memory and fragmentation (machine-wide, at the end)", ""),
     (Section::Tiers, "Memory tiers (only with `machine.memory.tiers`)", ""),
+    (
+        Section::Dram,
+        "DRAM (only with `machine.memory.dram.enabled`)",
+        "The row-buffer model's requests (docs/timing.md, \"DRAM: banks and row buffers\"). Per core as \
+         `coreN.dram.*` but for the per-bank counters.",
+    ),
     (
         Section::PageCache,
         "Page cache (only in runs with a `file-read` workload)",

@@ -2,7 +2,7 @@
 //! that the engine's core and MMU and a system's walk step (which counts
 //! its walks) all count into them without importing each other.
 
-use crate::stat::{Section, StatDecl, StatTable};
+use crate::stat::{Scope, Section, StatDecl, StatTable};
 use crate::units::PageSize;
 
 /// The most systems with a hardware extension (their walks are counted
@@ -48,6 +48,16 @@ pub struct CoreStats {
     /// (`tier.NAME.*`; counted on machines with `machine.memory.tiers`).
     pub tier_reads: [u64; crate::phys::MAX_TIERS],
     pub tier_writes: [u64; crate::phys::MAX_TIERS],
+    /// DRAM requests (`dram.*`; counted on machines with
+    /// `machine.memory.dram`): by kind (0 reads, 1 writes) and row outcome
+    /// (`hw::dram::RowOutcome`'s index), and by bank (sized at first use).
+    pub dram_requests: [[u64; 3]; 2],
+    pub dram_bank_requests: Vec<u64>,
+    /// The interval model's reads that waited for their bank, the cycles
+    /// they waited, and those cycles by bank.
+    pub dram_queue_waits: u64,
+    pub dram_queue_cycles: f64,
+    pub dram_bank_queue_cycles: Vec<f64>,
     /// Under virtualization (`engine::walk2d`): guest page-table entries
     /// and EPT entries a 2D walk read (both also in `walk_mem_refs`).
     pub walk_guest_refs: u64,
@@ -79,6 +89,17 @@ impl CoreStats {
         } else {
             self.dtlb_l2_misses += 1;
         }
+    }
+    /// One DRAM request (`write`: a writeback, or a store without caches)
+    /// to `access`'s bank.
+    #[inline]
+    pub fn count_dram(&mut self, write: bool, access: crate::hw::dram::DramAccess, nr_banks: usize) {
+        self.dram_requests[write as usize][access.outcome.index() % 3] += 1;
+        let bank = access.bank as usize;
+        if self.dram_bank_requests.len() <= bank {
+            self.dram_bank_requests.resize(nr_banks.max(bank + 1), 0);
+        }
+        self.dram_bank_requests[bank] += 1;
     }
     pub fn record_fault(&mut self, size: PageSize, cycles: f64) {
         self.faults += 1;
@@ -253,6 +274,52 @@ pub const STATS: &[StatTable] = &[
                  fetches memory served, and the writes to `cache.llc.writebacks`",
             )
             .contract(),
+        ],
+    },
+    StatTable {
+        section: Section::Dram,
+        stats: &[
+            StatDecl::count(
+                "dram.reads",
+                "reads that reached DRAM: loads, stores' reads for ownership, instruction fetches, walk references \
+                 of both dimensions served by memory (with caches: `mem.accesses` plus the instruction fetches \
+                 memory served)",
+            )
+            .contract(),
+            StatDecl::count("dram.reads.row_hits", "those reads that found their row open in their bank"),
+            StatDecl::count("dram.reads.row_misses", "those reads that found their bank closed"),
+            StatDecl::count("dram.reads.row_conflicts", "those reads that found another row open"),
+            StatDecl::count(
+                "dram.writes",
+                "writes: the dirty lines the LLC wrote back (with caches: `cache.llc.writebacks`), and without \
+                 caches every store",
+            )
+            .contract(),
+            StatDecl::count("dram.writes.row_hits", "those writes that found their row open"),
+            StatDecl::count("dram.writes.row_misses", "those writes that found their bank closed"),
+            StatDecl::count("dram.writes.row_conflicts", "those writes that found another row open"),
+            StatDecl::count("dram.row_hit_rate", "row hits (reads and writes) over requests")
+                .ratio()
+                .scope(Scope::Run)
+                .contract(),
+            StatDecl::count(
+                "dram.queue.waits",
+                "the interval model's reads (data or walk references) that found their bank held by an earlier \
+                 request; 0 under the fixed model",
+            ),
+            StatDecl::count(
+                "dram.queue.cycles",
+                "the cycles they waited (inside `cycles.data`, or the walk's `cycles.translation`, when the core \
+                 waited for them)",
+            )
+            .cycles(),
+            StatDecl::count(
+                "dram.bankN.requests",
+                "requests to bank N (channel, rank and bank bits concatenated, the channel's highest), summed over \
+                 the cores",
+            )
+            .machine(),
+            StatDecl::count("dram.bankN.queue_cycles", "the cycles reads waited for bank N").cycles().machine(),
         ],
     },
 ];

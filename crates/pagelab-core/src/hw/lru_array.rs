@@ -21,11 +21,19 @@ impl<V: Copy + Default> LruArray<V> {
     /// Fully associative caches are LRU maps, even the smallest: as scanned
     /// sets, the 2-entry PML4E and 4-entry PDPTE caches took fewer
     /// instructions but ran slower (the walk's branch on each level's
-    /// shape of cache alternated; docs/speed.md, fifth round).
+    /// shape of cache alternated, a branch the host mispredicted).
     pub fn new(entries: u32, ways: u32, seed: u64) -> Self {
         match (entries, ways) {
             (n, w) if w == 0 || n <= w => LruArray::Full(LruMap::new(n as usize)),
             (n, w) => LruArray::Sets(SetAssoc::new((n / w) as usize, w as usize, Replacement::Lru, seed)),
+        }
+    }
+
+    /// The host bytes [`LruArray::new`] allocates for this shape.
+    pub fn host_bytes(entries: u32, ways: u32) -> u64 {
+        match (entries, ways) {
+            (n, w) if w == 0 || n <= w => LruMap::<V>::host_bytes(n as usize),
+            (n, _) => SetAssoc::<V>::host_bytes(n as u64),
         }
     }
 

@@ -39,6 +39,17 @@ pub struct LruMap<V> {
 }
 
 impl<V: Copy + Default> LruMap<V> {
+    /// The buckets of a map of `capacity` entries (see `new`).
+    fn buckets_for(capacity: usize) -> usize {
+        (capacity * 16).next_power_of_two().max(8)
+    }
+
+    /// The host bytes [`LruMap::new`] allocates (the host-memory budget's
+    /// count).
+    pub fn host_bytes(capacity: usize) -> u64 {
+        ((capacity + 1) * std::mem::size_of::<Node<V>>() + Self::buckets_for(capacity) * 2) as u64
+    }
+
     /// An empty map of `capacity` entries (below 65535).
     pub fn new(capacity: usize) -> Self {
         assert!(capacity < EMPTY as usize, "LruMap capacity {capacity} too large");
@@ -46,8 +57,8 @@ impl<V: Copy + Default> LruMap<V> {
         // cache). A walk over a large footprint misses, and evicts, on
         // nearly every fill, and each probe that meets an occupied bucket
         // is a branch the host cannot predict: at a quarter full, gups
-        // over 16 GiB ran 8% slower (docs/speed.md, fifth round).
-        let nb = (capacity * 16).next_power_of_two().max(8);
+        // over 16 GiB ran 8% slower.
+        let nb = Self::buckets_for(capacity);
         let mut map = LruMap {
             nodes: vec![Node::default(); capacity + 1],
             len: 0,

@@ -95,6 +95,12 @@ impl NestedTlb {
         NestedTlb { array, live: [0; 3], stats: NestedTlbStats::default() }
     }
 
+    /// The host bytes [`NestedTlb::new`] allocates (the host-memory
+    /// budget's count).
+    pub fn host_bytes(cfg: &NestedTlbConfig) -> u64 {
+        LruArray::<Pfn>::host_bytes(cfg.entries, cfg.ways)
+    }
+
     fn key(vpid: u16, gfn: Gfn, size: PageSize) -> (u64, u64) {
         let index = gfn.raw() >> (size.shift() - 12);
         let class = size.leaf_level() as u64;

@@ -250,6 +250,15 @@ impl Pwc {
         self.levels
     }
 
+    /// The host bytes [`Pwc::new`] allocates for its caches (the
+    /// host-memory budget's count; at most four of 32768 entries).
+    pub fn host_bytes(cfg: &PwcConfig) -> u64 {
+        [cfg.pde_entries, cfg.pdpt_entries, cfg.pml4_entries, cfg.pml5_entries]
+            .iter()
+            .map(|&n| LruArray::<Entry>::host_bytes(n, cfg.ways))
+            .sum()
+    }
+
     /// VA bit where the prefix cached for a level-`level` entry starts
     /// (21 for a PDE: the entry covers 2 MiB).
     #[inline]

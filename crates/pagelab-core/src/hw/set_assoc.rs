@@ -101,6 +101,12 @@ impl<V: Copy + Default> SetAssoc<V> {
         }
     }
 
+    /// The host bytes [`SetAssoc::new`] allocates for `slots` ways in all
+    /// (a key, a value and a stamp each): the host-memory budget's count.
+    pub fn host_bytes(slots: u64) -> u64 {
+        slots.saturating_mul((2 * std::mem::size_of::<u64>() + std::mem::size_of::<V>()) as u64)
+    }
+
     /// One set of `entries` ways: every entry can go anywhere.
     pub fn fully_associative(entries: usize, policy: Replacement, seed: u64) -> Self {
         Self::new(1, entries, policy, seed)

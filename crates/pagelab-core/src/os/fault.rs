@@ -57,8 +57,7 @@ impl Kernel {
         // chain tried again (no page cache: the first error stands).
         // The outcome is written where it is declared, not returned through
         // the closures: each layer's copy of a `Result<Option<..>>` stalled
-        // the host, its narrow stores loaded back at other widths
-        // (docs/speed.md, tenth round).
+        // the host, its narrow stores loaded back at other widths.
         let mut outcome = None;
         self.with_reclaim(|k| {
             k.with_systems(|systems, k| {

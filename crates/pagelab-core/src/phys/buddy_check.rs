@@ -5,7 +5,7 @@ use super::bitmap::Bitmap;
 use super::buddy::PhysMem;
 use super::frame::PACKED_FREE;
 use super::free_area::FreeArea;
-use super::migratetype::PAGEBLOCK_ORDER;
+use super::migratetype::{PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 
 impl PhysMem {
     /// Bytes of simulator memory held by this structure (owner array, free
@@ -14,6 +14,19 @@ impl PhysMem {
         self.owners.len() as u64 * 8
             + self.pageblock_mt.len() as u64
             + self.free_area.iter().map(FreeArea::heap_bytes).sum::<u64>()
+    }
+
+    /// What [`PhysMem::metadata_bytes`] will be for a machine of
+    /// `nr_frames`, before it is built (the host-memory budget's count; an
+    /// upper bound, see the module's text): 8 bytes per frame, one byte per
+    /// pageblock, and the free lists' bitmaps (2 bits per frame, 32 per
+    /// pageblock, and each bitmap's levels rounded up to whole words: at
+    /// most 19 orders x 8 bitmaps x 4 levels of a word).
+    pub fn host_bytes(nr_frames: u64) -> u64 {
+        const ROUNDING: u64 = 19 * 8 * 4 * 8;
+        let pageblocks = nr_frames.div_ceil(PAGEBLOCK_NR_PAGES);
+        let bitmaps = nr_frames.div_ceil(4).saturating_add(pageblocks * 4).saturating_add(ROUNDING);
+        nr_frames.saturating_mul(8).saturating_add(pageblocks).saturating_add(bitmaps)
     }
 
     /// After a bulk operation (injection, compaction), in debug builds on

@@ -41,6 +41,13 @@ const TYPES: [(&str, Migratetype); 3] = [
     ("Reclaimable", Migratetype::Reclaimable),
 ];
 const PAGEBLOCK_PAGES: u64 = 512;
+const PAGEBLOCK_ORDER: u32 = 9;
+/// Most orders of free counts a line may give (Linux's largest buddy order
+/// is below 16 on every architecture).
+const MAX_ORDERS: usize = 32;
+/// Most frames a captured machine may have (2^52 bytes of 4 KiB pages, the
+/// x86-64 physical address space).
+const MAX_FRAMES: u64 = 1 << 40;
 
 /// A parsed snapshot, zones summed.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,26 +60,45 @@ pub struct Snapshot {
     pub free_by_type: [Vec<u64>; 3],
     /// Pageblocks of each modelled migratetype.
     pub pageblocks: [u64; 3],
-    /// Pageblocks of every type: the machine's size is this x 512 frames.
+    /// Pageblocks of every type: the machine's size is this x 2^order
+    /// frames.
     pub total_pageblocks: u64,
+    /// The captured kernel's pageblock order (`Page block order:`; 9 on
+    /// x86 with 4 KiB pages). It sizes the captured machine only: the
+    /// simulated machine's pageblocks are 2 MiB.
+    pub pageblock_order: u32,
 }
 
 impl Snapshot {
+    /// The captured machine's frames: its pageblocks of the order the
+    /// file states.
     pub fn frames(&self) -> u64 {
-        self.total_pageblocks * PAGEBLOCK_PAGES
+        self.total_pageblocks << self.pageblock_order
     }
 
-    /// Parses a capture file; `path` names it in errors.
+    /// Parses a capture file; `path` names it in errors. Every number is
+    /// checked: counts are whole and not negative (Linux's `>100000`, a
+    /// count it capped, reads as 100000), a zone's line has a count for
+    /// every order the header names and for every pageblock type, sums fit,
+    /// the pageblock order the file states is the one used, and the free
+    /// blocks fit in the machine the pageblocks make.
     pub fn parse(text: &str, path: &str) -> Result<Snapshot> {
+        // Line 0: the file as a whole.
         let err = |line: usize, msg: String| Error::Trace {
             path: path.into(),
             offset: line as u64,
-            msg: format!("line {line}: {msg}"),
+            msg: if line == 0 { msg } else { format!("line {line}: {msg}") },
         };
         let mut section = "";
-        let mut snap =
-            Snapshot { free: Vec::new(), free_by_type: Default::default(), pageblocks: [0; 3], total_pageblocks: 0 };
+        let mut snap = Snapshot {
+            free: Vec::new(),
+            free_by_type: Default::default(),
+            pageblocks: [0; 3],
+            total_pageblocks: 0,
+            pageblock_order: PAGEBLOCK_ORDER,
+        };
         let mut block_types: Vec<String> = Vec::new();
+        let mut orders: Option<usize> = None;
         let mut saw_pagetypeinfo = false;
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
@@ -84,31 +110,16 @@ impl Snapshot {
             if section != "pagetypeinfo" {
                 continue;
             }
-            if let Some(rest) = line.strip_prefix("Number of blocks type") {
+            if let Some(rest) = line.strip_prefix("Page block order:") {
+                snap.pageblock_order = pageblock_order(rest).map_err(|m| err(n, m))?;
+            } else if let Some(rest) = line.strip_prefix("Pages per block:") {
+                check_pages_per_block(rest, snap.pageblock_order).map_err(|m| err(n, m))?;
+            } else if let Some(rest) = line.strip_prefix("Free pages count per migrate type at order") {
+                orders = Some(order_columns(rest).map_err(|m| err(n, m))?);
+            } else if let Some(rest) = line.strip_prefix("Number of blocks type") {
                 block_types = rest.split_whitespace().map(str::to_string).collect();
-                continue;
-            }
-            if !line.starts_with("Node") {
-                continue;
-            }
-            let (head, counts) = split_counts(line).map_err(|m| err(n, m))?;
-            if let Some(t) = head.split("type").nth(1).map(str::trim) {
-                // "Node 0, zone Normal, type Movable  c0 c1 ... c10"
-                add(&mut snap.free, &counts);
-                if let Some(k) = TYPES.iter().position(|(name, _)| *name == t) {
-                    add(&mut snap.free_by_type[k], &counts);
-                }
-            } else if !block_types.is_empty() {
-                // "Node 0, zone Normal  n_unmovable n_movable ..."
-                if counts.len() != block_types.len() {
-                    return Err(err(n, format!("{} pageblock counts for {} types", counts.len(), block_types.len())));
-                }
-                for (t, c) in block_types.iter().zip(&counts) {
-                    snap.total_pageblocks += c;
-                    if let Some(k) = TYPES.iter().position(|(name, _)| name == t) {
-                        snap.pageblocks[k] += c;
-                    }
-                }
+            } else if line.starts_with("Node") {
+                snap.add_zone_line(line, orders, &block_types).map_err(|m| err(n, m))?;
             }
         }
         if !saw_pagetypeinfo || snap.total_pageblocks == 0 {
@@ -118,7 +129,64 @@ impl Snapshot {
                     .into(),
             ));
         }
+        snap.check_free_fits().map_err(|m| err(0, m))?;
         Ok(snap)
+    }
+
+    /// Adds one `Node N, zone Z, ...` line: free blocks of one type by
+    /// order, or the zone's pageblocks by type.
+    fn add_zone_line(
+        &mut self,
+        line: &str,
+        orders: Option<usize>,
+        block_types: &[String],
+    ) -> std::result::Result<(), String> {
+        let (head, counts) = split_counts(line)?;
+        if let Some(t) = head.split("type").nth(1).map(str::trim) {
+            // "Node 0, zone Normal, type Movable  c0 c1 ... c10"
+            if let Some(orders) = orders.filter(|&o| o != counts.len()) {
+                return Err(format!("{} free counts for the header's {orders} orders", counts.len()));
+            }
+            if counts.len() > MAX_ORDERS {
+                return Err(format!("{} orders of free counts; at most {MAX_ORDERS}", counts.len()));
+            }
+            add(&mut self.free, &counts)?;
+            if let Some(k) = TYPES.iter().position(|(name, _)| *name == t) {
+                add(&mut self.free_by_type[k], &counts)?;
+            }
+        } else if !block_types.is_empty() {
+            // "Node 0, zone Normal  n_unmovable n_movable ..."
+            if counts.len() != block_types.len() {
+                return Err(format!("{} pageblock counts for {} types", counts.len(), block_types.len()));
+            }
+            for (t, &c) in block_types.iter().zip(&counts) {
+                self.total_pageblocks = checked_sum(self.total_pageblocks, c)?;
+                if let Some(k) = TYPES.iter().position(|(name, _)| name == t) {
+                    self.pageblocks[k] = checked_sum(self.pageblocks[k], c)?;
+                }
+            }
+            if self.total_pageblocks > MAX_FRAMES >> self.pageblock_order {
+                return Err(format!(
+                    "{} pageblocks of 2^{} pages make more than 2^{} frames",
+                    self.total_pageblocks,
+                    self.pageblock_order,
+                    MAX_FRAMES.trailing_zeros()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The free blocks cannot hold more frames than the machine has.
+    fn check_free_fits(&self) -> std::result::Result<(), String> {
+        let free: u128 = self.free.iter().enumerate().map(|(o, &c)| (c as u128) << o).sum();
+        if free > self.frames() as u128 {
+            return Err(format!(
+                "the free blocks add up to {free} frames, more than the {} the pageblocks make",
+                self.frames()
+            ));
+        }
+        Ok(())
     }
 
     /// The factor from this capture's frames to `mem`'s.
@@ -194,27 +262,75 @@ fn page_cache(mem: &PhysMem, reserved: &[bool], rng: &mut Xoshiro256PlusPlus) ->
 }
 
 /// Splits "Node 0, zone Normal, type Movable  1 2 3" into the text before
-/// the counts and the counts.
+/// the counts and the counts: the words after the last one that is not a
+/// number. A count that is negative, fractional or too large is an error
+/// (not a word of the text, which would shift the columns).
 fn split_counts(line: &str) -> std::result::Result<(String, Vec<u64>), String> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let first_count = words.iter().rposition(|w| w.parse::<u64>().is_err()).map_or(0, |i| i + 1);
-    let counts = words[first_count..]
-        .iter()
-        .map(|w| w.parse::<u64>().map_err(|e| format!("`{w}`: {e}")))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let first_count = words.iter().rposition(|w| !looks_numeric(w)).map_or(0, |i| i + 1);
+    let counts = words[first_count..].iter().map(|w| parse_count(w)).collect::<std::result::Result<Vec<_>, _>>()?;
     if counts.is_empty() {
         return Err("a line with no counts".into());
     }
     Ok((words[..first_count].join(" "), counts))
 }
 
-fn add(into: &mut Vec<u64>, counts: &[u64]) {
+/// A word meant as a count: digits, with a sign, a `>` or a fraction.
+fn looks_numeric(word: &str) -> bool {
+    let body = word.trim_start_matches(['>', '-', '+']);
+    !body.is_empty() && body.chars().all(|c| c.is_ascii_digit() || c == '.') && body.chars().any(|c| c.is_ascii_digit())
+}
+
+/// One count: a whole number from 0 to 2^64-1; `>N` (a count Linux capped)
+/// is N.
+fn parse_count(word: &str) -> std::result::Result<u64, String> {
+    let digits = word.strip_prefix('>').unwrap_or(word);
+    if digits.starts_with('-') {
+        return Err(format!("`{word}`: a count cannot be negative"));
+    }
+    digits.parse::<u64>().map_err(|e| format!("`{word}`: not a count from 0 to {} ({e})", u64::MAX))
+}
+
+fn pageblock_order(text: &str) -> std::result::Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(order) if (1..=20).contains(&order) => Ok(order),
+        _ => Err(format!("page block order `{}`: expected a whole number from 1 to 20", text.trim())),
+    }
+}
+
+fn check_pages_per_block(text: &str, order: u32) -> std::result::Result<(), String> {
+    match text.trim().parse::<u64>() {
+        Ok(pages) if pages == 1 << order => Ok(()),
+        _ => Err(format!(
+            "pages per block `{}`: expected 2^{order} = {} (the page block order)",
+            text.trim(),
+            1u64 << order
+        )),
+    }
+}
+
+/// The header's orders ("... at order 0 1 2 ... 10"): consecutive from 0.
+fn order_columns(text: &str) -> std::result::Result<usize, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let consecutive = words.iter().enumerate().all(|(i, w)| w.parse::<usize>() == Ok(i));
+    if words.is_empty() || !consecutive || words.len() > MAX_ORDERS {
+        return Err(format!("orders `{}`: expected 0 1 2 ... (at most {MAX_ORDERS})", text.trim()));
+    }
+    Ok(words.len())
+}
+
+fn checked_sum(a: u64, b: u64) -> std::result::Result<u64, String> {
+    a.checked_add(b).ok_or_else(|| format!("counts add up past {}", u64::MAX))
+}
+
+fn add(into: &mut Vec<u64>, counts: &[u64]) -> std::result::Result<(), String> {
     if into.len() < counts.len() {
         into.resize(counts.len(), 0);
     }
-    for (a, c) in into.iter_mut().zip(counts) {
-        *a += c;
+    for (a, &c) in into.iter_mut().zip(counts) {
+        *a = checked_sum(*a, c)?;
     }
+    Ok(())
 }
 
 /// Rounds `x` down or up at random, so that its expectation is `x`.

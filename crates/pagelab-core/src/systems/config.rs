@@ -30,10 +30,9 @@ pub fn registration(name: &str) -> Option<&'static Registration> {
 impl OsConfig {
     /// The chain of systems, by name, in order.
     pub fn chain(&self) -> Vec<&str> {
-        if self.systems.is_empty() {
-            policy_chain(&self.policy).unwrap_or_default().to_vec()
-        } else {
-            self.systems.iter().map(String::as_str).collect()
+        match &self.systems {
+            Some(systems) => systems.iter().map(String::as_str).collect(),
+            None => policy_chain(&self.policy).unwrap_or_default().to_vec(),
         }
     }
 
@@ -65,17 +64,26 @@ impl OsConfig {
         }
         let key = format!("{prefix}.systems");
         let known: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
-        for (i, name) in self.systems.iter().enumerate() {
+        let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
+        let systems = self.systems.as_deref().unwrap_or_default();
+        if self.systems.is_some() && systems.is_empty() {
+            let msg = format!(
+                "an empty chain backs no fault: name the systems, the last one of {}, or leave the key out \
+                 for the chain `{prefix}.policy` names",
+                terminal.join(", ")
+            );
+            return Err(Error::config(key, msg));
+        }
+        for (i, name) in systems.iter().enumerate() {
             if !known.contains(&name.as_str()) {
                 return Err(Error::config(key, format!("unknown system `{name}` (known: {})", known.join(", "))));
             }
-            if self.systems[..i].contains(name) {
+            if systems[..i].contains(name) {
                 return Err(Error::config(key, format!("`{name}` is in the chain twice")));
             }
         }
         let last = self.chain().last().copied().unwrap_or("");
         if !registration(last).is_some_and(|r| r.terminal) {
-            let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();
             return Err(Error::config(
                 key,
                 format!(

@@ -108,11 +108,12 @@ pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kerne
     Ok(kernel)
 }
 
-/// The OS statistics of every registered system and fault kind, at zero,
-/// under a kernel's report (the cores' hardware counters, the TLB
-/// extensions' among them, are the engine's, per core).
+/// The statistics of every registered system and fault kind, at zero,
+/// under a kernel's report; the TLB extensions' counters among them, so
+/// that the host's (`host.`) and each VM's (`vmN.`) reports carry the same
+/// names as a native run's.
 pub fn idle_stats() -> Stats {
-    let mut out = Stats::new();
+    let mut out = tlb_ext_stats(std::iter::empty());
     for reg in REGISTRY {
         (reg.idle_stats)(&mut out);
         for kind in reg.fault_kinds {

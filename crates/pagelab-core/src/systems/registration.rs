@@ -157,6 +157,12 @@ pub trait SystemTable: Default + Clone + std::fmt::Debug + Serialize + Deseriali
     /// Fills the defaults that come from the machine (`l2_tlb_entries`:
     /// its L2 TLB's entries).
     fn fill_machine_defaults(&mut self, _l2_tlb_entries: u32) {}
+
+    /// The files its keys name that a run reads (an output must not
+    /// replace one: `outfile::check_not_input`).
+    fn input_files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
 }
 
 /// What a table's check knows of the OS it is in.

@@ -122,9 +122,9 @@ macro_rules! emit_os_config {
             pub policy: String,
             /// The chain of systems, in order, when given: a fault goes to
             /// each until one backs it (the last must back every fault).
-            /// Empty = the chain `policy` names.
-            #[serde(skip_serializing_if = "Vec::is_empty")]
-            pub systems: Vec<String>,
+            /// Unset = the chain `policy` names; an empty list is an error.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub systems: Option<Vec<String>>,
             /// Create VMAs around touched addresses when the workload emits
             /// no mapping events: "auto" (on only then, or when its events
             /// are partial: `Workload::partial_mappings`), "on", "off".
@@ -151,7 +151,7 @@ macro_rules! emit_os_config {
             fn default() -> Self {
                 OsConfig {
                     policy: DEFAULT_POLICY.into(),
-                    systems: Vec::new(),
+                    systems: None,
                     auto_vma: $crate::os::AutoVma::Auto,
                     fragmentation: Default::default(),
                     faulty_frames: 0.0,
@@ -177,6 +177,13 @@ macro_rules! emit_os_config {
                     }
                 )*
                 Ok(())
+            }
+
+            /// The files the systems' tables name that a run reads.
+            pub fn system_input_files(&self) -> Vec<std::path::PathBuf> {
+                let mut files = Vec::new();
+                $($(#[$a])* files.extend(SystemTable::input_files(&self.$name));)*
+                files
             }
 
             /// Fills every table's defaults that come from the machine.

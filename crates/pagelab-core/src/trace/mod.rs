@@ -26,9 +26,10 @@ pub use info::{info, ReuseSummary, TraceInfo, REUSE_SAMPLE};
 pub use native::{NativeReader, NativeTotals, NativeWriter};
 pub use workload::TraceWorkload;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::outfile::OutFile;
 use crate::workload::{Access, AccessKind, Batch, MapEvent, Site};
 
 pub use crate::workload::TraceFormat;
@@ -123,7 +124,11 @@ pub(crate) fn bad(path: &Path, offset: u64, msg: impl Into<String>) -> Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ConvertSummary {
     pub records: u64,
+    /// Access records: data (a modify as a load and a store) and
+    /// instruction fetches.
     pub accesses: u64,
+    /// Of those, instruction fetches.
+    pub ifetches: u64,
     pub instructions: u64,
     /// Size of the native file written.
     pub bytes: u64,
@@ -131,22 +136,15 @@ pub struct ConvertSummary {
 
 /// Converts the trace at `src` (any readable format; `format` overrides
 /// detection) to the native format at `dst`. Instruction fetches are kept.
-/// The output is written under a temporary name and renamed, so `dst` is
-/// whole or untouched.
+/// The output goes through [`OutFile`]: `dst` is whole or untouched, and
+/// never the input itself nor anything but a regular file.
 pub fn convert(src: &Path, dst: &Path, format: Option<TraceFormat>) -> Result<ConvertSummary> {
+    crate::outfile::check_not_input(dst, &[src])?;
+    let (out, file) = OutFile::create(dst)?;
     let mut source = open(src, format)?.source;
-    let tmp = temp_name(dst);
-    let result = write_native(source.as_mut(), &tmp);
-    match result {
-        Ok(summary) => {
-            std::fs::rename(&tmp, dst).map_err(|e| Error::io(dst, e))?;
-            Ok(summary)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    let summary = write_native(source.as_mut(), file, &out)?;
+    out.commit()?;
+    Ok(summary)
 }
 
 /// The mapping events of the trace at `path`, each with the number of
@@ -167,15 +165,8 @@ pub fn map_events(path: &Path, format: Option<TraceFormat>) -> Result<Vec<(u64, 
     }
 }
 
-fn temp_name(dst: &Path) -> PathBuf {
-    let mut name = dst.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".tmp{}", std::process::id()));
-    dst.with_file_name(name)
-}
-
-fn write_native(source: &mut dyn Source, tmp: &Path) -> Result<ConvertSummary> {
-    let io = |e| Error::io(tmp, e);
-    let file = std::fs::File::create(tmp).map_err(io)?;
+fn write_native(source: &mut dyn Source, file: std::fs::File, out: &OutFile) -> Result<ConvertSummary> {
+    let io = |e| out.error(e);
     let flags = if source.partial_maps() { native::FLAG_PARTIAL_MAPS } else { 0 };
     let mut writer = NativeWriter::with_flags(std::io::BufWriter::new(file), flags).map_err(io)?;
     let mut sink = Sink::new(true);
@@ -190,12 +181,13 @@ fn write_native(source: &mut dyn Source, tmp: &Path) -> Result<ConvertSummary> {
             break;
         }
     }
-    let (out, totals) = writer.finish().map_err(io)?;
-    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    let (buffered, totals) = writer.finish().map_err(io)?;
+    let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     Ok(ConvertSummary {
         records: totals.records,
         accesses: totals.accesses,
+        ifetches: totals.ifetches,
         instructions: totals.instructions,
         bytes: totals.bytes,
     })

@@ -61,7 +61,7 @@ impl VirtConfig {
         }
         // (A system's registration says whether it can back a guest.)
         if let Some((name, why)) = crate::systems::chain_find(&self.host.chain(), |c| c.not_in_host) {
-            let key = if self.host.systems.is_empty() { "virt.host.policy" } else { "virt.host.systems" };
+            let key = if self.host.systems.is_none() { "virt.host.policy" } else { "virt.host.systems" };
             return Err(Error::config(key, format!("`{name}` cannot back a guest yet: {why}")));
         }
         self.host.validate("virt.host", phys_mem, max_order)
@@ -79,7 +79,7 @@ impl VirtConfig {
             return Err(Error::config("virt.ept_levels", "3 levels map at most 512GiB of guest memory"));
         }
         if let Some((name, why)) = crate::systems::chain_find(&guest.chain(), |c| c.not_in_guest) {
-            let key = if guest.systems.is_empty() { "policy" } else { "systems" };
+            let key = if guest.systems.is_none() { "policy" } else { "systems" };
             return Err(Error::config(
                 format!("{os_key}.{key}"),
                 format!("`{name}` cannot run in a guest yet (virt.enabled = true): {why}"),

@@ -22,6 +22,16 @@ pub enum WorkloadKind {
     /// SysBench fileio's sequential read of a file into an array
     /// (`workload/file_read.rs`).
     FileRead,
+    /// The probe of the Elastic Translations artifact's hash join
+    /// (`workload/hashjoin.rs`).
+    #[serde(rename = "hashjoin")]
+    HashJoin,
+    /// liblinear's dual coordinate descent on a sparse data set
+    /// (`workload/svm.rs`).
+    Svm,
+    /// XSBench's cross-section lookups (`workload/xsbench.rs`).
+    #[serde(rename = "xsbench")]
+    XsBench,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -37,6 +47,9 @@ impl WorkloadKind {
             WorkloadKind::Graph => "graph",
             WorkloadKind::Sparse => "sparse",
             WorkloadKind::FileRead => "file-read",
+            WorkloadKind::HashJoin => "hashjoin",
+            WorkloadKind::Svm => "svm",
+            WorkloadKind::XsBench => "xsbench",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -232,6 +245,13 @@ pub struct WorkloadConfig {
     /// file-read: bytes per read() call (a multiple of 4 KiB). Default 4 KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk: Option<ByteSize>,
+    /// svm: nonzero features per instance. Default 11 (`workload/svm.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nonzeros: Option<u32>,
+    /// svm: the weight vector's length. Default: kdd12's features per
+    /// instance times the instances the footprint holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<u64>,
 }
 
 /// When a program starts (`workload.after`).
@@ -288,6 +308,8 @@ impl Default for WorkloadConfig {
             after: None,
             file: None,
             chunk: None,
+            nonzeros: None,
+            features: None,
         }
     }
 }
@@ -335,6 +357,7 @@ impl WorkloadConfig {
         self.validate_align(&key("align"))?;
         self.validate_trace_keys(prefix)?;
         self.validate_file_keys(prefix)?;
+        self.validate_svm_keys(prefix)?;
         if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
             // Silently ignoring it would let a sweep believe it fixed a graph.
             return Err(Error::config(
@@ -355,6 +378,10 @@ impl WorkloadConfig {
             WorkloadKind::Graph => self.validate_graph(prefix),
             WorkloadKind::Sparse => self.validate_sparse(prefix),
             WorkloadKind::FileRead => self.validate_file_read(prefix),
+            WorkloadKind::XsBench => self.validate_xsbench(prefix),
+            // The smallest footprint holds 56 keys (hashjoin.rs); svm's
+            // keys are checked with the other kinds' (`validate_svm_keys`).
+            WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
             // A page holds a gups word and a stream element of each array.
             WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Trace => Ok(()),
         }
@@ -423,6 +450,43 @@ impl WorkloadConfig {
                 let msg = format!("only for kind = \"file-read\" (this workload is {})", self.kind.as_str());
                 return Err(Error::config(format!("{prefix}.{k}"), msg));
             }
+        }
+        Ok(())
+    }
+
+    /// `nonzeros` and `features` belong to svm, and its footprint must
+    /// hold an instance and as many features as nonzeros.
+    fn validate_svm_keys(&self, prefix: &str) -> Result<()> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        if self.kind != WorkloadKind::Svm {
+            for (k, set) in [("nonzeros", self.nonzeros.is_some()), ("features", self.features.is_some())] {
+                if set {
+                    let msg = format!("only for kind = \"svm\" (this workload is {})", self.kind.as_str());
+                    return Err(Error::config(key(k), msg));
+                }
+            }
+            return Ok(());
+        }
+        if let Some(n) = self.nonzeros {
+            if !(1..=1 << 16).contains(&n) {
+                return Err(Error::config(key("nonzeros"), format!("{n} is outside 1..=65536")));
+            }
+        }
+        let nonzeros = self.nonzeros.unwrap_or(super::svm::DEFAULT_NONZEROS) as u64;
+        if self.features.is_some_and(|n| n < nonzeros) {
+            return Err(Error::config(key("features"), format!("fewer than the {nonzeros} nonzeros of an instance")));
+        }
+        if super::svm::SvmShape::of(self).is_none() {
+            return Err(Error::config(key("footprint"), "too small for one instance and its weight vector"));
+        }
+        Ok(())
+    }
+
+    /// Two points per nuclide grid at least (`xsbench.rs`).
+    fn validate_xsbench(&self, prefix: &str) -> Result<()> {
+        if super::xsbench::gridpoints_in(self.footprint.bytes()) < 2 {
+            let need = 2 * super::xsbench::BYTES_PER_GRIDPOINT;
+            return Err(Error::config(format!("{prefix}.footprint"), format!("xsbench needs {need} bytes at least")));
         }
         Ok(())
     }
@@ -624,6 +688,14 @@ mod tests {
             ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
             ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),
             ("kind = \"gups\"\ncache_oblivious = true", "workload.cache_oblivious"),
+            ("kind = \"gups\"\nnonzeros = 3", "workload.nonzeros"),
+            ("kind = \"hashjoin\"\nfeatures = 30", "workload.features"),
+            ("kind = \"svm\"\nnonzeros = 0", "workload.nonzeros"),
+            ("kind = \"svm\"\nnonzeros = 12\nfeatures = 11", "workload.features"),
+            ("kind = \"svm\"\nfootprint = 4096\nfeatures = 512", "workload.footprint"),
+            ("kind = \"svm\"\nwrite_fraction = 0.5", "workload.write_fraction"),
+            ("kind = \"xsbench\"\nfootprint = \"1MiB\"", "workload.footprint"),
+            ("kind = \"hashjoin\"\nwrite_fraction = 0.5", "workload.write_fraction"),
             ("kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"", "workload.footprint"),
             ("kind = \"sparse\"\ntouched_pages = 0", "workload.touched_pages"),
             ("kind = \"sparse\"\ntouched_pages = 513", "workload.touched_pages"),

@@ -1,7 +1,8 @@
 //! Workload generators: synthetic stand-ins for the papers' benchmarks
 //! (GUPS, STREAM, strided and pointer-chasing microbenchmarks, a Redis-like
 //! key-value store under YCSB, GAPBS graph kernels, a sparse "hot bloat"
-//! toucher). Each file says at its top which facts of
+//! toucher, and the Elastic Translations artifact's hash join probe,
+//! liblinear SVM training and XSBench lookups). Each file says at its top which facts of
 //! `reference/workloads.md` it keeps and what it simplifies.
 //!
 //! # Contract with the engine
@@ -50,6 +51,7 @@ mod driver;
 mod file_read;
 mod graph;
 mod gups;
+mod hashjoin;
 mod host;
 mod kv;
 mod permute;
@@ -57,6 +59,8 @@ mod pointer_chase;
 mod sparse;
 mod stream;
 mod stride;
+mod svm;
+mod xsbench;
 mod zipf;
 
 pub use config::{
@@ -304,6 +308,9 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::Graph => driver::Driven::boxed(run, graph::GraphWorkload::new(cfg)),
         WorkloadKind::Sparse => driver::Driven::boxed(run, sparse::Sparse::new(cfg)),
         WorkloadKind::FileRead => driver::Driven::boxed(run, file_read::FileRead::new(cfg)),
+        WorkloadKind::HashJoin => driver::Driven::boxed(run, hashjoin::HashJoin::new(cfg)),
+        WorkloadKind::Svm => driver::Driven::boxed(run, svm::Svm::new(cfg)),
+        WorkloadKind::XsBench => driver::Driven::boxed(run, xsbench::XsBench::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }

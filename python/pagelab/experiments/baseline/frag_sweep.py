@@ -27,8 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (PALETTE, error_bars, legend_beside, markdown_table, mean_over_seeds, paired,
+                                        pyplot, seeds, share_axis, with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "frag-sweep"
@@ -48,7 +48,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB", **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": f"{phys}MiB"},
             # 16 pinned pages per fragmented pageblock: with one, the two
             # patterns would place it alike and give identical runs.
             "os": {"policy": "thp", "fragmentation": {"holes": HOLES}},
@@ -85,24 +85,21 @@ def table(df: pd.DataFrame, critical: float) -> pd.DataFrame:
 
 def plot(t: pd.DataFrame, critical: float, path: Path) -> Path:
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    styles = {"dispersed": ("#4c72b0", "o-"), "clustered": ("#dd8452", "s--")}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    styles = {"dispersed": (PALETTE["blue"], "o-"), "clustered": (PALETTE["orange"], "s--")}
     for pat, sub in t.groupby("pattern", sort=False):
-        c, st = styles.get(pat, ("black", "x-"))
-        for ax, col in zip(axes, ("huge_coverage", "cycles_norm")):
-            ax.errorbar(sub.frag_index, sub[col], yerr=error_bars(sub, col), fmt=st, color=c, capsize=2, label=pat)
+        c, st = styles.get(pat, (PALETTE["black"], "x-"))
+        for ax, col, hi in zip(axes, ("huge_coverage", "cycles_norm"), (1, None)):
+            ax.errorbar(sub.frag_index, sub[col], yerr=error_bars(sub, col, hi=hi), fmt=st, color=c, label=f"{pat} placement")
     for ax in axes:
-        ax.axvline(critical, color="#c44e52", ls=":", lw=1.2)
-        ax.set_xlabel("F_i before the run (os.fragmentation.target)")
+        ax.axvline(critical, color=PALETTE["vermillion"], ls=":", lw=1.2, label=f"1 - footprint/memory = {critical:.2f}")
+        ax.set_xlabel("F_i before the run (os.fragmentation.target):\nshare of memory free 2 MiB blocks cannot back")
         ax.set_xlim(-0.02, 1.0)
-    ymax = axes[0].get_ylim()[1]
-    axes[0].text(critical, ymax * 0.5, f" 1 - footprint/mem = {critical:.2f}", color="#c44e52", fontsize=8)
-    axes[0].set_ylabel("THP 2 MiB coverage")
-    axes[0].set_ylim(-0.02, 1.05)
-    axes[1].set_ylabel("cycles (normalized to F_i = 0)")
-    axes[0].legend()
+    share_axis(axes[0], "share of the footprint on 2 MiB pages (THP)")
+    axes[1].set_ylabel("cycles / cycles at F_i = 0")
+    legend_beside(fig)
     fig.suptitle("frag-sweep: gups under THP on a fragmented machine")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def findings(t: pd.DataFrame, critical: float) -> list[str]:

@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (error_bars, legend_beside, markdown_table, mean_over_seeds, paired, pyplot,
+                                        seeds, system_color, with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 ID = "baseline-thp"
@@ -53,7 +53,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"preset": "skylake", "phys_mem": phys, **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": phys},
             # Statistics cover the measured accesses, not the first touches.
             "run": {"skip_init": True},
         },
@@ -100,20 +100,20 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     metrics = [("dtlb_misses_norm", "L2 TLB misses"), ("walk_refs_norm", "walk references"), ("cycles_norm", "cycles")]
     workloads = list(dict.fromkeys(t.workload))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    colors = {"base": "#8c8c8c", "thp": "#4c72b0", "hugetlb-2m": "#55a868", "hugetlb-1g": "#c44e52"}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     width = 0.8 / len(ORDER)
     for ax, (col, label) in zip(axes, metrics):
         for i, pol in enumerate(ORDER):
             sub = t[t.policy == pol].set_index("workload").reindex(workloads)
             xs = [j + (i - (len(ORDER) - 1) / 2) * width for j in range(len(workloads))]
-            ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), capsize=2, label=pol, color=colors[pol])
+            ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), label=pol, color=system_color(pol, i))
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
         ax.set_xticks(range(len(workloads)), workloads)
-        ax.set_title(f"{label} (normalized to base)")
-    axes[0].legend(fontsize=8)
+        ax.set_title(label)
+    axes[0].set_ylabel("ratio to base (4 KiB pages)")
+    legend_beside(fig, title="policy")
     fig.suptitle("baseline-thp: page size vs translation cost (fresh machine)")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:

@@ -35,8 +35,9 @@ from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
 from pagelab.experiments.chp.common import (APPS, PAPER_MEM, USED_COLORS, app_colors, app_workload, base_config, footprint,
                                            labels)
-from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (GIB, MIB, PALETTE, beside_paper, error_bars, legend_beside, markdown_table, mean_over_seeds, paired,
+                                        pyplot, seeds, share_axis, with_spread, write_csv, write_figure,
+                                        write_text)
 from pagelab.sweep import Sweep
 
 #: variant -> (phys_mem, targets)
@@ -120,7 +121,7 @@ def thp_success(df: pd.DataFrame) -> pd.Series:
     return thp / (thp + df["os.thp.fault_fallback"]).clip(lower=1)
 
 
-def _held_up_to(g: pd.DataFrame, col: str, good: float = 0.99) -> float:
+def held_up_to(g: pd.DataFrame, col: str, good: float = 0.99) -> float:
     """The largest F_i up to which every success ratio of `col` is at
     least `good` (NaN when even the lowest F_i measured falls short)."""
     g = g.sort_values("frag_index")
@@ -193,9 +194,9 @@ def analyze_fig5(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     # The paper's curve: the workload alone, its leftovers kept (as measured before the option).
     table3 = t[(t.colors == "table3") & ~t.share_leftovers & (t.co_runner == 0)]
     paper, path = beside_paper(__file__, "chp-fig5", {
-        **{f"{w}: THP succeeds up to F_i": _held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
+        **{f"{w}: THP succeeds up to F_i": held_up_to(t[t.workload == w].drop_duplicates("frag_index"), "thp_success")
            for w in ("mcf", "bfs")},
-        **{f"{w}, its 5 colors: CHP near-perfect up to F_i": _held_up_to(table3[table3.workload == w], "success_ratio")
+        **{f"{w}, its 5 colors: CHP near-perfect up to F_i": held_up_to(table3[table3.workload == w], "success_ratio")
            for w in ("mcf", "bfs")},
     }, out)
     files.append(path)
@@ -268,24 +269,23 @@ of contiguous huge pages). {SCALES[variant][0] / GIB:g} GiB machine.
 def _plot(t: pd.DataFrame, series: str, path: Path, title: str) -> Path:
     plt = pyplot()
     workloads = list(dict.fromkeys(t.workload))
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 3.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 3.4), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         sub = t[t.workload == w]
         for key, g in sub.groupby(series, sort=False):
-            ax.errorbar(g.frag_index, g.success_ratio, yerr=error_bars(g, "success_ratio"), marker="o", capsize=2,
-                        label=f"{series}={key}")
+            ax.errorbar(g.frag_index, g.success_ratio, yerr=error_bars(g, "success_ratio", hi=1), marker="o",
+                        label=f"CHP, {series} = {key}")
         if "thp_success" in sub:
             g = sub.drop_duplicates("frag_index")
-            ax.errorbar(g.frag_index, g.thp_success, yerr=error_bars(g, "thp_success"), ls="--", color="gray", capsize=2,
-                        label="THP")
-        ax.axvline(critical(w), color="black", lw=0.7, ls=":", label="THP critical F_i")
-        ax.set_xlabel("F_i")
-        ax.set_ylabel("success ratio")
+            ax.errorbar(g.frag_index, g.thp_success, yerr=error_bars(g, "thp_success", hi=1), ls="--",
+                        color=PALETTE["grey"], label="THP")
+        ax.axvline(critical(w), color="black", lw=0.7, ls=":", label="THP's critical F_i (1 - footprint/memory)")
+        ax.set_xlabel("F_i: share of memory free 2 MiB\nblocks cannot back")
+        share_axis(ax, "success ratio: 2 MiB regions\nbacked by huge pages")
         ax.set_title(w)
-        # Under the axes: inside, it covered the curves at success 1.0.
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    legend_beside(fig)
     fig.suptitle(title)
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 declare("chp-fig5", "CHP Fig. 5: success ratio vs fragmentation (mcf, bfs)", sweep_fig5, analyze_fig5, PAPER)

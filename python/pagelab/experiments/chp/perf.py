@@ -41,8 +41,8 @@ import pandas as pd
 from pagelab.experiments import declare
 from pagelab.experiments.chp import PAPER
 from pagelab.experiments.chp.common import GRAPH_SOURCES, APPS, app_colors, app_workload, base_config, labels, sample_graph, shape_contention
-from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure, write_text)
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, legend_beside, markdown_table, mean_over_seeds, paired,
+                                        pyplot, seeds, system_color, with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
 #: variant -> (phys_mem, accesses per core, workloads)
@@ -112,20 +112,21 @@ def _bars(t: pd.DataFrame, order: list[str], path: Path, title: str, stacked: bo
         sub = t[t.scenario == s].set_index("workload").reindex(workloads)
         xs = [j + (i - (len(order) - 1) / 2) * width for j in range(len(workloads))]
         # One error bar per bar, on the runtime (the stack's top).
-        err = dict(yerr=error_bars(sub, "runtime"), capsize=2)
+        err = dict(yerr=error_bars(sub, "runtime"))
+        color = system_color(s.split("-")[0], i)
         if stacked:
-            ax.bar(xs, sub.translation.fillna(0), width, color="#c44e52", label="translation" if i == 0 else None)
-            ax.bar(xs, sub.cache.fillna(0), width, bottom=sub.translation.fillna(0), label=s, alpha=0.35 + 0.65 * i / len(order),
-                   **err)
+            ax.bar(xs, sub.translation.fillna(0), width, color=color, hatch="////", edgecolor="white", lw=0,
+                   label="translation (hatched)" if i == 0 else None)
+            ax.bar(xs, sub.cache.fillna(0), width, bottom=sub.translation.fillna(0), color=color, label=s,
+                   alpha=0.45 if "projected" in s else 1.0, **err)
         else:
-            ax.bar(xs, sub.runtime.fillna(0), width, label=s, **err)
+            ax.bar(xs, sub.runtime.fillna(0), width, label=s, color=color, **err)
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xticks(range(len(workloads)), workloads)
-    ax.set_ylabel("normalized runtime")
-    # Beside the axes: inside, it covered the bars near 1.0.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_ylabel("runtime / runtime on 4 KiB pages\nunder contention" if stacked else "runtime / runtime alone\non 4 KiB pages")
+    legend_beside(fig, title="scenario")
     ax.set_title(title)
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def _setup(variant: str, whole_run: bool = False) -> str:

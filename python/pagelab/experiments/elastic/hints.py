@@ -43,8 +43,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread, write_figure,
-                                        write_outputs, write_text)
+from pagelab.experiments.common import (legend_beside, markdown_table, mean_over_seeds, paired, pyplot, seeds, share_axis,
+                                        with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER, native
 from pagelab.experiments.elastic.analogues import ORDER, fit, workloads
 from pagelab.sweep import Sweep
@@ -123,13 +123,14 @@ def hints_measured(t: pd.DataFrame) -> dict[str, object]:
 def plot_hints(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(max(9, 1.4 * t.workload.nunique()), 3.6))
-    for ax, col, label in [(axes[0], "cycles_norm", "cycles / 4 KiB pages' cycles"),
-                           (axes[1], "share_32m", "share of the footprint in 32 MiB")]:
+    for ax, col, label in [(axes[0], "cycles_norm", "cycles / cycles on 4 KiB pages"),
+                           (axes[1], "share_32m", "share of the footprint\nin 32 MiB translations")]:
         native.grouped_bars(ax, t, "source", list(SOURCES), col)
         ax.set_ylabel(label)
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    share_axis(axes[1])
+    legend_beside(fig, title="hints from")
     fig.suptitle("et-hints: ET-offline with hints from TLB-miss sampling or access bits")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

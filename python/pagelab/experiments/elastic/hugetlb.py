@@ -22,7 +22,7 @@ bit, so the combined TLB entries are 64 KiB and 32 MiB
 
 Workloads: the analogues of the programs the artifact's fig2 runs
 (`BENCHMARKS="astar omnetpp streamcluster hashjoin svm canneal"`), from
-`elastic/analogues.py` (SVM has none), each over its footprint in the
+`elastic/analogues.py`, each over its footprint in the
 artifact and on the N1 scaled with it (`analogues.fit`, as `et-native`):
 every ratio of footprint to L2 TLB reach is the paper's, at 64 KiB (1280 x
 64 KiB = 80 MiB unscaled), 2 MiB (2.5 GiB) and 32 MiB (40 GiB). A 1 GiB
@@ -43,8 +43,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (GIB, error_bars, legend_beside, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        system_color, with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import SCALE, fit, workloads
 from pagelab.experiments.elastic.native import setup_text
@@ -69,8 +69,8 @@ SIZES = [
 ]
 ORDER = [s["name"] for s in SIZES]
 
-#: The artifact's fig2 programs that have an analogue, in its order.
-FIG2 = ["astar", "omnetpp", "streamcluster", "hashjoin", "canneal"]
+#: The artifact's fig2 programs, in its order.
+FIG2 = ["astar", "omnetpp", "streamcluster", "hashjoin", "svm", "canneal"]
 
 
 def apps(variant: str) -> list[dict]:
@@ -137,13 +137,14 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     for i, size in enumerate(ORDER):
         sub = t[t.page_size == size].set_index("case").reindex(workloads)
         xs = [j + (i - (len(ORDER) - 1) / 2) * width for j in range(len(workloads))]
-        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), capsize=2, label=size)
+        ax.bar(xs, sub.cycles_norm.fillna(0), width, yerr=error_bars(sub, "cycles_norm"), label=size,
+               color=system_color(size, i))
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_xticks(range(len(workloads)), workloads)
-    ax.set_ylabel("cycles / 4 KiB pages' cycles")
+    ax.set_ylabel("cycles / cycles on 4 KiB pages")
     ax.set_title("et-hugetlb: HugeTLB page sizes on Neoverse N1, native and virtualized")
-    ax.legend(fontsize=8)
-    return write_figure(fig, path)
+    legend_beside(fig, title="page size")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

@@ -70,8 +70,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds, with_spread,
-                                        write_figure, write_outputs, write_text)
+from pagelab.experiments.common import (error_bars, legend_beside, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+                                        share_axis, system_color, with_spread, write_figure, write_outputs, write_text)
 from pagelab.experiments.elastic import PAPER
 from pagelab.experiments.elastic.analogues import ORDER, SCALE, divisor, fit, footprint, machine, workloads
 from pagelab.sweep import Sweep, run_sweep
@@ -247,15 +247,16 @@ def gap_summary(b: pd.DataFrame) -> dict[str, object]:
     }
 
 
-def grouped_bars(ax, t: pd.DataFrame, by: str, groups: list[str], col: str = "cycles_norm") -> None:
+def grouped_bars(ax, t: pd.DataFrame, by: str, groups: list[str], col: str = "cycles_norm", lo: float | None = 0.0) -> None:
     """`col` of table `t` as bars per workload, one per value of column
-    `by` in `groups`' order, with their 95% intervals."""
+    `by` in `groups`' order, with their 95% intervals (cut at `lo`: None
+    for a quantity that may be negative)."""
     ws = list(dict.fromkeys(t.workload))
     width = 0.8 / len(groups)
     for i, g in enumerate(groups):
         sub = t[t[by] == g].set_index("workload").reindex(ws)
         xs = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(ws))]
-        ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col), capsize=2, label=g)
+        ax.bar(xs, sub[col].fillna(0), width, yerr=error_bars(sub, col, lo=lo), label=g, color=system_color(g, i))
     ax.set_xticks(range(len(ws)), ws, rotation=20)
 
 
@@ -269,12 +270,12 @@ def cycles_figure(t: pd.DataFrame, path: Path, systems: list[str], ylabel: str, 
     ax.axhline(1.0, color="black", lw=0.6, ls=":")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return write_figure(fig, path)
+    legend_beside(fig, title="system")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def plot_native(t: pd.DataFrame, path: Path) -> Path:
-    return cycles_figure(t, path, SYSTEMS, "cycles / 4 KiB pages' cycles",
+    return cycles_figure(t, path, SYSTEMS, "cycles / cycles on 4 KiB pages",
                          "et-native: Neoverse N1 (scaled), native, no fragmentation")
 
 
@@ -294,8 +295,7 @@ def analyze_native(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:
     files, paper = write_outputs(__file__, NATIVE, t, plot_native, native_measured(t), out)
     text = f"""# {NATIVE}: the paper's Figure 8 (native, no fragmentation)
 
-{setup_text(variant)} SVM and XSBench have no analogue (`analogues.py` says
-why).
+{setup_text(variant)}
 
 ## Against the artifact
 
@@ -349,14 +349,15 @@ def plot_sizes(t: pd.DataFrame, path: Path) -> Path:
     labels = [f"{r.workload}/{r.system}" for r in t.itertuples()]
     fig, ax = plt.subplots(figsize=(max(7, 0.25 * len(labels)), 4))
     bottom = pd.Series(0.0, index=t.index)
-    for s in SIZE_BYTES:
-        ax.bar(range(len(t)), t[f"share_{s}"], bottom=bottom, label=s)
+    for i, s in enumerate(SIZE_BYTES):
+        ax.bar(range(len(t)), t[f"share_{s}"], bottom=bottom, label=s, color=system_color(s, i))
         bottom = bottom + t[f"share_{s}"]
     ax.set_xticks(range(len(t)), labels, rotation=90, fontsize=6)
-    ax.set_ylabel("share of the mapped footprint")
+    ax.set_xlabel("workload / system")
+    share_axis(ax, "share of the mapped footprint")
     ax.set_title("et-sizes: translation sizes at the end of each run")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return write_figure(fig, path)
+    legend_beside(fig, title="translation size")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze_sizes(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

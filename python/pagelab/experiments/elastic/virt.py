@@ -175,7 +175,7 @@ def measured(t: pd.DataFrame) -> dict[str, object]:
 
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
-    return cycles_figure(t, path, SYSTEMS, "cycles / 4 KiB guest pages' cycles",
+    return cycles_figure(t, path, SYSTEMS, "cycles / cycles on 4 KiB guest pages",
                          "et-virt: Neoverse N1 (scaled), virtualized, no fragmentation")
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (GIB, MIB, error_bars, legend_beside, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SYSTEMS, base_config, labels, shape, write_up
@@ -153,20 +153,23 @@ def measured(t: pd.DataFrame, df: pd.DataFrame) -> dict[str, object]:
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     ws = list(dict.fromkeys(t.workload))
-    fig, axes = plt.subplots(2, 4, figsize=(16, 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6.2), squeeze=False)
     for ax, w in zip(axes.flat, ws):
         sub = t[t.workload == w]
         for (system, dist, degree), s in sub.groupby(["system", "distribution", "degree"]):
             if system in ("base-4k", "ideal-2m") and (dist, degree) != ("clustered", sub.degree.min()):
                 continue
-            label = system if system in ("base-4k", "ideal-2m") else f"{system} {dist} {degree:.0%}"
+            label = system if system in ("base-4k", "ideal-2m") else f"{system}, {dist}, {degree:.0%} holes"
             ls = "-" if dist == "clustered" else "--"
-            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o", capsize=2, ls=ls, label=label)
+            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o", ls=ls, label=label)
         ax.set_title(w)
-        ax.set_xlabel("portion")
-    axes[0][0].set_ylabel("speedup over base-4k")
-    axes[0][0].legend(fontsize=6)
-    return write_figure(fig, path)
+        ax.set_xlabel("share of 2 MiB regions with holes")
+    for ax in axes.flat[len(ws):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("speedup over base-4k")
+    legend_beside(fig)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

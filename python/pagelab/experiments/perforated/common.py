@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pagelab.experiments.common import GIB, MEASURED_TIMING, MIB, markdown_table, seeds, write_text
+from pagelab.experiments.common import GIB, MIB, markdown_table, seeds, write_text
 from pagelab.sweep import Sweep
 
 #: System -> its `os` keys. `base-2m-4k` is a conventional kernel under the
@@ -58,7 +58,7 @@ def paper_machine(phys_mem: int) -> dict:
     bytes, statistics of the measured accesses only, khugepaged off (the
     paper's mappings are set up before the measured region)."""
     return {
-        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem, **MEASURED_TIMING},
+        "machine": {"preset": "gem5-skylake", "phys_mem": phys_mem},
         "run": {"skip_init": True},
         "os": {"thp": {"khugepaged": False}},
     }

@@ -25,8 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (error_bars, mean_over_seeds, paired, pyplot, with_spread, write_figure,
-                                        write_outputs)
+from pagelab.experiments.common import (error_bars, legend_beside, mean_over_seeds, paired, pyplot, share_axis, system_color,
+                                        with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import SCALES, SYSTEMS, sweep, write_up
 
@@ -104,37 +104,39 @@ def fig7_reading(t: pd.DataFrame) -> list[str]:
 def fig7_plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     groups = list(t.groupby(["distribution", "hole_kind"], sort=True))
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.4), squeeze=False)
     for ax, ((dist, kind), sub) in zip(axes[0], groups):
         for (system, degree), s in sub.groupby(["system", "degree"]):
             if system in ("base-4k", "ideal-2m") and degree != sub.degree.min():
                 continue  # the scenario does not touch them
-            label = system if system in ("base-4k", "ideal-2m") else f"{system} {degree:.0%}"
-            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o", capsize=2,
+            label = system if system in ("base-4k", "ideal-2m") else f"{system}, {degree:.0%} holes"
+            ax.errorbar(s.portion, s.speedup, yerr=error_bars(s, "speedup"), marker="o",
                         ls="--" if system == "base-2m-4k" else "-", label=label)
         ax.set_title(f"{dist}, {kind} holes")
-        ax.set_xlabel("portion of 2 MiB regions fragmented")
-        ax.set_ylabel("speedup over base-4k")
-        ax.legend(fontsize=7)
-    return write_figure(fig, path)
+        ax.set_xlabel("share of 2 MiB regions with holes (portion)")
+    axes[0][0].set_ylabel("speedup over base-4k\n(cycles of base-4k / cycles)")
+    legend_beside(fig)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def fig8_plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     groups = list(t.groupby(["distribution", "hole_kind", "degree"], sort=True))
-    fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.2), squeeze=False)
     for ax, ((dist, kind, degree), sub) in zip(axes[0], groups):
         bottom = pd.Series(0.0, index=sub.index)
         xs = [f"{p:.0%}" for p in sub.portion]
-        for k in SHARES:
-            # Each kind's bar at the top of its own segment.
-            ax.bar(xs, sub[f"share_{k}"], bottom=bottom, yerr=error_bars(sub, f"share_{k}"), capsize=2, label=k)
+        for i, k in enumerate(SHARES):
+            # Each kind's error bar at the top of its own segment.
+            ax.bar(xs, sub[f"share_{k}"], bottom=bottom, yerr=error_bars(sub, f"share_{k}", hi=1), label=k,
+                   color=system_color(k, i))
             bottom = bottom + sub[f"share_{k}"]
-        ax.set_title(f"{dist}, {kind}, degree {degree:.0%}", fontsize=9)
-        ax.set_xlabel("portion")
-    axes[0][0].set_ylabel("share of L2 TLB entries")
-    axes[0][0].legend(fontsize=7)
-    return write_figure(fig, path)
+        ax.set_title(f"{dist}, {kind} holes,\n{degree:.0%} holes per region")
+        ax.set_xlabel("share of 2 MiB regions\nwith holes (portion)")
+        share_axis(ax)
+    axes[0][0].set_ylabel("share of the valid L2 TLB entries")
+    legend_beside(fig, title="entry kind")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def fig7_analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

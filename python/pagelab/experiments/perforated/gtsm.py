@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_csv, write_figure)
+from pagelab.experiments.common import (GIB, MIB, beside_paper, error_bars, legend_beside, mean_over_seeds, paired, pyplot, seeds,
+                                        system_color, with_spread, write_csv, write_figure)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine, write_up
 from pagelab.sweep import Sweep
@@ -112,7 +112,7 @@ def measured(t: pd.DataFrame) -> dict[str, object]:
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     grans = sorted(set(t.granularity))
-    fig, axes = plt.subplots(1, len(grans), figsize=(5 * len(grans), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(grans), figsize=(4.5 * len(grans), 3.4), squeeze=False)
     for ax, gran in zip(axes[0], grans):
         sub = t[t.granularity == gran]
         ws = list(dict.fromkeys(sub.workload))
@@ -120,12 +120,12 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
         for i, system in enumerate(SYSTEMS):
             s = sub[sub.system == system].set_index("workload").reindex(ws)
             ax.bar([j + (i - 1.5) * width for j in range(len(ws))], s.speedup, width, yerr=error_bars(s, "speedup"),
-                   capsize=2, label=system)
+                   label=system, color=system_color(system, i))
         ax.set_xticks(range(len(ws)), ws)
-        ax.set_title(f"{FAULTY:.1%} faulty, {gran} faults")
-        ax.set_ylabel("speedup over base-4k")
-        ax.legend(fontsize=7)
-    return write_figure(fig, path)
+        ax.set_title(f"{FAULTY:.1%} of frames faulty, {gran} faults")
+    axes[0][0].set_ylabel("speedup over base-4k\n(cycles of base-4k / cycles)")
+    legend_beside(fig)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

@@ -69,7 +69,8 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import GIB, MIB, error_bars, mean_over_seeds, paired, pyplot, seeds, with_spread, write_figure, write_outputs
+from pagelab.experiments.common import (GIB, MIB, error_bars, legend_beside, mean_over_seeds, paired, pyplot, seeds, share_axis,
+                                        system_color, with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.apps import analogues
 from pagelab.experiments.perforated.common import labels, paper_machine, write_up
@@ -192,20 +193,26 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(QUANTITIES), figsize=(13, 3.5))
+    fig, axes = plt.subplots(1, len(QUANTITIES), figsize=(12, 3.3))
     width = 0.8 / len(SYSTEMS)
-    colors = ["#888888", "#c44e52", "#4c72b0"]
     dists = list(dict.fromkeys(t.distribution))
+    # (label, range: a share in [0, 1]; the slowdown may be negative)
+    meaning = {"mem_saved": ("memory saved (share)", (0, 1)), "huge_broken": ("2 MiB pages broken (share)", (0, 1)),
+               "dtlb_l2_misses": ("L2 TLB misses / without KSM", (0, None)), "slowdown": ("cycles / without KSM, - 1", (None, None))}
     for ax, col in zip(axes, QUANTITIES):
-        for i, (system, color) in enumerate(zip(SYSTEMS, colors)):
+        label, (lo, hi) = meaning.get(col, (col, (0, None)))
+        for i, system in enumerate(SYSTEMS):
             s = t[t.system == system].set_index("distribution").reindex(dists)
             xs = [j + (i - 1) * width for j in range(len(dists))]
-            ax.bar(xs, s[col], width, yerr=error_bars(s, col), color=color, label=system)
+            ax.bar(xs, s[col], width, yerr=error_bars(s, col, lo=lo, hi=hi), color=system_color(system, i), label=system)
         ax.set_xticks(range(len(dists)), dists)
-        ax.set_title(col)
-    axes[0].legend(fontsize=7)
+        ax.set_xlabel("duplicates' distribution")
+        ax.set_title(label)
+        if hi == 1:
+            share_axis(ax)
+    legend_beside(fig, title="KSM")
     fig.suptitle("pp-ksm: two VMs under KSM, splitting or punching")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def measured(t: pd.DataFrame) -> dict[str, object]:

@@ -44,8 +44,8 @@ import pandas as pd
 
 from pagelab import _pagelab
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, paired, pyplot, seeds,
-                                        with_spread, write_figure, write_outputs)
+from pagelab.experiments.common import (GIB, MIB, PALETTE, error_bars, legend_beside, mean_over_seeds, paired, pyplot, seeds,
+                                        share_axis, with_spread, write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import labels, microbenchmark, paper_machine, write_up
 from pagelab.sweep import Sweep
@@ -227,16 +227,18 @@ def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
     xs = [f"{s}\n{p}" for s, p in zip(t.snapshot, t.placement)]
-    a.bar(xs, t.huge_share, label="2 MiB pages")
-    a.bar(xs, t.perforated_share, bottom=t.huge_share, label="perforated pages")
-    a.set_ylabel("share of the 2 GB allocation")
-    a.legend(fontsize=7)
-    b.bar(xs, t.speedup_gain, yerr=error_bars(t, "speedup_gain"), capsize=2)
-    b.set_ylabel("gain of perforated over base-2m-4k")
+    a.bar(xs, t.huge_share, label="2 MiB pages", color=PALETTE["blue"])
+    a.bar(xs, t.perforated_share, bottom=t.huge_share, label="perforated pages", color=PALETTE["vermillion"])
+    share_axis(a, "share of the 2 GB allocation")
+    # A gain may be negative: its interval is not cut at 0.
+    b.bar(xs, t.speedup_gain, yerr=error_bars(t, "speedup_gain", lo=None), color=PALETTE["vermillion"])
+    b.axhline(0, color="black", lw=0.6)
+    b.set_ylabel("gain of perforated over base-2m-4k\n(cycles ratio - 1)")
     for ax in (a, b):
         ax.tick_params(axis="x", labelsize=7)
-    fig.tight_layout()
-    return write_figure(fig, path)
+        ax.set_xlabel("snapshot, placement")
+    legend_beside(fig)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, pyplot, seeds, with_spread,
+from pagelab.experiments.common import (GIB, MIB, error_bars, mean_over_seeds, pyplot, seeds, system_color, with_spread,
                                         write_figure, write_outputs)
 from pagelab.experiments.perforated import PAPER
 from pagelab.experiments.perforated.common import base_config, labels, write_up
@@ -107,12 +107,14 @@ def measured(t: pd.DataFrame) -> dict[str, object]:
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    axes[0].bar(t.system, t.dtlb_l2_mpki, yerr=error_bars(t, "dtlb_l2_mpki"), capsize=2)
-    axes[0].set_ylabel("L2 TLB MPKI")
-    mem_err = error_bars(t, "mem_bytes")
-    axes[1].bar(t.system, t.mem_bytes / 2**30, yerr=None if mem_err is None else mem_err / 2**30, capsize=2)
+    colors = [system_color(s, i) for i, s in enumerate(t.system)]
+    axes[0].bar(t.system, t.dtlb_l2_mpki, yerr=error_bars(t, "dtlb_l2_mpki"), color=colors)
+    axes[0].set_ylabel("L2 TLB misses per\nthousand instructions")
+    axes[1].bar(t.system, t.mem_bytes / 2**30, yerr=error_bars(t, "mem_bytes", scale=2**-30), color=colors)
     axes[1].set_ylabel("memory mapped (GiB)")
-    return write_figure(fig, path)
+    for ax in axes:
+        ax.set_xlabel("system")
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def analyze(df: pd.DataFrame, out: Path, variant: str) -> list[Path]:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (PALETTE, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -60,7 +60,7 @@ def sweep(variant: str) -> Sweep:
     return Sweep(
         id=f"{ID}:{variant}",
         base={
-            "machine": {"phys_mem": host, **MEASURED_TIMING},
+            "machine": {"phys_mem": host},
             "virt": {"enabled": True, "host": {"policy": "base", "ksm": {"enabled": True, "sleep_ms": sleep_ms}}},
             "vms": [_vm(guest, buffer, n), _vm(guest, buffer, n)],
         },
@@ -94,18 +94,17 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
     on = t[t.pages_to_scan > 0]
     a.errorbar(on.pages_to_scan, on.memory_saved_mib, yerr=error_bars(on, "memory_saved_mib"), marker="o")
-    a.set_xscale("log")
-    a.set_xlabel("pages_to_scan")
     a.set_ylabel("memory saved at the end (MiB)")
-    b.errorbar(on.pages_to_scan, on.cow_breaks, yerr=error_bars(on, "cow_breaks"), marker="o", color="#c44e52")
-    b.set_xscale("log")
-    b.set_xlabel("pages_to_scan")
+    b.errorbar(on.pages_to_scan, on.cow_breaks, yerr=error_bars(on, "cow_breaks"), marker="o", color=PALETTE["vermillion"])
     b.set_ylabel("copy-on-write breaks")
+    for ax in (a, b):
+        ax.set_xscale("log")
+        ax.set_xlabel("pages ksmd scans per wake-up (pages_to_scan)")
     fig.suptitle("virt-ksm: two VMs with the same buffer")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, paired, pyplot, seeds,
+from pagelab.experiments.common import (error_bars, system_color, markdown_table, mean_over_seeds, paired, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -57,7 +57,7 @@ def sweep(variant: str) -> Sweep:
         id=f"{ID}:{variant}",
         base={
             # 1 GiB host pages need 1 GiB buddy blocks (also in the guest: harmless).
-            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18, **MEASURED_TIMING},
+            "machine": {"preset": "skylake", "phys_mem": host, "max_order": 18},
             "virt": {"enabled": True, "guest_mem": guest},
             "run": {"skip_init": True},
         },
@@ -93,16 +93,19 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
     workloads = list(dict.fromkeys(t.workload))
-    fig, axes = plt.subplots(1, len(workloads), figsize=(4 * len(workloads), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(workloads), figsize=(4 * len(workloads), 3.8), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         sub = t[t.workload == w]
         labels = [f"{g}/{h}" for g, h in zip(sub.guest_policy, sub.host_policy)]
-        ax.bar(range(len(sub)), sub.runtime, yerr=error_bars(sub, "runtime"), capsize=2, color=["#8c8c8c" if g == "base" else "#4c72b0" for g in sub.guest_policy])
+        ax.bar(range(len(sub)), sub.runtime, yerr=error_bars(sub, "runtime"),
+               color=[system_color(g) for g in sub.guest_policy])
         ax.axhline(1.0, color="black", lw=0.6, ls=":")
         ax.set_xticks(range(len(sub)), labels, rotation=45, ha="right")
-        ax.set_title(f"{w}: runtime / base on base")
+        ax.set_xlabel("guest policy / host policy")
+        ax.set_title(w)
+    axes[0][0].set_ylabel("runtime / runtime of base on base")
     fig.suptitle("virt-splinter: guest page policy / host page policy")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:

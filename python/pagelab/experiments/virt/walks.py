@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from pagelab.experiments import declare
-from pagelab.experiments.common import (MEASURED_TIMING, error_bars, markdown_table, mean_over_seeds, pyplot, seeds,
+from pagelab.experiments.common import (PALETTE, error_bars, legend_beside, markdown_table, mean_over_seeds, pyplot, seeds,
                                         with_spread, write_csv, write_figure, write_text)
 from pagelab.sweep import Sweep
 
@@ -67,7 +67,7 @@ SMALL_TLB = {
 
 def sweep(variant: str) -> Sweep:
     host, guest, fp, n = SCALES[variant]
-    machine = {"preset": "skylake", "phys_mem": host, **MEASURED_TIMING}
+    machine = {"preset": "skylake", "phys_mem": host}
     if variant != "full":
         machine["tlb"] = dict(SMALL_TLB)
     return Sweep(
@@ -103,20 +103,20 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(t: pd.DataFrame, path: Path) -> Path:
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     labels = [f"{g}/{h}" for g, h in NO_CACHE]
-    for ax, col, title in [(axes[0], "refs_per_walk", "references per walk"), (axes[1], "cycles_per_walk", "translation cycles per walk")]:
-        for i, (caches, color) in enumerate([("off", "#8c8c8c"), ("on", "#4c72b0")]):
+    for ax, col, title in [(axes[0], "refs_per_walk", "memory references per walk"),
+                           (axes[1], "cycles_per_walk", "translation cycles per walk")]:
+        for i, (caches, color) in enumerate([("off", PALETTE["grey"]), ("on", PALETTE["blue"])]):
             sub = t[t.caches == caches].set_index(["guest_page", "host_page"]).reindex(list(NO_CACHE))
             xs = [j + (i - 0.5) * 0.4 for j in range(len(labels))]
-            ax.bar(xs, sub[col].fillna(0), 0.4, yerr=error_bars(sub, col), capsize=2, label=f"walk caches {caches}",
-                   color=color)
+            ax.bar(xs, sub[col].fillna(0), 0.4, yerr=error_bars(sub, col), label=f"walk caches {caches}", color=color)
         ax.set_xticks(range(len(labels)), labels)
-        ax.set_xlabel("guest page / host page")
-        ax.set_title(title)
-    axes[0].legend(fontsize=8)
+        ax.set_xlabel("guest page size / host page size")
+        ax.set_ylabel(title)
+    legend_beside(fig)
     fig.suptitle("virt-walks: the two-dimensional walk")
-    return write_figure(fig, path)
+    return write_figure(fig, path, seeds=t.seeds)
 
 
 def verdicts(t: pd.DataFrame) -> list[str]:

@@ -3,7 +3,9 @@
 //! - `"interval"` (the default): the interval core model of
 //!   [`window`], fed per access by the two stages ([`stage`]);
 //! - `"fixed"`: the first-order model below, kept bit for bit as it was
-//!   (with `machine.prefetch.enabled = false`, today's statistics).
+//!   (with `machine.prefetch.enabled = false` and the DRAM model off,
+//!   today's statistics; with the DRAM model a memory reference costs its
+//!   row outcome's latency, `dram`).
 //!
 //! Both keep cycles = base + translation + data + faults + daemon, and
 //! report `cycles.walk`, the part of translation spent in page walks (the
@@ -30,6 +32,10 @@
 //! by walk_mlp (`engine::mmu`), while only the walk references are divided.
 //! With the default walk_mlp of 1 the two readings agree.
 
+pub mod banks;
+pub mod dram;
+#[cfg(test)]
+mod dram_tests;
 pub(super) mod stage;
 #[cfg(test)]
 mod tests;
@@ -78,6 +84,9 @@ pub struct Timing {
     /// The memory tiers' latencies, on a machine with
     /// `machine.memory.tiers` only (`tiers`).
     pub tiers: Option<Box<tiers::TierTiming>>,
+    /// The row outcomes' cycles, on a machine with `machine.memory.dram`
+    /// only (`dram`).
+    pub dram: Option<Box<dram::DramTiming>>,
 }
 
 impl Timing {
@@ -101,12 +110,14 @@ impl Timing {
             data_by_level: [0.0; 4],
             walk_by_level: [0.0; 4],
             tiers: None,
+            dram: None,
         };
         for level in 0..4 {
             t.data_by_level[level] = (t.latency[level] - t.latency[0]) / t.mlp;
             t.walk_by_level[level] = t.latency[level] / t.walk_mlp;
         }
         t.tiers = tiers::TierTiming::new(m, &t);
+        t.dram = dram::DramTiming::new(m, &t);
         t
     }
 
@@ -134,9 +145,10 @@ impl Timing {
             .map(|served| (0..4).map(|entry| s.flow[entry][served][1]).sum::<u64>() as f64 * self.walk_cycles(served))
             .sum();
         let cycles = s.walks as f64 * self.walk_latency + refs;
-        // With tiers, the tiered stage keeps in `cycles_walk` what memory's
-        // walk references cost beyond `walk_cycles(MEMORY)` each.
-        if self.tiers.is_some() {
+        // With tiers or the row-buffer model, the stage keeps in
+        // `cycles_walk` what memory's walk references cost beyond
+        // `walk_cycles(MEMORY)` each.
+        if self.tiers.is_some() || self.dram.is_some() {
             cycles + s.cycles_walk
         } else {
             cycles

@@ -13,6 +13,7 @@
 //! record and its data latency. A fault serialises the window before the
 //! access; so do shootdowns and mapping events, between stages.
 
+use super::dram::DramRef;
 use super::window::{AccessTiming, Kind, FAULT, L2_TLB, WALK};
 use super::MEMORY;
 use crate::engine::{RefKind, Simulation, FLOW_CLASS};
@@ -21,19 +22,56 @@ use crate::units::PhysAddr;
 use crate::workload::AccessKind;
 
 impl Simulation {
+    /// Both stages over accesses [pos, end) of core `i`, stage 2 the timed
+    /// stage in the variant the timing model, the prefetchers and the walks'
+    /// fill buffers ask for, on a machine with memory tiers (`TIERS`) or
+    /// the DRAM's row buffers (`DRAM`) or neither. Chosen once per quantum.
+    /// (The fixed model without prefetchers, tiers or DRAM runs the stages
+    /// of before instead: `run_stages`.)
+    #[inline]
+    pub(in crate::engine) fn timed_stages<const TIERS: bool, const DRAM: bool>(
+        &mut self,
+        i: usize,
+        end: usize,
+    ) -> crate::error::Result<()> {
+        let prefetch = self.caches.as_ref().is_some_and(crate::hw::cache::CacheHierarchy::prefetching);
+        let walk_fb = self.timing.walk_fill_buffers;
+        if self.timing.model == crate::config::TimingModel::Fixed {
+            self.translate::<false>(i, end)?;
+            if prefetch {
+                self.timed_stage::<false, true, TIERS, false, DRAM>(i);
+            } else {
+                self.timed_stage::<false, false, TIERS, false, DRAM>(i);
+            }
+            return Ok(());
+        }
+        self.translate::<true>(i, end)?;
+        match (prefetch, walk_fb) {
+            (false, false) => self.timed_stage::<true, false, TIERS, false, DRAM>(i),
+            (false, true) => self.timed_stage::<true, false, TIERS, true, DRAM>(i),
+            (true, false) => self.timed_stage::<true, true, TIERS, false, DRAM>(i),
+            (true, true) => self.timed_stage::<true, true, TIERS, true, DRAM>(i),
+        }
+        Ok(())
+    }
+
     /// Stage 2 for core `i` under the interval model (`INTERVAL`) or the
     /// fixed one, with the prefetchers (`PREFETCH`) or not, on a machine
     /// with memory tiers (`TIERS`: a reference served by memory is charged
     /// its tier's latency, and writebacks their tier's, `timing::tiers`) or
     /// one memory; noting the walks that miss the L1D (`WALK_FB`: they hold
     /// fill buffers, `Timing::walk_fill_buffers`) or not, so that the test
-    /// per walk reference costs nothing when they do not.
+    /// per walk reference costs nothing when they do not; with the DRAM's
+    /// row buffers (`DRAM`: a reference served by memory costs its row
+    /// outcome's latency, `timing::dram`, and waits for its bank under the
+    /// interval model) or not. (`TIERS` and `DRAM` never both.)
     #[inline(never)]
     pub(in crate::engine) fn timed_stage<
         const INTERVAL: bool,
         const PREFETCH: bool,
         const TIERS: bool,
         const WALK_FB: bool,
+        const DRAM: bool,
     >(
         &mut self,
         i: usize,
@@ -51,6 +89,7 @@ impl Simulation {
         // The interval model's writeback cycles since the last data reference.
         let mut writebacks = 0.0;
         let tiers = if TIERS { t.tiers.as_deref() } else { None };
+        let mut dram = if DRAM { self.dram.as_deref_mut().zip(t.dram.as_deref()) } else { None };
         for j in 0..core.refs.len() {
             let (addr, kind) = core.refs.get(j);
             let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
@@ -90,21 +129,47 @@ impl Simulation {
                     }
                 }
             }
-            let latency = match (tiers, tier) {
-                (Some(tt), Some((n, write))) => tt.latency(n, write),
+            // The row outcome of a reference served by memory (and the
+            // writebacks its fill caused: they open their rows first).
+            let mut row = None;
+            if let Some((d, dt)) = dram.as_mut() {
+                let banks = window.as_mut().and_then(|w| w.banks.as_deref_mut());
+                let r = DramRef {
+                    addr,
+                    kind,
+                    memory: level == MEMORY,
+                    no_caches: caches.is_none(),
+                    walk_offset: walk_refs,
+                };
+                row = dt.requests(d, caches.as_deref_mut(), banks, &mut core.stats, r);
+            }
+            let latency = match (tiers, tier, row) {
+                (Some(tt), Some((n, write)), _) => tt.latency(n, write),
+                (_, _, Some(o)) => dram.as_ref().map_or(t.latency[level], |(_, dt)| dt.read(o)),
                 _ => t.latency[level],
             };
             if !INTERVAL {
-                match (tiers, tier) {
-                    (Some(tt), Some((n, _))) if kind == RefKind::Walk => {
-                        let cycles = tt.walk_cycles(n);
+                if let (Some(o), Some((_, dt))) = (row, dram.as_ref()) {
+                    if kind == RefKind::Walk {
+                        let cycles = dt.walk_cycles(o);
                         core.stats.cycles_translation += cycles;
                         // `walk_cycles_of` counts t.walk_cycles(MEMORY).
                         core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
+                    } else {
+                        core.stats.cycles_data += dt.data_cycles(o);
                     }
-                    (Some(tt), Some((n, write))) => core.stats.cycles_data += tt.data_cycles(n, write),
-                    _ if kind == RefKind::Walk => core.stats.cycles_translation += t.walk_cycles(level),
-                    _ => core.stats.cycles_data += t.data_cycles(level),
+                } else {
+                    match (tiers, tier) {
+                        (Some(tt), Some((n, _))) if kind == RefKind::Walk => {
+                            let cycles = tt.walk_cycles(n);
+                            core.stats.cycles_translation += cycles;
+                            // `walk_cycles_of` counts t.walk_cycles(MEMORY).
+                            core.stats.cycles_walk += cycles - t.walk_cycles(MEMORY);
+                        }
+                        (Some(tt), Some((n, write))) => core.stats.cycles_data += tt.data_cycles(n, write),
+                        _ if kind == RefKind::Walk => core.stats.cycles_translation += t.walk_cycles(level),
+                        _ => core.stats.cycles_data += t.data_cycles(level),
+                    }
                 }
             } else if kind == RefKind::Walk {
                 walk_refs += latency;
@@ -132,9 +197,19 @@ impl Simulation {
                     walk: flags & WALK != 0,
                     walk_refs,
                     walk_left_l1d,
-                    data: if TIERS { latency - t.latency[0] + writebacks } else { t.latency[level] - t.latency[0] },
+                    data: if TIERS {
+                        latency - t.latency[0] + writebacks
+                    } else if DRAM {
+                        latency - t.latency[0]
+                    } else {
+                        t.latency[level] - t.latency[0]
+                    },
                 };
-                w.access(&a, &mut core.stats);
+                if DRAM {
+                    w.access_with_banks(&a, &mut core.stats);
+                } else {
+                    w.access(&a, &mut core.stats);
+                }
                 walk_refs = 0.0;
                 walk_left_l1d = false;
                 writebacks = 0.0;

@@ -255,3 +255,29 @@ fn through_the_engine_the_cycles_thp_saves_on_gups_are_found_in_translation() {
     // And the walk part moves with it: walks are what THP removed.
     assert!(stat(&base, "cycles.walk") - stat(&thp, "cycles.walk") >= 0.5 * saved_translation);
 }
+
+#[test]
+fn the_walkers_own_latency_adds_to_every_walk_and_only_to_walks() {
+    // The walk of `walks_use_the_walkers_in_parallel...` with a walker
+    // latency of 30: the walk's fixed part is 1 (PWC) + 30, so a lone
+    // walk runs 0.5 + 9 -> 9.5 + 31 + 200 = 240.5 and the core, which
+    // dispatched it at 0.5, waits 240 cycles: 9 of L2 TLB, 231 of walk.
+    let mut m = MachineConfig::default();
+    m.timing.base_cpi = 0.5;
+    m.tlb.l2_latency = 9;
+    m.pwc.latency = 1;
+    m.walker.latency = 30;
+    let walk = AccessTiming { l2_tlb: true, walk: true, walk_refs: 200.0, ..load(0.0) };
+    let (s, now) = run(&mut Window::new(&m), &[walk]);
+    assert_eq!(now, 240.5);
+    assert_eq!((s.cycles_translation, s.cycles_walk), (240.0, 231.0));
+    // An L2 TLB hit does not walk: no walker latency.
+    let (s, now) = run(&mut Window::new(&m), &[AccessTiming { walk: false, walk_refs: 0.0, ..walk }]);
+    assert_eq!((now, s.cycles_translation, s.cycles_walk), (9.5, 9.0, 0.0));
+    // The fixed model charges it once per walk, undivided, as the PWC
+    // lookup: `walk_cycles_of` counts it in `cycles.walk`.
+    m.timing.model = crate::config::TimingModel::Fixed;
+    let t = Timing::new(&m);
+    let stats = CoreStats { walks: 3, ..CoreStats::default() };
+    assert_eq!(t.walk_cycles_of(&stats), 3.0 * 31.0);
+}

@@ -2,8 +2,8 @@
 //! host-physical address is in, and what a reference served there costs.
 //!
 //! Only a run with tiers builds a [`TierTiming`]; its stage 2 is
-//! `timed_stage::<_, _, true, _>` (chosen once per quantum in
-//! [`Simulation::tiered_stages`]), so a run without tiers runs its stages of
+//! `timed_stage::<_, _, true, _, false>` (chosen once per quantum by
+//! `Simulation::timed_stages::<true, false>`), so a run without tiers runs its stages of
 //! before, with no lookup. The tiers lie in list order from address 0
 //! (`phys::tiers`), so the lookup is a count of the boundaries at or below
 //! the address: three compares, no branch.
@@ -32,7 +32,6 @@
 
 use super::Timing;
 use crate::config::MachineConfig;
-use crate::engine::Simulation;
 use crate::phys::MAX_TIERS;
 use crate::units::PAGE_SHIFT;
 
@@ -141,40 +140,3 @@ impl TierTiming {
 }
 
 const _: () = assert!(MAX_TIERS.is_power_of_two());
-
-impl Simulation {
-    /// Both stages of a run with memory tiers: stage 2 is always the timed
-    /// stage, in its tiered variant (the fixed model without caches or
-    /// prefetchers too: it sums the same cycles in the same order as
-    /// `cache_stage` and `memory_stage`).
-    pub(in crate::engine) fn tiered_stages(&mut self, i: usize, end: usize) -> crate::error::Result<()> {
-        let prefetch = self.caches.as_ref().is_some_and(crate::hw::cache::CacheHierarchy::prefetching);
-        match (self.timing.model, prefetch) {
-            (crate::config::TimingModel::Fixed, false) => {
-                self.translate::<false>(i, end)?;
-                self.timed_stage::<false, false, true, false>(i);
-            }
-            (crate::config::TimingModel::Fixed, true) => {
-                self.translate::<false>(i, end)?;
-                self.timed_stage::<false, true, true, false>(i);
-            }
-            (crate::config::TimingModel::Interval, false) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, false, true, true>(i);
-                } else {
-                    self.timed_stage::<true, false, true, false>(i);
-                }
-            }
-            (crate::config::TimingModel::Interval, true) => {
-                self.translate::<true>(i, end)?;
-                if self.timing.walk_fill_buffers {
-                    self.timed_stage::<true, true, true, true>(i);
-                } else {
-                    self.timed_stage::<true, true, true, false>(i);
-                }
-            }
-        }
-        Ok(())
-    }
-}

@@ -46,6 +46,7 @@
 
 use std::collections::VecDeque;
 
+use super::banks::Banks;
 use crate::config::{MachineConfig, OooConfig};
 use crate::hw::core_stats::CoreStats;
 
@@ -130,6 +131,8 @@ pub struct Window {
     /// cycles of each fault, in order.
     pub flags: Vec<u8>,
     pub faults: Vec<f64>,
+    /// The DRAM's banks (`machine.memory.dram`), fed by stage 2.
+    pub banks: Option<Box<Banks>>,
 }
 
 impl Window {
@@ -152,6 +155,7 @@ impl Window {
             last_load: 0.0,
             flags: Vec::new(),
             faults: Vec::new(),
+            banks: super::dram::DramTiming::active(m).then(|| Box::new(Banks::new(m.memory.dram.nr_banks()))),
         }
     }
 
@@ -178,10 +182,22 @@ impl Window {
     }
 
     /// Dispatches one access and charges the stalls it causes to `stats`.
+    #[inline(always)]
+    pub fn access(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
+        self.access_in::<false>(a, stats);
+    }
+
+    /// The same on a machine with the DRAM's banks: the references stage 2
+    /// gave [`Window::banks`] wait for their banks.
+    #[inline(always)]
+    pub fn access_with_banks(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
+        self.access_in::<true>(a, stats);
+    }
+
     /// (Always inlined: it runs once per access, and most accesses take
     /// its first few lines only.)
     #[inline(always)]
-    pub fn access(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
+    fn access_in<const BANKS: bool>(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
         let upto = self.dispatched + a.instrs as u64;
         if !self.in_flight.is_empty() {
             self.stall_for_rob(upto, stats);
@@ -199,15 +215,26 @@ impl Window {
             if a.kind == Kind::Store {
                 self.drain_store_at(self.now);
             }
+            if BANKS {
+                self.write_back_at(self.now);
+            }
             return;
         }
-        self.long_access(a, stats);
+        self.long_access::<BANKS>(a, stats);
+    }
+
+    /// Writebacks still waiting for their banks reach them at `at`.
+    #[inline]
+    fn write_back_at(&mut self, at: f64) {
+        if let Some(b) = self.banks.as_mut().filter(|b| b.has_writes()) {
+            b.write_back_at(at);
+        }
     }
 
     /// An access that waits for something: its translation and data times,
     /// then what it holds (retirement, the store buffer, the front end).
     #[inline(never)]
-    fn long_access(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
+    fn long_access<const BANKS: bool>(&mut self, a: &AccessTiming, stats: &mut CoreStats) {
         let dispatch = self.now;
         let issue = if a.dependent { dispatch.max(self.last_load) } else { dispatch };
         let mut t = issue;
@@ -222,7 +249,15 @@ impl Window {
             if let Some(m) = fill_buffer {
                 walk_start = walk_start.max(self.mshrs[m]);
             }
-            walk_end = walk_start + if a.walk { self.walk_latency } else { 0.0 } + a.walk_refs;
+            // (The walk's fixed cost is taken before its references: where
+            // in the walk the walker spends it is not modelled.)
+            let refs_start = walk_start + if a.walk { self.walk_latency } else { 0.0 };
+            walk_end = refs_start + a.walk_refs;
+            if BANKS {
+                if let Some(b) = self.banks.as_mut() {
+                    walk_end += b.walk_delay(refs_start, stats);
+                }
+            }
             self.walkers[w] = walk_end;
             if let Some(m) = fill_buffer {
                 // Held to the walk's end: its references are serial.
@@ -233,8 +268,17 @@ impl Window {
         let mut done = t;
         if a.data > 0.0 {
             let m = argmin(&self.mshrs);
-            done = t.max(self.mshrs[m]) + a.data;
+            let mut start = t.max(self.mshrs[m]);
+            if BANKS {
+                if let Some(b) = self.banks.as_mut() {
+                    start += b.data_wait(start, stats);
+                }
+            }
+            done = start + a.data;
             self.mshrs[m] = done;
+        }
+        if BANKS {
+            self.write_back_at(done);
         }
         let op = InFlight { at: self.dispatched, issue, walk_start, walk_end, done };
         match a.kind {

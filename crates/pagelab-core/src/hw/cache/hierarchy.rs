@@ -91,6 +91,23 @@ pub struct CacheHierarchy {
 }
 
 impl CacheHierarchy {
+    /// The host bytes [`CacheHierarchy::with_seed`] allocates for each
+    /// level's arrays over `cores` cores, by the level's size key
+    /// (`machine.cache.llc.size`...): the host-memory budget's count.
+    pub fn host_bytes(cfg: &CacheHierarchyConfig, cores: usize) -> Vec<(String, u64)> {
+        let each = |g, kind| Cache::host_bytes(g, kind);
+        let cores = cores as u64;
+        let mut levels = vec![
+            ("l1d", cores.saturating_mul(each(cfg.l1d.geometry(), cfg.l1d.policy))),
+            ("l2", cores.saturating_mul(each(cfg.l2.geometry(), cfg.l2.policy))),
+            ("llc", each(cfg.llc.geometry(), cfg.llc.policy)),
+        ];
+        if cfg.l1i.enabled {
+            levels.push(("l1i", cores.saturating_mul(each(cfg.l1i.geometry(), cfg.l1i.policy))));
+        }
+        levels.into_iter().map(|(level, bytes)| (format!("{KEY}.{level}.size"), bytes)).collect()
+    }
+
     /// The hierarchy of `cores` cores, random policies seeded with 0.
     pub fn new(cfg: &CacheHierarchyConfig, cores: usize) -> Result<CacheHierarchy> {
         CacheHierarchy::with_seed(cfg, cores, 0)

@@ -36,6 +36,14 @@ const PTAG_MAX_WAYS: usize = 16;
 const BYTES_LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const BYTES_ONE: u64 = 0x0101_0101_0101_0101;
 
+/// A set's metadata for `ways` ways: the partial tags' offset, their words
+/// and the bytes per set (see the module's text).
+fn meta_layout(policy: SetPolicy, ways: usize) -> (usize, usize, usize) {
+    let ptag_offset = DIRTY_BYTES + policy.state_bytes(ways);
+    let ptag_words = if ways <= PTAG_MAX_WAYS { ways.div_ceil(8) } else { 0 };
+    (ptag_offset, ptag_words, (ptag_offset + 8 * ptag_words).next_multiple_of(8))
+}
+
 /// A line pushed out of a cache by a fill or an invalidation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Evicted {
@@ -94,9 +102,7 @@ impl Cache {
         let ways = geometry.ways as usize;
         let nr_sets = geometry.nr_sets();
         let policy = SetPolicy::new(kind, ways);
-        let ptag_offset = DIRTY_BYTES + policy.state_bytes(ways);
-        let ptag_words = if ways <= PTAG_MAX_WAYS { ways.div_ceil(8) } else { 0 };
-        let stride = (ptag_offset + 8 * ptag_words).next_multiple_of(8);
+        let (ptag_offset, ptag_words, stride) = meta_layout(policy, ways);
         let mut cache = Cache {
             ptag_offset,
             ptag_words,
@@ -122,6 +128,15 @@ impl Cache {
         };
         cache.clear();
         cache
+    }
+
+    /// The host bytes [`Cache::new`] allocates for `geometry` (tags and
+    /// metadata): the host-memory budget's count. Computed, not allocated.
+    pub fn host_bytes(geometry: Geometry, kind: ReplacementKind) -> u64 {
+        let ways = geometry.ways as usize;
+        let (_, _, stride) = meta_layout(SetPolicy::new(kind, ways), ways);
+        let sets = geometry.nr_sets() as u64;
+        sets.saturating_mul(ways as u64 * 8 + stride as u64)
     }
 
     pub fn ways(&self) -> usize {
@@ -522,6 +537,17 @@ mod tests {
     fn run(cache: &mut Cache, lines: &[u64]) -> Vec<bool> {
         let mask = cache.full_mask();
         lines.iter().map(|&l| cache.access(l, false, mask).0).collect()
+    }
+
+    #[test]
+    fn the_budget_counts_what_a_cache_allocates() {
+        // Every policy's metadata, below and above the partial tags' 16 ways.
+        for (ways, kind) in [(4, ReplacementKind::Lru), (16, ReplacementKind::Srrip), (20, ReplacementKind::Random)] {
+            let g = Geometry::sets(64, ways, 64);
+            let cache = Cache::new(g, kind, 1);
+            let allocated = (cache.tags.len() * 8 + cache.meta.len()) as u64;
+            assert_eq!(Cache::host_bytes(g, kind), allocated, "{ways} ways, {kind:?}");
+        }
     }
 
     #[test]

@@ -224,7 +224,7 @@ impl<P: ExtPayload> TlbEntry<P> {
 /// one word. Two words pass in registers. A whole [`TlbEntry`] went through
 /// memory, and the host could not forward the caller's stores of its small
 /// fields to the fill's loads of them, which LLVM had merged at other
-/// widths: a stall on every walk (docs/speed.md, tenth round).
+/// widths: a stall on every walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLeaf {
     pub pfn: Pfn,

@@ -40,7 +40,7 @@ pub const REACHES: usize = 5;
 /// Per-reach constants packed one byte per reach (by discriminant) into a
 /// word, read with a shift. An array literal indexed at run time made LLVM
 /// copy the array onto the stack at every use, and two of those uses are
-/// on the fill after every walk (docs/speed.md, tenth round).
+/// on the fill after every walk: a stall on each.
 const fn packed(bytes: [u8; REACHES]) -> u64 {
     let mut word = 0;
     let mut i = 0;

@@ -108,8 +108,8 @@ impl L1Array {
             self.sa.insert_absent(set, key, entry)
         } else {
             // The entry's fields, not the entry: passed by reference, it
-            // would be built on the stack for both paths (docs/speed.md,
-            // tenth round).
+            // would be built on the stack for both paths, and the host
+            // could not forward those narrow stores to the wider loads.
             let L1Entry { pfn, writable, dirty, origin } = entry;
             self.insert_unknown(set, key, pfn, writable, dirty, origin)
         };

@@ -319,7 +319,7 @@ impl<X: TlbExtension> L2Tlb<X> {
     /// `Tlb::insert_l2`'s cold copy must not make it a call). The common
     /// case, a key the probe before the walk found absent, builds the L2
     /// entry on its own path, so that the entry stays in registers up to
-    /// its store into the array (docs/speed.md, tenth round).
+    /// its store into the array (through the stack, it stalled the host).
     #[inline(always)]
     pub fn insert(&mut self, entry: &TlbEntry<X::Payload>) {
         let r = entry.size;

@@ -54,10 +54,11 @@ pub use key::{
 pub use sampler::{MissSample, MissSampler, MissSamples};
 pub use stats::{ArrayStats, SideStats, TlbStats};
 
+use crate::hw::set_assoc::SetAssoc;
 use crate::units::{Asid, VirtAddr, Vpn};
 use key::{key_asid, key_first_vpn, masked_vpn, VPN_MASK};
 use l1::{build, miss_tag, L1Array, L1Entry, L1Tlb, NO_MISS};
-use l2::{L2Tlb, GIANT, SHARED};
+use l2::{L2Entry, L2Tlb, GIANT, SHARED};
 use stats::Counters;
 
 /// Ranges up to this many pages are shot down in the L2 by probing each
@@ -114,6 +115,27 @@ impl<X: TlbExtension> Tlb<X> {
             data: SideStats::default(),
             instr: SideStats::default(),
         }
+    }
+
+    /// The host bytes [`Tlb::new`] allocates for each array, by its
+    /// `machine.tlb` key (`l2_entries`...), the L2's with the extension
+    /// kinds' side table (a payload per L2 slot): the host-memory budget's
+    /// count.
+    pub fn host_bytes(cfg: &TlbConfig) -> Vec<(&'static str, u64)> {
+        let l1 = |entries: u32| SetAssoc::<L1Entry>::host_bytes(entries as u64);
+        let payload = std::mem::size_of::<X::Payload>() as u64;
+        let l2 = |entries: u32| SetAssoc::<L2Entry>::host_bytes(entries as u64) + entries as u64 * payload;
+        vec![
+            ("l1_4k_entries", l1(cfg.l1_4k_entries)),
+            ("l1_2m_entries", l1(cfg.l1_2m_entries)),
+            ("l1_1g_entries", l1(cfg.l1_1g_entries)),
+            ("l1_64k_entries", l1(cfg.l1_64k_entries)),
+            ("l1_32m_entries", l1(cfg.l1_32m_entries)),
+            ("l1i_4k_entries", l1(cfg.l1i_4k_entries)),
+            ("l1i_2m_entries", l1(cfg.l1i_2m_entries)),
+            ("l2_entries", l2(cfg.l2_entries)),
+            ("l2_1g_entries", l2(cfg.l2_1g_entries)),
+        ]
     }
 
     /// Whether an L2 array holds translations of `reach` (coalesced 64 KiB

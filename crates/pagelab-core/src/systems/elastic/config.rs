@@ -166,4 +166,11 @@ impl SystemTable for ElasticConfig {
     fn fill_machine_defaults(&mut self, l2_tlb_entries: u32) {
         self.leshy_budget.get_or_insert(l2_tlb_entries);
     }
+
+    fn input_files(&self) -> Vec<std::path::PathBuf> {
+        match &self.hints {
+            Some(HintSource::File(f)) => vec![f.into()],
+            _ => Vec::new(),
+        }
+    }
 }

@@ -65,6 +65,13 @@ impl Hints {
         Ok(hints)
     }
 
+    /// The hint file at `path` (the artifact's format, see [`Hints::parse`]);
+    /// `key` names the setting in errors, with the file.
+    pub fn read_file(path: &str, key: &str) -> Result<Hints> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::config(key, format!("cannot read {path}: {e}")))?;
+        Hints::parse(text.lines(), &format!("{key} ({path})"))
+    }
+
     /// Hints from Leshy's regions (4 KiB ones dropped), best first.
     pub fn from_regions(regions: &[Region]) -> Hints {
         let mut hints = Hints::default();
@@ -133,14 +140,12 @@ impl Hints {
     /// (or a crash) never leaves a half-written hint file for an offline
     /// run to read. `key` names the setting in the error.
     pub fn write_file(&self, path: &str, key: &str) -> Result<()> {
-        let target = std::path::Path::new(path);
-        let name = target.file_name().ok_or_else(|| Error::config(key, format!("{path:?} is not a file name")))?;
-        let tmp = target.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
-        let written = std::fs::write(&tmp, self.to_text()).and_then(|_| std::fs::rename(&tmp, target));
-        written.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::config(key, format!("cannot write {path}: {e}"))
-        })
+        use std::io::Write;
+        let fail = |e: Error| Error::config(key, e.to_string());
+        let (out, mut file) = crate::outfile::OutFile::create(std::path::Path::new(path)).map_err(fail)?;
+        file.write_all(self.to_text().as_bytes()).map_err(|e| fail(out.error(e)))?;
+        drop(file);
+        out.commit().map_err(fail)
     }
 }
 

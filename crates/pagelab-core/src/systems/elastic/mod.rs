@@ -43,7 +43,7 @@ mod virt_tests;
 pub use config::{ElasticConfig, HintSource, LeshyMode};
 
 use super::{Build, Caps, Hooks, Policy, Registration};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, ProcessSpec, System};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
@@ -139,6 +139,11 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         LeshyMode::AccessBit => Some(leshy::Source::AccessBits),
         LeshyMode::Offline | LeshyMode::Off => None,
     };
+    if let Some(out) = &cfg.leshy_hints_out {
+        // Written at the end of the run: refused now, not after it.
+        let refused = |e: crate::error::Error| crate::error::Error::config("os.elastic.leshy_hints_out", e.to_string());
+        crate::outfile::check_target(std::path::Path::new(out)).map_err(refused)?;
+    }
     if let Some(source) = source {
         let settings = leshy::LeshySettings {
             source,
@@ -166,11 +171,7 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
 fn load_hints(source: &HintSource) -> Result<Hints> {
     match source {
         HintSource::Ranges(ranges) => Hints::parse(ranges.iter().map(String::as_str), "os.elastic.hints"),
-        HintSource::File(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::config("os.elastic.hints", format!("cannot read {path}: {e}")))?;
-            Hints::parse(text.lines(), &format!("os.elastic.hints ({path})"))
-        }
+        HintSource::File(path) => Hints::read_file(path, "os.elastic.hints"),
     }
 }
 

@@ -21,6 +21,7 @@
 //! is checked.
 
 use super::{kronecker, Csr};
+use crate::outfile::OutFile;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -112,12 +113,11 @@ pub fn store(path: &Path, key: GraphKey, g: &Csr) -> std::io::Result<()> {
             }
         }
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let written = write_file(&tmp, key, g).and_then(|_| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    // Through OutFile: the temporary file goes on any error and on a
+    // signal that ends the process.
+    let (out, file) = OutFile::create(path).map_err(std::io::Error::other)?;
+    write_file(file, key, g)?;
+    out.commit().map_err(std::io::Error::other)
 }
 
 /// Free space the cache leaves on its disk.
@@ -135,8 +135,8 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-fn write_file(path: &Path, key: GraphKey, g: &Csr) -> std::io::Result<()> {
-    let mut out = BufWriter::with_capacity(CHUNK, File::create(path)?);
+fn write_file(file: File, key: GraphKey, g: &Csr) -> std::io::Result<()> {
+    let mut out = BufWriter::with_capacity(CHUNK, file);
     let mut sum = Checksum::default();
     let mut put = |bytes: &[u8], out: &mut BufWriter<File>| {
         sum.add(bytes);
