@@ -123,6 +123,10 @@ pub enum Scope {
     /// `coreN.` (with several VMs, each VM's sum under `vmN.` and each
     /// vCPU's under `vmN.coreM.`).
     Core,
+    /// A core's counter that the hypervisor's report (`host.`) also
+    /// carries, at zero: the TLB extensions' counters, which every OS
+    /// report lists so that the host's names match a native run's.
+    CoreAndHost,
     /// A core's only: under `coreN.` (`vmN.coreM.`), with no sum.
     PerCore,
     /// Of the run (or, with several VMs, of each VM under `vmN.`): ratios
@@ -174,6 +178,9 @@ impl StatDecl {
         let n = self.name;
         match self.scope {
             Scope::Core => vec![n.into(), format!("coreN.{n}"), format!("vmN.{n}"), format!("vmN.coreN.{n}")],
+            Scope::CoreAndHost => {
+                vec![n.into(), format!("coreN.{n}"), format!("vmN.{n}"), format!("vmN.coreN.{n}"), format!("host.{n}")]
+            }
             Scope::PerCore => vec![format!("coreN.{n}"), format!("vmN.coreN.{n}")],
             Scope::Run => vec![n.into(), format!("vmN.{n}")],
             Scope::Os => vec![n.into(), format!("host.{n}"), format!("vmN.{n}")],

@@ -14,7 +14,7 @@
 //! Layer: hardware (uses `hw` and `units` only).
 
 use crate::hw::tlb::{ExtPayload, ReachSize};
-use crate::stat::{put_ints, Section, Stat, StatDecl, StatTable, Stats};
+use crate::stat::{put_ints, Scope, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Pfn, PAGE_SHIFT};
 
 /// Perforated pages' L2 entry kinds, by their number here (the registry
@@ -94,38 +94,62 @@ pub const STATS: StatTable = StatTable {
             "L2 TLB hits on a perforated page's entry that its 8-bit filter answered (the access's 256 KiB region \
              has no hole): a 4 KiB entry for the L1, no more work (the paper's Fig. 5, row 1)",
         )
-        .contract(),
+        .contract()
+        .scope(Scope::CoreAndHost),
         StatDecl::count(
             "perforated.bitmap_lookups",
             "L2 TLB hits on a perforated page's entry that consulted the hole bitmap: a second L2 TLB access each \
              (charged `l2_latency`); all of them without the filter (`naive`, `on-demand`)",
         )
-        .contract(),
+        .contract()
+        .scope(Scope::CoreAndHost),
         StatDecl::count(
             "perforated.bitmap_refs",
             "bitmap reads from memory (the bitmap entry was not in the L2 TLB): one walk reference each, to the \
              page's line in the reserved bitmap region (counted in `walk.mem_refs`)",
         )
-        .contract(),
+        .contract()
+        .scope(Scope::CoreAndHost),
         StatDecl::count(
             "perforated.hole_walks",
             "walks to a hole's PTE through the shadow PMD entry: two walk references each (shadow entry, PTE), \
              counted in `walk.mem_refs`, not in `walks`; in a guest each is a guest entry read after its table's \
              frame went through the EPT",
         )
-        .contract(),
+        .contract()
+        .scope(Scope::CoreAndHost),
         StatDecl::count("dtlb.l2.share.4k", "the L2 TLB's mean share of 4 KiB pages (sampled: see the section)")
             .ratio()
-            .contract(),
-        StatDecl::count("dtlb.l2.share.64k", "its mean share of 64 KiB coalesced translations").ratio().contract(),
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.64k", "its mean share of 64 KiB coalesced translations")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
         StatDecl::count("dtlb.l2.share.2m", "its mean share of 2 MiB pages (colored huge pages included)")
             .ratio()
-            .contract(),
-        StatDecl::count("dtlb.l2.share.32m", "its mean share of 32 MiB coalesced translations").ratio().contract(),
-        StatDecl::count("dtlb.l2.share.1g", "its mean share of 1 GiB pages").ratio().contract(),
-        StatDecl::count("dtlb.l2.share.perforated", "its mean share of perforated pages").ratio().contract(),
-        StatDecl::count("dtlb.l2.share.bitmap", "its mean share of cached hole-bitmap entries").ratio().contract(),
-        StatDecl::count("dtlb.l2.share.hole", "its mean share of holes' 4 KiB entries").ratio().contract(),
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.32m", "its mean share of 32 MiB coalesced translations")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.1g", "its mean share of 1 GiB pages")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.perforated", "its mean share of perforated pages")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.bitmap", "its mean share of cached hole-bitmap entries")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.hole", "its mean share of holes' 4 KiB entries")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
     ],
 };
 
