@@ -56,10 +56,14 @@ demo: build
 
 test: lint test-rust test-python
 
-# The format (rustfmt.toml) and clippy's lints, as errors.
+# The format (rustfmt.toml) and clippy's lints, as errors; the core's
+# documentation, private items included, with a broken intra-doc link an
+# error (a link to a private item is one such documentation may hold).
 lint: toolchain
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
+	  cargo doc -p pagelab-core --no-deps --document-private-items --quiet
 
 test-rust: toolchain
 	cargo test -p pagelab-core --quiet

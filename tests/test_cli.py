@@ -8,6 +8,7 @@ import json
 import numbers
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +83,23 @@ def test_presets_lists_the_presets():
     names = [line.split()[0] for line in proc.stdout.splitlines()]
     assert "skylake" in names
     assert names == list(pagelab.presets())  # one line each, in order, nothing else
+
+
+def test_stats_list_declares_what_a_run_reports_and_is_docs_stats_md(tmp_path, small_toml):
+    """Every statistic of a run is declared (name, unit, what it counts),
+    and `--markdown` is docs/stats.md, which is generated from it."""
+    proc = run_cli("stats", "--list")
+    assert_ok(proc)
+    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    assert all(len(r) == 3 and r[2] for r in rows), "name, unit, what it counts"
+    declared = {r[0]: r[1] for r in rows}
+    assert declared["instructions"] == "count" and declared["cycles"] == "cycles"
+    assert "coreN.tlb.ARRAY.hits" in declared and "walk.gtsm" in declared
+    md = run_cli("stats", "--list", "--markdown")
+    assert_ok(md)
+    docs = Path(__file__).resolve().parents[1] / "docs" / "stats.md"
+    assert md.stdout == docs.read_text(encoding="utf-8"), "regenerate docs/stats.md: pagelab stats --list --markdown"
+    assert run_cli("stats").returncode == 2, "--list is the one mode"
 
 
 # --- the physical-reference export ---------------------------------------------

@@ -81,6 +81,12 @@ def cmd_presets(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    # (One mode today: the listing; `--list` says so, as `reproduce --list`.)
+    sys.stdout.write(_pagelab.stat_list(args.markdown))
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from pagelab.bench import main as bench_main
 
@@ -282,6 +288,11 @@ def parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("presets", help="list the machine presets: the machine each models, its sources")
     pr.set_defaults(func=cmd_presets)
+
+    st = sub.add_parser("stats", help="every statistic a run can emit: name, unit, what it counts (docs/stats.md)")
+    st.add_argument("--list", action="store_true", required=True, help="list them (tab-separated)")
+    st.add_argument("--markdown", action="store_true", help="as docs/stats.md")
+    st.set_defaults(func=cmd_stats)
 
     b = sub.add_parser("bench", help="measure the simulator's speed (accesses/s)")
     b.add_argument("--quick", action="store_true", help="smaller runs (a smoke test, not a measurement)")

@@ -16,7 +16,12 @@
 //! statistics that existed then: the output of before the interval model
 //! is a prefix of this one. After the TLB sequences come the statistics
 //! added since (`cycles.walk`, the prefetch counters) of those runs, then
-//! every statistic of `INTERVAL_RUNS`, under the default interval model.
+//! every statistic of `INTERVAL_RUNS`, under the default interval model,
+//! then of `SYSTEM_RUNS` (each registered system natively), `VM_SYSTEMS`
+//! (each as a guest's, the hypervisor running KSM and a balloon) and
+//! `COVERAGE_RUNS` (sampling, tiers, a page cache, several VMs): every
+//! statistic pagelab declares is emitted by one of these runs
+//! (`tests/stats_list.rs`).
 
 use pagelab_core::config::parse_config;
 use pagelab_core::engine::Simulation;
@@ -25,160 +30,9 @@ use pagelab_core::hw::tlb::{Tlb, TlbConfig, TlbEntry, TlbLookup};
 use pagelab_core::systems::{chp::tlb::colored_huge, extensions::wrap, ExtKind, TlbExtensions};
 use pagelab_core::units::{PageSize, Pfn, VirtAddr, Vpn};
 
-/// (name, overrides). Small footprints so the whole set runs in seconds,
-/// but large enough that TLBs, page-walk caches and caches all miss.
-const RUNS: &[(&str, &[&str])] = &[
-    ("gups-base-nocache", &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
-    ("gups-base-caches", &["workload.kind=\"gups\"", "os.policy=\"base\""]),
-    ("gups-thp-caches", &["workload.kind=\"gups\"", "os.policy=\"thp\""]),
-    ("stream-thp-caches", &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
-    ("stream-base-caches", &["workload.kind=\"stream\"", "os.policy=\"base\""]),
-    (
-        "chase-coloring",
-        &[
-            "workload.kind=\"pointer-chase\"",
-            "os.policy=\"coloring\"",
-            "workload.colors=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23]",
-        ],
-    ),
-    ("chase-bin-hopping", &["workload.kind=\"pointer-chase\"", "os.policy=\"bin-hopping\""]),
-    ("stride-hugetlb", &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "workload.stride=4160"]),
-    (
-        "kv-thp-khugepaged",
-        &[
-            "workload.kind=\"kv\"",
-            "os.policy=\"thp\"",
-            "os.thp.fault=false",
-            "os.thp.khugepaged=true",
-            "os.thp.scan_sleep_ms=1",
-        ],
-    ),
-    (
-        "gups-random-repl",
-        &[
-            "workload.kind=\"gups\"",
-            "machine.tlb.policy=\"random\"",
-            "machine.cache.l2.policy=\"random\"",
-            "machine.cache.llc.policy=\"srrip\"",
-        ],
-    ),
-    (
-        "gups-fifo-pwcsets",
-        &[
-            "workload.kind=\"gups\"",
-            "machine.tlb.policy=\"fifo\"",
-            "machine.pwc.ways=2",
-            "machine.paging_levels=5",
-            "machine.cache.l1d.policy=\"fifo\"",
-        ],
-    ),
-    ("gups-5level-l2walk", &["workload.kind=\"gups\"", "machine.paging_levels=5", "machine.walker.cache_level=\"l2\""]),
-    (
-        "sparse-thp-llcwalk",
-        &[
-            "workload.kind=\"sparse\"",
-            "os.policy=\"thp\"",
-            "workload.touched_pages=3",
-            "machine.walker.cache_level=\"llc\"",
-        ],
-    ),
-    (
-        "gups-frag-thp-warmup",
-        &[
-            "workload.kind=\"gups\"",
-            "os.policy=\"thp\"",
-            "os.fragmentation.target=0.5",
-            "run.warmup=200000",
-            "run.check_translations=true",
-        ],
-    ),
-    (
-        "graph-bfs-thp",
-        &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""],
-    ),
-    // Colored Huge Pages, its three schemes, and the fallbacks of the
-    // policies that try a huge page first (the chains of systems).
-    (
-        "chase-chp",
-        &[
-            "workload.kind=\"pointer-chase\"",
-            "os.policy=\"chp\"",
-            "machine.color_bits=[12,13,14,15]",
-            "workload.colors=[1,2,3,5,8]",
-        ],
-    ),
-    (
-        "gups-chp-scattered",
-        &["workload.kind=\"gups\"", "os.policy=\"chp\"", "os.chp.scheme=\"scattered\"", "machine.color_bits=[12,13]"],
-    ),
-    (
-        "gups-chp-swap",
-        &[
-            "workload.kind=\"gups\"",
-            "os.policy=\"chp\"",
-            "os.chp.scheme=\"swap\"",
-            "machine.color_bits=[12,13,14]",
-            "workload.colors=[0,2,4,6]",
-        ],
-    ),
-    (
-        "gups-chp-fallback",
-        &[
-            "workload.kind=\"gups\"",
-            "os.policy=\"chp\"",
-            "machine.color_bits=[12,13,14,15]",
-            "os.fragmentation.target=0.85",
-            "os.chp.submappings=4",
-            "run.check_translations=true",
-        ],
-    ),
-    (
-        "stride-hugetlb-fallback",
-        &["workload.kind=\"stride\"", "os.policy=\"hugetlb\"", "os.hugetlb.pool=\"64MiB\"", "workload.stride=8256"],
-    ),
-    (
-        "gups-thp-fallback",
-        &[
-            "workload.kind=\"gups\"",
-            "os.policy=\"thp\"",
-            "os.fragmentation.target=0.9",
-            "os.fragmentation.pattern=\"clustered\"",
-        ],
-    ),
-];
-
-/// Runs under the default model: the interval core model, with and without
-/// caches and prefetchers, a dependent chase, daemons' shootdowns.
-const INTERVAL_RUNS: &[(&str, &[&str])] = &[
-    ("interval-gups-base-caches", &["workload.kind=\"gups\"", "os.policy=\"base\""]),
-    ("interval-gups-base-nocache", &["workload.kind=\"gups\"", "os.policy=\"base\"", "machine.cache.enabled=false"]),
-    ("interval-stream-thp-caches", &["workload.kind=\"stream\"", "os.policy=\"thp\""]),
-    (
-        "interval-stream-thp-noprefetch",
-        &["workload.kind=\"stream\"", "os.policy=\"thp\"", "machine.prefetch.enabled=false"],
-    ),
-    ("interval-chase-base", &["workload.kind=\"pointer-chase\"", "os.policy=\"base\""]),
-    (
-        "interval-kv-thp-khugepaged",
-        &[
-            "workload.kind=\"kv\"",
-            "os.policy=\"thp\"",
-            "os.thp.fault=false",
-            "os.thp.khugepaged=true",
-            "os.thp.scan_sleep_ms=1",
-        ],
-    ),
-    (
-        "interval-graph-bfs-thp",
-        &["workload.kind=\"graph\"", "workload.kernel=\"bfs\"", "workload.scale=14", "os.policy=\"thp\""],
-    ),
-    ("interval-stride-i7", &["workload.kind=\"stride\"", "machine.preset=\"i7-10700\"", "workload.stride=4160"]),
-    // A VM: 2D walks and VM exits through the window.
-    (
-        "interval-gups-virt",
-        &["workload.kind=\"gups\"", "virt.enabled=true", "virt.guest_mem=\"512MiB\"", "virt.host.thp.khugepaged=false"],
-    ),
-];
+#[path = "digest/runs.rs"]
+mod runs;
+use runs::{COVERAGE_RUNS, INTERVAL_RUNS, RUNS, SYSTEM_RUNS, VM_BASE, VM_SYSTEMS};
 
 /// Statistics added with the interval model (and CHP's leftovers, which
 /// are zero here): printed apart for `RUNS`, so that the lines of before
@@ -190,13 +44,12 @@ fn is_new_stat(name: &str) -> bool {
 /// Runs one configuration and prints its statistics; with `legacy`, under
 /// the fixed model without prefetchers, the statistics of before only (the
 /// others are returned, to print later).
-fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
-    let mut all: Vec<String> = vec![
-        "machine.phys_mem=\"1GiB\"".into(),
-        "workload.footprint=\"192MiB\"".into(),
-        "workload.accesses=1000000".into(),
-        "os.thp.khugepaged=false".into(),
-    ];
+fn run(name: &str, text: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
+    // (A configuration of several workloads gives all of it in its text.)
+    let mut all: Vec<String> = Vec::new();
+    if text.is_empty() {
+        all.extend(runs::BASE.iter().map(|s| s.to_string()));
+    }
     if legacy {
         all.push("machine.timing.model=\"fixed\"".into());
         all.push("machine.prefetch.enabled=false".into());
@@ -204,7 +57,7 @@ fn run(name: &str, overrides: &[&str], legacy: bool) -> Vec<String> {
         all.push("machine.walker.latency=0".into());
     }
     all.extend(overrides.iter().map(|s| s.to_string()));
-    let cfg = parse_config("", "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let cfg = parse_config(text, "<digest>", &all).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut sim = Simulation::new(cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
     sim.run().unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut later = Vec::new();
@@ -344,7 +197,7 @@ fn main() {
     let selected = |r: &&(&str, &[&str])| only.as_deref().is_none_or(|o| o == r.0);
     let mut later = Vec::new();
     for (name, overrides) in RUNS.iter().filter(selected) {
-        later.extend(run(name, overrides, true));
+        later.extend(run(name, "", overrides, true));
     }
     if only.is_none() {
         for policy in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
@@ -354,7 +207,14 @@ fn main() {
     for line in later {
         println!("{line}");
     }
-    for (name, overrides) in INTERVAL_RUNS.iter().filter(selected) {
-        run(name, overrides, false);
+    for (name, overrides) in INTERVAL_RUNS.iter().chain(SYSTEM_RUNS).filter(selected) {
+        run(name, "", overrides, false);
+    }
+    for (name, overrides) in VM_SYSTEMS.iter().filter(selected) {
+        let all: Vec<&str> = VM_BASE.iter().chain(overrides.iter()).copied().collect();
+        run(name, "", &all, false);
+    }
+    for (name, text, overrides) in COVERAGE_RUNS.iter().filter(|r| only.as_deref().is_none_or(|o| o == r.0)) {
+        run(name, text, overrides, false);
     }
 }

@@ -1,22 +1,23 @@
 //! pagelab-core: the simulator behind pagelab.
 //!
-//! Layers (a module uses only those listed before it):
-//! 1. [`units`], [`error`]: typed addresses, page sizes, orders, errors.
-//! 2. [`phys`]: frames and their owners, the buddy allocator, pageblocks and
-//!    migratetypes, fragmentation metrics and injection, compaction.
-//! 3. [`hw`]: caches, TLBs, page-walk caches, the page walker.
+//! Layers (a module uses only its own and those listed before it; the
+//! order is checked by `tests/layers.rs`, and ARCHITECTURE.md has it with
+//! a line per module):
+//! 1. [`units`], [`stat`], [`error`], [`hostmem`]: typed addresses and
+//!    sizes, the flat statistics and their declarations, errors.
+//! 2. [`phys`]: frames and their owners, the buddy allocator, pageblocks
+//!    and migratetypes, fragmentation, compaction, tiers.
+//! 3. [`hw`]: caches, prefetchers, TLBs, page-walk caches, the nested TLB.
 //! 4. [`paging`]: page-table entries and radix tables in simulated memory,
-//!    VMAs, address spaces.
-//! 5. [`policy`]: what backs a fault (base, thp, hugetlb, coloring,
-//!    bin-hopping) and the daemons (khugepaged).
-//! 6. [`engine`]: cores, interleaving, the timing model, statistics.
-//! 7. [`config`], [`workload`], [`trace`]: configuration, workload generators
-//!    and trace readers/writers, read by the front (the Python package).
-//!
-//! [`systems`] holds one folder per paper's system; its modules span the
-//! layers, each stating its own. [`virt`] (the hypervisor: a second kernel
-//! whose VM process's page table is the EPT) sits after the systems and
-//! before the workloads. ARCHITECTURE.md has the full, checked order.
+//!    VMAs, address spaces, the context of a system's walk step.
+//! 5. [`os`]: the kernel, its extension points (`System`, `Daemon`).
+//! 6. [`systems`]: one folder per paging system, and the registry.
+//! 7. [`virt`]: the hypervisor (a second kernel whose VM process's page
+//!    table is the EPT) and its policies' interface.
+//! 8. [`workload`]: workload generators.
+//! 9. [`trace`]: trace readers and writers.
+//! 10. [`config`]: the configuration tree, read by the front.
+//! 11. [`engine`]: cores, the walkers, the timing models, statistics.
 #![warn(missing_debug_implementations)]
 
 pub mod config;

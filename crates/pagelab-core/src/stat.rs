@@ -68,3 +68,181 @@ pub fn student_t_975(dof: u64) -> f64 {
         }
     }
 }
+
+/// One statistic as declared beside the counter it reports: its name, its
+/// unit, one line saying what it counts, where its copies appear, and
+/// whether other tools rely on it. Every statistic a run can emit is
+/// declared (`pagelab stats --list`, docs/stats.md); a test runs the
+/// digest's runs and fails on a name emitted but not declared, or
+/// declared but never emitted.
+///
+/// In a name, an upper-case part stands for what varies: `N` a number
+/// (`coreN`, `sliceN`), `LEVEL` a cache level, `NAME` a memory tier,
+/// `ARRAY` a TLB array, `KIND` a fault kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatDecl {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub what: &'static str,
+    pub scope: Scope,
+    /// Part of a contract other tools rely on (bold in docs/stats.md).
+    pub contract: bool,
+}
+
+/// What a statistic counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Cycles,
+    Bytes,
+    /// 4 KiB pages (or frames).
+    Pages,
+    /// A ratio or share (dimensionless).
+    Ratio,
+    /// Per 1000 instructions.
+    PerKilo,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Count => "count",
+            Unit::Cycles => "cycles",
+            Unit::Bytes => "bytes",
+            Unit::Pages => "4 KiB pages",
+            Unit::Ratio => "ratio",
+            Unit::PerKilo => "per 1000 instructions",
+        }
+    }
+}
+
+/// Where a statistic's copies appear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A core's counter: summed over the cores, and each core's own under
+    /// `coreN.` (with several VMs, each VM's sum under `vmN.` and each
+    /// vCPU's under `vmN.coreM.`).
+    Core,
+    /// A core's counter that the hypervisor's report (`host.`) also
+    /// carries, at zero: the TLB extensions' counters, which every OS
+    /// report lists so that the host's names match a native run's.
+    CoreAndHost,
+    /// A core's only: under `coreN.` (`vmN.coreM.`), with no sum.
+    PerCore,
+    /// Of the run (or, with several VMs, of each VM under `vmN.`): ratios
+    /// and times worked out from the sums.
+    Run,
+    /// The OS's (a native run's kernel, a guest's): also the hypervisor's
+    /// under `host.`, and with several VMs each guest's under `vmN.`.
+    Os,
+    /// Machine-wide, once.
+    Machine,
+}
+
+impl StatDecl {
+    /// A count of a core's (`Scope::Core`).
+    pub const fn count(name: &'static str, what: &'static str) -> StatDecl {
+        StatDecl { name, unit: Unit::Count, what, scope: Scope::Core, contract: false }
+    }
+    pub const fn unit(self, unit: Unit) -> StatDecl {
+        StatDecl { unit, ..self }
+    }
+    pub const fn cycles(self) -> StatDecl {
+        self.unit(Unit::Cycles)
+    }
+    pub const fn bytes(self) -> StatDecl {
+        self.unit(Unit::Bytes)
+    }
+    pub const fn pages(self) -> StatDecl {
+        self.unit(Unit::Pages)
+    }
+    pub const fn ratio(self) -> StatDecl {
+        self.unit(Unit::Ratio)
+    }
+    pub const fn scope(self, scope: Scope) -> StatDecl {
+        StatDecl { scope, ..self }
+    }
+    /// The OS's (`Scope::Os`).
+    pub const fn os(self) -> StatDecl {
+        self.scope(Scope::Os)
+    }
+    pub const fn machine(self) -> StatDecl {
+        self.scope(Scope::Machine)
+    }
+    pub const fn contract(self) -> StatDecl {
+        StatDecl { contract: true, ..self }
+    }
+
+    /// The full names its copies may have (patterns as its name is).
+    pub fn forms(&self) -> Vec<String> {
+        let n = self.name;
+        match self.scope {
+            Scope::Core => vec![n.into(), format!("coreN.{n}"), format!("vmN.{n}"), format!("vmN.coreN.{n}")],
+            Scope::CoreAndHost => {
+                vec![n.into(), format!("coreN.{n}"), format!("vmN.{n}"), format!("vmN.coreN.{n}"), format!("host.{n}")]
+            }
+            Scope::PerCore => vec![format!("coreN.{n}"), format!("vmN.coreN.{n}")],
+            Scope::Run => vec![n.into(), format!("vmN.{n}")],
+            Scope::Os => vec![n.into(), format!("host.{n}"), format!("vmN.{n}")],
+            Scope::Machine => vec![n.into()],
+        }
+    }
+
+    /// Whether `stat` (an emitted name) is one of its copies.
+    pub fn matches(&self, stat: &str) -> bool {
+        self.forms().iter().any(|form| name_matches(form, stat))
+    }
+}
+
+/// Whether `name` fits `pattern`, part by part: an upper-case part (`N`,
+/// `LEVEL`...) stands for any part, `N` and a trailing `N` (`sliceN`) for
+/// digits.
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    let (p, s): (Vec<&str>, Vec<&str>) = (pattern.split('.').collect(), name.split('.').collect());
+    p.len() == s.len() && p.iter().zip(&s).all(|(p, s)| part_matches(p, s))
+}
+
+fn part_matches(p: &str, s: &str) -> bool {
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if p == "N" {
+        return digits(s);
+    }
+    if !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase()) {
+        return !s.is_empty();
+    }
+    match p.strip_suffix('N') {
+        Some(head) if head.bytes().all(|b| b.is_ascii_lowercase()) && !head.is_empty() => {
+            s.strip_prefix(head).is_some_and(digits)
+        }
+        _ => p == s,
+    }
+}
+
+/// Statistics declared together, under one heading of docs/stats.md.
+#[derive(Debug, Clone, Copy)]
+pub struct StatTable {
+    pub section: Section,
+    pub stats: &'static [StatDecl],
+}
+
+/// The headings of docs/stats.md, in its order (their text is the
+/// listing's: `engine::stats_list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Section {
+    Accesses,
+    Translation,
+    Faults,
+    Systems,
+    Caches,
+    Time,
+    Sampling,
+    Virtualization,
+    Contents,
+    Ksm,
+    Memory,
+    Tiers,
+    Dram,
+    PageCache,
+    Programs,
+    Os,
+}

@@ -268,6 +268,17 @@ fn host_memory_limit(py: Python<'_>) -> PyResult<Option<u64>> {
     call(py, pagelab_core::engine::host_budget::host_limit)
 }
 
+/// Every statistic a run can emit, one per line (name, unit, what it
+/// counts, tab-separated), or docs/stats.md with `markdown`.
+#[pyfunction]
+fn stat_list(markdown: bool) -> String {
+    if markdown {
+        pagelab_core::engine::stats_list::markdown()
+    } else {
+        pagelab_core::engine::stats_list::text()
+    }
+}
+
 /// `parse_host_mem(text) -> bytes`: a limit as `--host-mem` takes it (a
 /// size of at least 1 MiB); ValueError saying why otherwise.
 #[pyfunction]
@@ -306,6 +317,7 @@ fn _pagelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_host_mem, m)?)?;
     m.add_function(wrap_pyfunction!(cap_value, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(stat_list, m)?)?;
     trace::register(m)?;
     output::register(m)?;
     m.add("PagelabError", py.get_type::<PagelabError>())?;

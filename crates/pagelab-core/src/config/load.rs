@@ -246,7 +246,7 @@ mod tests {
         let o = vec!["machine.tlb.l2_entries=3072".to_string(), "os.policy=thp".to_string()];
         let cfg = parse_config(MINIMAL, "t.toml", &o).unwrap();
         assert_eq!(cfg.machine.tlb.l2_entries, 3072);
-        assert_eq!(cfg.os.policy, super::super::PolicyKind::Thp);
+        assert_eq!(cfg.os.policy, "thp");
     }
 
     #[test]

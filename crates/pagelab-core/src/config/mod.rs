@@ -17,7 +17,7 @@ mod timing;
 mod vms;
 
 pub use load::{apply_override, parse_config};
-pub use os::{ChpConfig, ChpScheme, FaultCosts, FragmentationConfig, HugetlbConfig, OsConfig, PolicyKind, ThpConfig};
+pub use os::{FaultCosts, FragmentationConfig, OsConfig};
 pub use presets::{preset_about, preset_names, preset_table};
 pub use sampling::SamplingConfig;
 pub use timing::{OooConfig, TimingModel};
@@ -308,16 +308,14 @@ impl SimConfig {
     }
 
     /// The files the run reads: the workloads' traces, and each OS's
-    /// fragmentation snapshot and Leshy hint file (an output must not
+    /// fragmentation snapshot and the files its systems' tables name (an output must not
     /// replace one of them: `outfile::check_not_input`).
     pub fn input_files(&self) -> Vec<std::path::PathBuf> {
         let mut files: Vec<std::path::PathBuf> = self.workload_list().into_iter().filter_map(|w| w.path).collect();
         let oses = self.guests().into_iter().map(|g| g.os).chain([&self.virt.host]);
         for os in oses {
             files.extend(os.fragmentation.snapshot.iter().map(Into::into));
-            if let Some(crate::systems::elastic::HintSource::File(f)) = &os.elastic.hints {
-                files.push(f.into());
-            }
+            files.extend(os.system_input_files());
         }
         files
     }
@@ -328,9 +326,10 @@ impl SimConfig {
         self.workload_list().iter().filter(|w| w.after.is_none()).count()
     }
 
-    /// Fills the defaults that come from the machine: Leshy's budget is the
-    /// L2 TLB's entries (in every OS: the native or guest one, each VM's,
-    /// the hypervisor's). With `[[vms]]` the top-level `os` stays as given:
+    /// Fills the defaults that come from the machine, each system's table
+    /// its own (`SystemTable::fill_machine_defaults`; Leshy's budget is the
+    /// L2 TLB's entries), in every OS: the native or guest one, each VM's,
+    /// the hypervisor's. With `[[vms]]` the top-level `os` stays as given:
     /// it must be absent, and `validate_vms` tells so by its defaults.
     pub fn fill_machine_defaults(&mut self) {
         let entries = self.machine.tlb.l2_entries.max(1);
@@ -338,7 +337,7 @@ impl SimConfig {
         let oses =
             top.into_iter().chain(std::iter::once(&mut self.virt.host)).chain(self.vms.iter_mut().map(|vm| &mut vm.os));
         for os in oses {
-            os.elastic.leshy_budget.get_or_insert(entries);
+            os.fill_machine_defaults(entries);
         }
     }
 

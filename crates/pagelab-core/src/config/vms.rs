@@ -162,7 +162,8 @@ impl SimConfig {
             return Err(Error::config(format!("{key}.contents"), msg));
         }
         for ((key, w), vm) in tables.iter().zip(self.vm_of_workloads()) {
-            if !w.contents.is_none() && self.os_of_vm(vm).chain().contains(&"perforated") {
+            let chain = self.os_of_vm(vm).chain();
+            if !w.contents.is_none() && crate::systems::chain_has(&chain, |c| !c.follows_contents) {
                 let msg = "not followed through a guest's perforated pages yet: give the guest another policy";
                 return Err(Error::config(format!("{key}.contents"), msg));
             }

@@ -16,8 +16,24 @@
 
 use super::Simulation;
 use crate::hw::cache::ColorMap;
-use crate::stat::{Stat, Stats};
+use crate::stat::{Scope, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Gfn, VirtAddr};
+
+/// `run.conflict_level`'s statistic.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Programs,
+    stats: &[StatDecl::count(
+        "conflict_level",
+        "with `run.conflict_level`: COPLACE's conflict level of the core's process at the end (its last \
+         program): its anonymous 4 KiB pages (file windows aside; a huge page as its 4 KiB pages) in \
+         virtual-address order, cut into batches of the LLC's capacity in pages (fewer pages: one batch; a last \
+         partial batch is left out), per batch the population standard deviation of its pages' counts per LLC \
+         page color (the host frame's color in a VM, unbacked guest frames left out), averaged over the \
+         batches. 0: perfectly even; a process on half the colors has about its batch's pages / colors",
+    )
+    .ratio()
+    .scope(Scope::PerCore)],
+}];
 
 /// Adds `coreN.conflict_level` for every core.
 pub(super) fn report(out: &mut Stats, sim: &Simulation) {

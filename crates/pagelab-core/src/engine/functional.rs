@@ -38,6 +38,7 @@
 use crate::error::Result;
 use crate::hw::core_stats::CoreStats;
 use crate::hw::refs::RefBuf;
+use crate::paging::leaf_ext::LeafWalk;
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::PageTable;
 use crate::systems::TlbExtensions;
@@ -136,6 +137,6 @@ fn leaf_ext_step(
     write: bool,
     ext: &TlbExtensions,
 ) {
-    let (mut refs, mut stats) = (RefBuf::default(), CoreStats::default());
-    crate::systems::walk_leaf_ext(bits, pt, table, asid, vaddr, write, ext, &mut refs, &mut stats);
+    let (refs, stats) = (&mut RefBuf::default(), &mut CoreStats::default());
+    crate::systems::walk_leaf_ext(bits, &mut LeafWalk { pt, table, asid, vaddr, write, ext, refs, stats });
 }

@@ -47,7 +47,7 @@ fn run(sleep_ms: f64, accesses: Vec<crate::workload::Access>) -> Simulation {
 fn merged() -> Simulation {
     // (KSM sleeps 1 s: it does not wake during the stores.)
     let mut sim = run(1000.0, stores(BASE, 8));
-    sim.virt_round_end(2.0 * 3e9);
+    sim.virt_round_end(2.0 * 3e9).unwrap();
     let s = sim.stats();
     assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
     sim
@@ -133,7 +133,7 @@ fn runs_with_ksm_scanning_while_the_guests_store_keep_translations_right() {
     assert!(s["ksm.merges"].as_f64() > 0.0, "KSM merged during the run");
     assert!(s["ksm.cow_breaks"].as_f64() > 0.0, "the second stores broke merged pages");
     let virt = sim.virt.as_ref().unwrap();
-    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    crate::systems::ksm::host::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn merged_beside_khugepaged(extra: &str) -> (Simulation, f64) {
     let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
     sim.run().unwrap();
     let ghz = 3e9;
-    sim.virt_round_end(2.0 * ghz);
+    sim.virt_round_end(2.0 * ghz).unwrap();
     let s = sim.stats();
     assert_eq!((s["ksm.pages_shared"].as_f64(), s["ksm.pages_sharing"].as_f64()), (8.0, 8.0));
     (sim, ghz)
@@ -196,7 +196,7 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
     for i in 0..8 {
         access(&mut sim, BASE.add(i * 4096), true);
     }
-    sim.virt_round_end(2.02 * ghz);
+    sim.virt_round_end(2.02 * ghz).unwrap();
     let s = sim.stats();
     assert!(s["host.khugepaged.succeed"].as_f64() > before);
     assert_eq!(backing(&sim, 0).1, crate::units::PageSize::Size2M);
@@ -210,7 +210,7 @@ fn host_khugepaged_leaves_a_range_with_a_ksm_page_alone_and_collapses_it_once_un
 /// collapses before them.
 fn khugepaged_leaves_both_alone(sim: &mut Simulation, ghz: f64) -> f64 {
     let before = sim.stats()["host.khugepaged.succeed"].as_f64();
-    sim.virt_round_end(2.01 * ghz);
+    sim.virt_round_end(2.01 * ghz).unwrap();
     let s = sim.stats();
     assert!(s["host.khugepaged.page_count"].as_f64() >= 2.0);
     assert_eq!(s["host.khugepaged.succeed"].as_f64(), before);
@@ -222,7 +222,7 @@ fn khugepaged_leaves_both_alone(sim: &mut Simulation, ghz: f64) -> f64 {
 /// host frame through the combined entries (after its collapse).
 fn vm1_reads_its_own_frames(sim: &mut Simulation) {
     let virt = sim.virt.as_ref().unwrap();
-    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    crate::systems::ksm::host::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
     for i in 0..8 {
         let (frame, _) = access(sim, BASE.add(i * 4096), false);
         assert_eq!(frame, host_frame(sim, 0, BASE.add(i * 4096)));
@@ -252,7 +252,7 @@ fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_ever
     let before = khugepaged_leaves_both_alone(&mut sim, ghz);
     assert_eq!((holes(&sim, 0), holes(&sim, 1)), (Some(8), Some(8)));
     let virt = sim.virt.as_ref().unwrap();
-    crate::virt::ksm::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
+    crate::systems::ksm::host::tests::check_sharing(&virt.hv, virt.contents.as_deref().unwrap());
     // VM 1 stores to its 8 pages. The KSM pages are VM 1's own frames in
     // its 2 MiB block, still VM 2's: each hole stays, remapped to a
     // private copy. Its pages are then all its own: khugepaged collapses
@@ -263,7 +263,7 @@ fn host_khugepaged_leaves_a_ksm_perforated_page_alone_and_collapses_it_once_ever
         access(&mut sim, BASE.add(i * 4096), true);
     }
     assert_eq!(holes(&sim, 0), Some(8), "the KSM pages are VM 2's now");
-    sim.virt_round_end(2.02 * ghz);
+    sim.virt_round_end(2.02 * ghz).unwrap();
     let s = sim.stats();
     assert!(s["host.khugepaged.succeed"].as_f64() > before);
     assert_eq!(perforation(&sim, 0), None, "collapsed: no longer a perforated page");

@@ -22,6 +22,7 @@ use crate::hw::pwc::Pwc;
 use crate::hw::refs::{RefBuf, RefKind};
 use crate::hw::tlb::{PageLeaf, ReachSize, Tlb, TlbLookup};
 use crate::os::Kernel;
+use crate::paging::leaf_ext::{Access, LeafWalk, Resolve};
 use crate::paging::pte::{Pte, ACCESSED, CONTIGUOUS, DIRTY};
 use crate::paging::{pagetable::level_size, PageTable};
 use crate::systems::{ExtEntry, TlbExtensions};
@@ -153,7 +154,9 @@ impl Mmu {
         let pt = kernel.page_table_mut(asid);
         let lat = self.l2_tlb_latency;
         let entry = entry.or_else(|| self.tlb.peek_l2(asid, vaddr)).expect("an entry to resolve");
-        match crate::systems::resolve_ext(&mut self.tlb, pt, &entry, vaddr, write, instr, lat, refs, stats) {
+        let access = Access { vaddr, write, instr };
+        let mut r = Resolve { tlb: &mut self.tlb, pt, entry: &entry, access, l2_latency: lat, refs, stats };
+        match crate::systems::resolve_ext(&mut r) {
             Some(frame) => {
                 if self.check {
                     check_translation(kernel, asid, vaddr, frame)?;
@@ -227,7 +230,8 @@ impl Mmu {
         }
         if leaf_ext != 0 {
             let ext = self.tlb.extensions();
-            return Walk::Ext(crate::systems::walk_leaf_ext(leaf_ext, pt, node, asid, vaddr, write, ext, refs, stats));
+            let mut w = LeafWalk { pt, table: node, asid, vaddr, write, ext, refs, stats };
+            return Walk::Ext(crate::systems::walk_leaf_ext(leaf_ext, &mut w));
         }
         let (pte, addr) = pt.read_leaf_and_set(node, vaddr, bits);
         refs.push(addr, RefKind::Walk);

@@ -37,6 +37,7 @@ mod sampling;
 mod sampling_tests;
 mod stage_virt;
 mod stats;
+pub mod stats_list;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -176,7 +177,7 @@ impl Simulation {
         // online gets its samplers.
         let mut sample_misses = false;
         for (vm, g) in cfg.guests().iter().enumerate() {
-            if let Some(period) = systems::elastic::miss_sample_period(g.os) {
+            if let Some(period) = systems::miss_sample_period(g.os) {
                 let guest = if vm == 0 { &mut kernel } else { &mut other_guests[vm - 1] };
                 guest.miss_samples = crate::hw::tlb::MissSamples::new(period, cfg.nr_cores());
                 sample_misses = true;
@@ -203,7 +204,10 @@ impl Simulation {
                 tlb: Tlb::with_extensions(
                     &m.tlb,
                     cfg.run.seed.wrapping_add(id as u64),
-                    systems::tlb_extensions(kernel.color_map(), systems::samples_l2_occupancy(&kernel.chain())),
+                    systems::tlb_extensions(
+                        kernel.color_map(),
+                        systems::chain_has(&kernel.chain(), |c| c.samples_l2_occupancy),
+                    ),
                 ),
                 pwc: Pwc::new(&m.pwc, m.paging_levels, cfg.run.seed.wrapping_add(id as u64)),
                 l2_tlb_latency: mmu_latency(m.tlb.l2_latency),
@@ -326,10 +330,7 @@ impl Simulation {
             self.guest_mut(vm).tick(now);
         }
         self.deliver_shootdowns(true);
-        self.virt_round_end(now);
-        if self.virt.is_some() {
-            self.inflate_balloons_due(now)?;
-        }
+        self.virt_round_end(now)?;
         self.check_warmup();
         self.check_epoch();
         if self.sampling.is_some() {

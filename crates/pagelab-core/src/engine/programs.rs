@@ -52,7 +52,7 @@ pub(super) fn spawn_program(
         files: workload.file_windows(),
     };
     let asid = kernel.spawn(spec)?;
-    if let Some(untouched) = systems::perforated::untouched_pages(&os.holes, cfg.run.seed, asid) {
+    if let Some(untouched) = systems::untouched_pages(os, cfg.run.seed, asid) {
         workload.leave_untouched(&untouched);
     }
     Ok(asid)

@@ -30,7 +30,7 @@
 use super::functional::FastForward;
 use super::{stats, Simulation};
 use crate::config::{SamplingConfig, SimConfig};
-use crate::stat::{accumulate, student_t_975, Stat, Stats};
+use crate::stat::{accumulate, student_t_975, Scope, Section, Stat, StatDecl, StatTable, Stats};
 use crate::workload::FastForwardMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,6 +208,47 @@ fn machine_cpi(per_core: &[(u64, f64)]) -> f64 {
     let cycles: f64 = per_core.iter().map(|p| p.1).sum();
     ratio(cycles, instrs)
 }
+
+/// What sampled measurement and functional fast-forwards add (only in
+/// such runs). The per-window ones are in `Result.timeseries` only.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Sampling,
+    stats: &[
+        StatDecl::count("sample.fast_forward.accesses", "accesses the functional fast-forwards ran (never reset)"),
+        StatDecl::count("sample.fast_forward.instructions", "instructions they ran (never reset)"),
+        StatDecl::count("sample.fast_forward.faults", "faults they took (never reset)"),
+        StatDecl::count(
+            "sample.fast_forward.cycles",
+            "how far they moved the clocks: `run.fast_forward_cpi` (or the measured CPI) x instructions, plus \
+             their faults' and daemon interrupts' cycles",
+        )
+        .cycles(),
+        StatDecl::count("sample.windows", "measure windows run (sampling only)").machine(),
+        StatDecl::count("sample.cpi.mean", "the per-window CPI (cycles / instructions in the window): its mean")
+            .ratio()
+            .scope(Scope::Core),
+        StatDecl::count("sample.cpi.sd", "its sample standard deviation (0 with fewer than two windows)")
+            .ratio()
+            .scope(Scope::Core),
+        StatDecl::count("sample.cpi.se", "the standard error of its mean").ratio().scope(Scope::Core),
+        StatDecl::count(
+            "sample.cpi.ci95",
+            "the half-width of its 95% confidence interval (Student's t, windows - 1 degrees of freedom)",
+        )
+        .ratio()
+        .scope(Scope::Core),
+        StatDecl::count("sample.window", "in each record of `Result.timeseries` under sampling: the window's index")
+            .machine(),
+        StatDecl::count(
+            "sample.window.start",
+            "in each such record: core 0's accesses after the lead-in when the window began",
+        )
+        .machine(),
+        StatDecl::count("sample.window.cpi", "in each such record: the window's CPI (all cores; `coreN.` each)")
+            .ratio()
+            .scope(Scope::Core),
+    ],
+}];
 
 /// The statistics of a run with sampling or a functional fast-forward:
 /// the hardware part replaced by the sums over the measure windows, and

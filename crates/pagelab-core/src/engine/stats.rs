@@ -9,8 +9,142 @@ use super::core::CoreStats;
 use super::timing::MEMORY;
 use super::Simulation;
 
-use crate::stat::accumulate;
+use crate::stat::{accumulate, Scope, Section, StatDecl, StatTable, Unit};
 pub use crate::stat::{Stat, Stats};
+
+/// What this file works out itself (ratios, the run's time, the second
+/// dimension's arrays by core, the guests' and contents' census), by
+/// heading of docs/stats.md.
+pub const STATS: &[StatTable] = &[
+    StatTable {
+        section: Section::Translation,
+        stats: &[
+            StatDecl::count("walk.refs_per_walk", "`walk.mem_refs / walks`").ratio().scope(Scope::Run),
+            StatDecl::count("dtlb.l2.mpki", "`dtlb.l2.misses` per 1000 instructions")
+                .unit(Unit::PerKilo)
+                .scope(Scope::Run),
+        ],
+    },
+    StatTable {
+        section: Section::Faults,
+        stats: &[
+            StatDecl::count(
+                "faults.cycles_avg",
+                "the mean cost of one fault, in cycles (costs are set per kind by `os.fault_cost.*`)",
+            )
+            .cycles()
+            .scope(Scope::Run),
+            StatDecl::count("faults.cycles_p99", "the 99th percentile of the cost of one fault, in cycles")
+                .cycles()
+                .scope(Scope::Run),
+        ],
+    },
+    StatTable {
+        section: Section::Caches,
+        stats: &[StatDecl::count("cache.llc.mpki", "`cache.llc.misses` per 1000 instructions")
+            .unit(Unit::PerKilo)
+            .scope(Scope::Run)],
+    },
+    StatTable {
+        section: Section::Time,
+        stats: &[
+            StatDecl::count("runtime.cycles", "the longest core's cycles: the run's duration on a parallel machine")
+                .cycles()
+                .scope(Scope::Run),
+            StatDecl::count("ipc", "`instructions / cycles`").ratio().scope(Scope::Run),
+            StatDecl::count(
+                "epoch.instructions",
+                "in a `timeseries` record only: core 0's instructions since the start (no reset touches it)",
+            )
+            .machine(),
+            StatDecl::count("epoch.init", "in a `timeseries` record only: 1 while core 0 was in its first-touch pass")
+                .machine(),
+            StatDecl::count(
+                "epoch.counted",
+                "in a `timeseries` record only: 1 once the statistics had been reset, or when nothing resets them \
+                 (the final statistics include the record's counts)",
+            )
+            .machine(),
+        ],
+    },
+    StatTable {
+        section: Section::Memory,
+        stats: &[
+            StatDecl::count(
+                "phys.snapshot_unplaced",
+                "free blocks of the fragmentation snapshot (`os.fragmentation.snapshot`) that found no place on \
+                 the simulated machine when it was applied at boot (0 without a snapshot); more than 0 means the \
+                 machine is too small for the captured pattern",
+            )
+            .os(),
+            StatDecl::count(
+                "phys.reclaimed",
+                "frames of the snapshot's page cache (the frames it left in use in Movable pageblocks) that \
+                 reclaim freed because a 4 KiB request found no free frame (`phys::snapshot`); 0 without a \
+                 snapshot",
+            )
+            .pages()
+            .os(),
+        ],
+    },
+    StatTable {
+        section: Section::Tiers,
+        stats: &[StatDecl::count(
+            "mem.tier.NAME.pages",
+            "4 KiB frames of tier NAME in use at the end (the host's in a virtualized run; page tables and kernel \
+             frames included)",
+        )
+        .pages()
+        .machine()
+        .contract()],
+    },
+    StatTable {
+        section: Section::Virtualization,
+        stats: &[
+            StatDecl::count("nested_tlb.hits", "the nested TLB's hits").scope(Scope::PerCore),
+            StatDecl::count("nested_tlb.misses", "the nested TLB's misses (each an EPT walk)").scope(Scope::PerCore),
+            StatDecl::count("nested_tlb.invalidations", "nested-TLB entries INVEPTs dropped").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.lookups", "the EPT paging-structure caches' lookups").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.pde_hits", "EPT lookups that skipped to the EPT's PTE page").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.pdpte_hits", "EPT lookups that skipped to its PMD page").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.pml4e_hits", "EPT lookups that skipped to its PUD page").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.pml5e_hits", "EPT lookups that skipped to its P4D page").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.misses", "EPT lookups that hit no level").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.fills", "EPT paging-structure-cache entries placed").scope(Scope::PerCore),
+            StatDecl::count("ept_pwc.invalidations", "EPT paging-structure-cache entries INVEPTs dropped")
+                .scope(Scope::PerCore),
+            StatDecl::count(
+                "virt.guest_frames_untouched",
+                "guest frames in use by the guest (user pages and page tables) that the host has not backed: \
+                 allocated but never touched (with `virt.backing = \"first-touch\"`, the untouched 4 KiB pieces of \
+                 a guest huge page); 0 with zeroing backing unless the guest's own daemons copied into fresh \
+                 frames (end state)",
+            )
+            .pages()
+            .scope(Scope::Run),
+        ],
+    },
+    StatTable {
+        section: Section::Contents,
+        stats: &[
+            StatDecl::count(
+                "virt.contents.pages",
+                "guest frames (of every VM) with a content identity: those a declaring process faulted in or \
+                 dirtied (end state)",
+            )
+            .pages()
+            .machine(),
+            StatDecl::count("virt.contents.zero", "of those, zero pages (end state)").pages().machine(),
+            StatDecl::count(
+                "virt.contents.duplicates",
+                "of those, the frames whose content an earlier frame has: what merging every identical 4 KiB page \
+                 would free, in pages (end state)",
+            )
+            .pages()
+            .machine(),
+        ],
+    },
+];
 
 pub(super) fn collect(sim: &Simulation) -> Stats {
     let mut all_faults: Vec<f32> = Vec::new();
@@ -258,7 +392,11 @@ fn core_stats(s: &CoreStats, base_cpi: f64, walk_cycles: f64) -> Vec<(String, St
     int("itlb.l2.misses", s.itlb_l2_misses);
     int("walks", s.walks);
     int("walk.mem_refs", s.walk_mem_refs);
-    int("walk.chp", s.leaf_ext_walks);
+    for &(owner, name) in crate::systems::LEAF_WALK_STATS {
+        if let Some(name) = name {
+            int(name, s.leaf_ext_walks[owner]);
+        }
+    }
     int("walk.dirty_assists", s.dirty_assists);
     int("pwc.hits", s.pwc_hits);
     int("faults", s.faults);

@@ -7,6 +7,7 @@
 
 use super::Simulation;
 use crate::error::{Error, Result};
+use crate::os::Kernel;
 use crate::units::{Gfn, PageSize};
 use crate::virt::balloon::Inflation;
 use crate::virt::ept_bits::{EptClear, EptLeafBits};
@@ -37,36 +38,32 @@ impl Simulation {
         Ok(leaves)
     }
 
-    /// Inflates VM `vm`'s balloon by `bytes` (`Hypervisor::inflate_balloon`
-    /// with that VM's guest kernel); the INVEPTs reach its cores now.
+    /// Inflates VM `vm`'s balloon by `bytes` (`HostCtx::inflate_balloon`
+    /// with the VMs' guest kernels); the INVEPTs reach its cores now.
     pub fn inflate_balloon(&mut self, vm: usize, bytes: u64) -> Result<Inflation> {
         let Some(virt) = self.virt.as_deref_mut() else {
             return Err(Error::config("virt.enabled", "a balloon needs a virtualized run"));
         };
-        let guest = if vm == 0 { &mut self.kernel } else { &mut virt.other_guests[vm - 1] };
-        let inflation = virt.hv.inflate_balloon(vm, guest, bytes >> 12)?;
+        let mut guests: Vec<&mut Kernel> =
+            std::iter::once(&mut self.kernel).chain(virt.other_guests.iter_mut()).collect();
+        let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
+        let inflation = virt.hv.with_ctx(&mut guests, now, |ctx| ctx.inflate_balloon(vm, bytes >> 12))?;
         self.deliver_ept_changes();
         Ok(inflation)
     }
 
-    /// The balloon policy (`virt.host.balloon`): once the simulated time
-    /// reaches `inflate_at_ms`, every VM's balloon inflates to its target.
-    pub(super) fn inflate_balloons_due(&mut self, now: f64) -> Result<()> {
-        if self.virt.as_deref().is_none_or(|v| v.hv.balloons.policy_done) {
-            return Ok(());
+    /// The VM exits the host's policies charged: each VM's first vCPU pays
+    /// them (`virt.vm_exits`, `cycles.virt`), and serialises.
+    pub(super) fn deliver_policy_exits(&mut self) {
+        let Some(virt) = self.virt.as_deref_mut() else { return };
+        for (vm, exits, cycles) in virt.hv.drain_exits() {
+            let Some(core) = self.cores.iter_mut().find(|c| c.vm == vm) else { continue };
+            core.stats.vm_exits += exits;
+            core.stats.cycles_virt += cycles;
+            if let Some(w) = core.window.as_mut() {
+                w.serialize(&mut core.stats, cycles);
+            }
         }
-        let cfg = &self.config().virt.host.balloon;
-        if !cfg.active() || now < cfg.inflate_at_ms * self.config().machine.freq_ghz * 1e6 {
-            return Ok(());
-        }
-        let targets: Vec<u64> = cfg.targets.iter().map(|t| t.bytes()).collect();
-        if let Some(v) = self.virt.as_deref_mut() {
-            v.hv.balloons.policy_done = true;
-        }
-        for (vm, bytes) in targets.into_iter().enumerate().take(self.nr_guests()) {
-            self.inflate_balloon(vm, bytes)?;
-        }
-        Ok(())
     }
 
     /// Splits the huge EPT leaf mapping `gfn` of VM `vm`, EPT only

@@ -122,7 +122,7 @@ fn an_ept_change_in_one_vm_leaves_the_other_vms_entries() {
     let gfn = guest_frame(&sim, 0, BASE);
     sim.virt.as_deref_mut().unwrap().hv.discard(0, gfn, 1).unwrap();
     let cycles_virt: Vec<f64> = sim.cores.iter().map(|c| c.stats.cycles_virt).collect();
-    sim.virt_round_end(0.0);
+    sim.virt_round_end(0.0).unwrap();
     // VM 1's core paid an INVEPT and lost its entries; VM 2's did neither.
     let invept = sim.virt.as_ref().unwrap().hv.costs.invept;
     assert_eq!(sim.cores[0].stats.cycles_virt, cycles_virt[0] + invept);

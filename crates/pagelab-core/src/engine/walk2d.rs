@@ -518,12 +518,12 @@ impl Walker2d<'_> {
         // The frames the guest's fault handler zeroed (its new tables and
         // leaf), once, for KSM and for zeroing backing.
         let zeroing = self.hv.backing == Backing::Zeroing;
-        let zeroed = if zeroing || self.hv.ksm.is_some() {
+        let zeroed = if zeroing || self.hv.write_protects {
             zeroed_by_fault(self.guest.page_table_mut(asid), vaddr)
         } else {
             Vec::new()
         };
-        if self.hv.ksm.is_some() {
+        if self.hv.write_protects {
             // The zeroing stores break KSM pages among the frames.
             for &(start, count) in &zeroed {
                 let contents = self.contents.as_mut().map(|(c, _)| &mut **c);
@@ -652,7 +652,8 @@ impl Ept<'_> {
             if pte.raw() & (HUGE | EPT_LEAF_STEPS) != 0 {
                 if !pte.is_huge() {
                     let table = child.expect("a leaf extension's table");
-                    let leaf = systems::ept_leaf_ext(ept, table, gfn, write, self.refs, self.stats);
+                    let bits = pte.raw() & EPT_LEAF_STEPS;
+                    let leaf = systems::ept_leaf_ext(bits, ept, table, gfn, write, self.refs, self.stats);
                     break leaf.ok_or(EptMiss::Violation(gfn))?;
                 }
                 ept.set_bits(LeafSlot { node, index: table_index(va, level), level }, bits);
@@ -738,15 +739,19 @@ impl Simulation {
     /// Host work after a round: the host's daemons, then the host changes
     /// (from them or from faults) applied to every core of the VM they
     /// belong to, each paying an INVEPT.
-    pub(crate) fn virt_round_end(&mut self, now: f64) {
-        let Some(virt) = self.virt.as_deref_mut() else { return };
-        virt.hv.tick(now, virt.contents.as_deref());
+    pub(crate) fn virt_round_end(&mut self, now: f64) -> Result<()> {
+        let Some(virt) = self.virt.as_deref_mut() else { return Ok(()) };
+        let mut guests: Vec<&mut Kernel> =
+            std::iter::once(&mut self.kernel).chain(virt.other_guests.iter_mut()).collect();
+        virt.hv.tick(now, &mut guests, virt.contents.as_deref())?;
         self.deliver_ept_changes();
+        self.deliver_policy_exits();
+        Ok(())
     }
 }
 
 #[path = "walk2d_check.rs"]
-mod check;
+pub(super) mod check;
 pub use check::check_combined;
 use check::check_write_protection;
 

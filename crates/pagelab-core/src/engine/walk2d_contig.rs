@@ -140,7 +140,7 @@ pub(super) fn check_range(
     let first = vaddr.align_down(reach.bytes());
     let last = first.add(reach.bytes() - 4096);
     for (at, frame) in [(first, base), (last, base.add(reach.nr_pages() - 1))] {
-        if let Err(e) = super::walk2d::check_combined(guest, hv, vm, asid, at, frame) {
+        if let Err(e) = super::walk2d::check::check_combined(guest, hv, vm, asid, at, frame) {
             return Some(format!("a combined {reach:?} entry for {vaddr} is not contiguous: {e}"));
         }
     }

@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::hw::core_stats::CoreStats;
 use crate::hw::nested_tlb::NestedHit;
 use crate::hw::refs::RefBuf;
+use crate::paging::leaf_ext::{Access, LeafWalk2d, Resolve2d};
 use crate::paging::nested_walk::{NestedWalk, Resolved2d, Step2d};
 use crate::paging::{NodeId, PageTable};
 use crate::systems::{self, ExtEntry, ExtKind};
@@ -45,7 +46,8 @@ pub(super) fn leaf_ext_step(
 ) -> Walk2d {
     let bits = pt.table_leaf_ext(table);
     let mut side = EptSide { ept, contents };
-    systems::walk2d_leaf_ext(bits, &mut side, pt, table, tag, vaddr, write, mmu.tlb.extensions_mut()).into()
+    let ext = mmu.tlb.extensions_mut();
+    systems::walk2d_leaf_ext(bits, &mut LeafWalk2d { w: &mut side, pt, table, tag, vaddr, write, ext }).into()
 }
 
 /// A guest huge page over a 4 KiB EPT translation when the host has leaf
@@ -101,8 +103,9 @@ impl Walker2d<'_> {
             let pt = guest.page_table_mut(asid);
             let mut ept = Ept { nested, hv, refs, stats, check: mmu.check };
             let mut side = EptSide { ept: &mut ept, contents: None };
-            let l2_latency = mmu.l2_tlb_latency;
-            systems::resolve_ext_2d(&mut side, &mut mmu.tlb, pt, &entry, tag, vaddr, write, instr, l2_latency)
+            let (access, l2_latency) = (Access { vaddr, write, instr }, mmu.l2_tlb_latency);
+            let (w, tlb, entry) = (&mut side, &mut mmu.tlb, &entry);
+            systems::resolve_ext_2d(&mut Resolve2d { w, tlb, pt, entry, tag, access, l2_latency })
         };
         let outcome: Walk2d = match resolved {
             Resolved2d::Frame(frame) => {

@@ -460,7 +460,7 @@ pub(crate) fn run_churn(cfg: SimConfig, ops: &[Op]) {
     for host_op in host_ops {
         if let Some((gfn, frames)) = host_op {
             sim.virt.as_deref_mut().unwrap().hv.discard(0, Gfn::new(gfn), frames).unwrap();
-            sim.virt_round_end(0.0);
+            sim.virt_round_end(0.0).unwrap();
         } else {
             sim.step(1).unwrap();
         }

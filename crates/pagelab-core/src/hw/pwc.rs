@@ -30,6 +30,7 @@
 
 use crate::error::{Error, Result};
 use crate::hw::lru_array::LruArray;
+use crate::stat::{Scope, Section, StatDecl, StatTable};
 use crate::units::{Asid, Pfn, VirtAddr, Vpn, PAGE_SHIFT};
 
 /// `machine.pwc`.
@@ -132,6 +133,25 @@ impl PwcHit {
         }
     }
 }
+
+/// The page-walk caches' own counters, per core (`pwc.hits`, the walks
+/// they shortened, is the core's); the EPT's (`ept_pwc.*`) are named from
+/// these by the engine.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Translation,
+    stats: &[
+        StatDecl::count("pwc.lookups", "lookups (one per walk)").scope(Scope::PerCore),
+        StatDecl::count("pwc.pde_hits", "lookups that skipped to the PTE page").scope(Scope::PerCore),
+        StatDecl::count("pwc.pdpte_hits", "lookups that skipped to the PMD page").scope(Scope::PerCore),
+        StatDecl::count("pwc.pml4e_hits", "lookups that skipped to the PUD page").scope(Scope::PerCore),
+        StatDecl::count("pwc.pml5e_hits", "lookups that skipped to the P4D page (5-level paging)")
+            .scope(Scope::PerCore),
+        StatDecl::count("pwc.misses", "lookups that hit no level (every lookup of a disabled one)")
+            .scope(Scope::PerCore),
+        StatDecl::count("pwc.fills", "entries placed").scope(Scope::PerCore),
+        StatDecl::count("pwc.invalidations", "entries shootdowns dropped").scope(Scope::PerCore),
+    ],
+}];
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PwcStats {

@@ -165,20 +165,12 @@ impl Default for FaultCosts {
 }
 
 impl FaultCosts {
+    /// Every cost is a number of cycles >= 0 (its key is its field's name,
+    /// the fault kind or operation it costs).
     pub fn validate(&self, prefix: &str) -> Result<()> {
-        let c = self;
-        for (k, v) in [
-            ("base", c.base),
-            ("colored", c.colored),
-            ("thp", c.thp),
-            ("hugetlb_2m", c.hugetlb_2m),
-            ("hugetlb_1g", c.hugetlb_1g),
-            ("shootdown", c.shootdown),
-            ("copy_4k", c.copy_4k),
-            ("split", c.split),
-            ("chp", c.chp),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
+        let costs = toml::Value::try_from(self).expect("costs are numbers");
+        for (k, v) in costs.as_table().into_iter().flatten() {
+            if !v.as_float().is_some_and(|v| v >= 0.0 && v.is_finite()) {
                 return Err(Error::config(
                     format!("{prefix}.fault_cost.{k}"),
                     "must be a non-negative number of cycles",

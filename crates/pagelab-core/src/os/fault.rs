@@ -2,11 +2,20 @@
 //! check permissions, then offer the fault to the chain of systems until
 //! one backs it.
 
-use super::system::Fault;
 use super::Kernel;
 use crate::error::{Error, Result};
 use crate::paging::Vma;
 use crate::units::{Asid, PageSize, VirtAddr};
+
+/// One page fault as the chain sees it: the page table has no translation
+/// for `vaddr`, which lies in `vma`, and the access is allowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Fault<'a> {
+    pub asid: Asid,
+    pub vaddr: VirtAddr,
+    pub write: bool,
+    pub vma: &'a Vma,
+}
 
 /// The name of automatic VMAs (`os.auto_vma`): an mmap may replace them.
 pub const AUTO_VMA_NAME: &str = "auto";

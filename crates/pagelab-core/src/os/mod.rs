@@ -14,15 +14,15 @@ mod fault;
 mod file_fault;
 mod kernel;
 pub mod page_cache;
-mod stats;
+pub mod stats;
 pub mod system;
 pub mod tiering;
 
 pub use color_pool::ColorPool;
 pub use config::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationConfig};
-pub use fault::{FaultKind, FaultOutcome, AUTO_VMA_NAME};
+pub use fault::{Fault, FaultKind, FaultOutcome, AUTO_VMA_NAME};
 pub use kernel::{Boot, Kernel, Process, Shootdown};
 pub use page_cache::{FileWindow, PageCache, PAGE_CACHE_POOL};
 pub use stats::OsStats;
-pub use system::{Daemon, Fault, ProcessSpec, System, WakeClock};
+pub use system::{Daemon, ProcessSpec, System, WakeClock};
 pub use tiering::Migration;

@@ -15,23 +15,13 @@
 //! `&mut Kernel` without the systems in it): a hook must not call back
 //! into the chain (`Kernel::mmap` and the like from inside a hook).
 
-use super::fault::FaultOutcome;
+use super::fault::{Fault, FaultOutcome};
 use super::Kernel;
 use crate::error::Result;
-use crate::paging::{PageTable, Vma};
+use crate::paging::PageTable;
 use crate::phys::FrameOwner;
 use crate::stat::Stats;
 use crate::units::{Asid, PageSize, Pfn, VirtAddr, Vpn};
-
-/// One page fault as the chain sees it: the page table has no translation
-/// for `vaddr`, which lies in `vma`, and the access is allowed.
-#[derive(Debug, Clone, Copy)]
-pub struct Fault<'a> {
-    pub asid: Asid,
-    pub vaddr: VirtAddr,
-    pub write: bool,
-    pub vma: &'a Vma,
-}
 
 /// What a process asks of the systems when it starts.
 #[derive(Debug, Clone, Default)]

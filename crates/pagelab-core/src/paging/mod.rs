@@ -3,6 +3,7 @@
 //! the policy's choice (layer 5).
 
 pub mod address_space;
+pub mod leaf_ext;
 pub mod nested_walk;
 pub mod pagetable;
 pub mod pte;

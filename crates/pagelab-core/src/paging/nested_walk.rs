@@ -82,6 +82,17 @@ pub enum Resolved2d<P> {
     Again,
 }
 
+impl<P> Resolved2d<P> {
+    /// The same outcome with a walk's leaf payload wrapped.
+    pub fn map_leaf<Q>(self, f: impl FnOnce(TlbEntry<P>) -> TlbEntry<Q>) -> Resolved2d<Q> {
+        match self {
+            Resolved2d::Frame(frame) => Resolved2d::Frame(frame),
+            Resolved2d::Walk(step) => Resolved2d::Walk(step.map_leaf(f)),
+            Resolved2d::Again => Resolved2d::Again,
+        }
+    }
+}
+
 /// The walker's EPT side and the hypervisor's view of the VM, lent to a
 /// system's 2D step for one walk or one dirty assist.
 pub trait NestedWalk {

@@ -3,9 +3,11 @@
 //! frame number in bits 12..51. Bits 9..11 and 52..58 are ignored by
 //! hardware and free for software; the systems pagelab models give some of
 //! them a meaning their modified hardware reads (a colored huge page's PMD
-//! bit) or their OS keeps (access-tracking marks). They are assigned in
-//! one table, [`SOFT_BITS`], checked at compile time so that no two uses
-//! and no hardware bit overlap.
+//! bit) or their OS keeps (access-tracking marks). The kernel's own uses
+//! are in [`SOFT_BITS`]; the bits a system may take for its leaf
+//! extension are [`LEAF_EXT`], each system declaring its one bit in its
+//! folder and the registry (`systems/mod.rs`) checking them against each
+//! other; all are checked at compile time against the hardware's bits.
 
 use crate::units::Pfn;
 
@@ -34,54 +36,33 @@ pub struct SoftBit {
     pub leaf_ext: bool,
 }
 
-/// Bit 9 in a PMD entry pointing at a page table: the 2 MiB region is a
-/// colored huge page (Colored Huge Pages, III-B-3), whose walk reads one
-/// line of 8 sub-mapping entries.
-pub const COLORED_HUGE: u64 = 1 << 9;
-/// Bit 10 in a PMD entry pointing at a page table: the 2 MiB region is a
-/// perforated page (Perforated Pages, IV-B), the table holding its hole
-/// translations (what the shadow PMD entry points to); the 2 MiB frame and
-/// the 8-bit filter are read with the entry (`systems::perforated`).
-pub const PERFORATED: u64 = 1 << 10;
 /// Bit 11: the Arm-style contiguous hint, set in 16 aligned PTEs (64 KiB)
 /// or PMDs (32 MiB) that map contiguous frames, so the walker may cache one
 /// coalesced translation (Elastic Translations; managed by `paging::contig`).
 pub const CONTIGUOUS: u64 = 1 << 11;
-/// Bit 54 in a PMD entry pointing at a page table: the 2 MiB region is a
-/// GTSM page (Gap-Tolerant Sequential Mapping, the Perforated Pages
-/// paper's VII-D), its 32 sub-blocks of 64 KiB placed in one 4 MiB chunk
-/// (`systems::gtsm`).
-pub const GTSM: u64 = 1 << 54;
 /// Bits 52..53 of a leaf: access-tracking marks (young, idle) a scanner
 /// keeps without disturbing the hardware's A bit (reserved).
 pub const ACCESS_TRACK: u64 = 0b11 << 52;
 
-/// Every software bit pagelab assigns.
-pub const SOFT_BITS: [SoftBit; 5] = [
-    SoftBit { name: "colored_huge", mask: COLORED_HUGE, levels: &[2], leaf_ext: true },
-    SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: true },
+/// The kernel's own software bits (the systems' leaf-extension bits are
+/// the systems', among [`LEAF_EXT`]).
+pub const SOFT_BITS: [SoftBit; 2] = [
     SoftBit { name: "contiguous", mask: CONTIGUOUS, levels: &[1, 2], leaf_ext: false },
     SoftBit { name: "access_track", mask: ACCESS_TRACK, levels: &[1, 2, 3], leaf_ext: false },
-    SoftBit { name: "gtsm", mask: GTSM, levels: &[2], leaf_ext: true },
 ];
 
-/// The software bits of a PMD entry pointing at a page table that hand the
-/// walk of that table to the extension owning them: the walker's one test.
-pub const LEAF_EXT: u64 = {
-    let mut bits = 0;
-    let mut i = 0;
-    while i < SOFT_BITS.len() {
-        if SOFT_BITS[i].leaf_ext {
-            bits |= SOFT_BITS[i].mask;
-        }
-        i += 1;
-    }
-    bits
-};
+/// The software bits a system may take for its leaf extension (one each,
+/// in a PMD entry pointing at a page table, which hands the walk of that
+/// table to the system): bits 9 and 10, and 54 to 58. The walker's one
+/// test. Which system has which is declared in its folder and checked
+/// by the registry (`systems/mod.rs`).
+pub const LEAF_EXT: u64 = (1 << 9) | (1 << 10) | (0x1f << 54);
 
-/// No two software uses share a bit, and none takes a hardware bit.
+/// No two software uses share a bit (the kernel's and the leaf
+/// extensions'), and none takes a hardware bit.
 const _: () = {
-    let mut seen = 0u64;
+    let mut seen = LEAF_EXT;
+    assert!(LEAF_EXT & HW_BITS == 0, "a leaf-extension bit on a hardware bit");
     let mut i = 0;
     while i < SOFT_BITS.len() {
         let mask = SOFT_BITS[i].mask;
@@ -173,8 +154,8 @@ impl Pte {
     }
 }
 
-/// All assigned software bits.
-const SOFT_MASK: u64 = COLORED_HUGE | PERFORATED | CONTIGUOUS | ACCESS_TRACK;
+/// Every bit software may set.
+const SOFT_MASK: u64 = LEAF_EXT | CONTIGUOUS | ACCESS_TRACK;
 
 impl std::fmt::Debug for Pte {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

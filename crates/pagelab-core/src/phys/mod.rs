@@ -11,16 +11,19 @@
 //!   higher layer.
 //! - [`faulty`]: faulty (retired) frames, which nothing allocates.
 //! - [`tiers`]: memory tiers (`machine.memory.tiers`), the nodes of memory.
+//! - [`holes`]: the holes scenario (which pages of which 2 MiB regions).
 //!
 //! This layer uses only [`crate::units`] and [`crate::error`].
 
 mod bitmap;
 pub mod buddy;
+mod buddy_check;
 pub mod compaction;
 pub mod faulty;
 pub mod fragmentation;
 pub mod frame;
 mod free_area;
+pub mod holes;
 pub mod migratetype;
 pub mod snapshot;
 pub mod tiers;

@@ -2,14 +2,30 @@
 //! (MOVABLE, as Linux's GFP_HIGHUSER_MOVABLE anonymous pages). It never
 //! declines, so it ends the chains of systems that try a huge page first.
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::{FrameOwner, Migratetype};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Order, PageSize};
 
-pub const REGISTRATION: Registration =
-    Registration { name: "base", fault_kinds: &["base"], terminal: true, idle_stats: |_| {}, build };
+/// `base`'s statistic: its fault kind.
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Faults,
+    stats: &[StatDecl::count("os.faults.base", "faults `base` backed with a 4 KiB page").os()],
+}];
+
+pub const REGISTRATION: Registration = Registration {
+    name: "base",
+    policies: &[Policy { name: "base", chain: &["base"], doc: "4 KiB pages only, from the buddy allocator." }],
+    fault_kinds: &["base"],
+    terminal: true,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: STATS,
+    idle_stats: |_| {},
+    build,
+};
 
 fn build(_: &Build, k: &mut Kernel) -> Result<()> {
     k.plug(Box::new(Base));

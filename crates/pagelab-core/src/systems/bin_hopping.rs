@@ -3,22 +3,35 @@
 //! the per-color lists of `coloring`; only the choice of color differs.
 
 use super::coloring::Coloring;
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::Kernel;
 
-pub const REGISTRATION: Registration =
-    Registration { name: "bin-hopping", fault_kinds: &["colored"], terminal: true, idle_stats: |_| {}, build };
+pub const REGISTRATION: Registration = Registration {
+    name: "bin-hopping",
+    policies: &[Policy {
+        name: "bin-hopping",
+        chain: &["bin-hopping"],
+        doc: "Consecutive faults get consecutive colors (Kessler and Hill).",
+    }],
+    fault_kinds: &["colored"],
+    terminal: true,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: super::coloring::STATS,
+    idle_stats: |_| {},
+    build,
+};
 
 fn build(_: &Build, k: &mut Kernel) -> Result<()> {
-    k.plug(Box::new(Coloring { hop: true }));
+    k.plug(Box::new(Coloring { name: "bin-hopping", choose: next_bin }));
     Ok(())
 }
 
 /// The next bin after the previous fault's, among the process's allowed
 /// colors (all when `allowed` is empty); skips colors with no free page
 /// (`candidates`), so the cursor always advances.
-pub(super) fn next_bin(candidates: &[u32], allowed: &[u32], nr_colors: u32, cursor: &mut usize) -> u32 {
+fn next_bin(candidates: &[u32], allowed: &[u32], nr_colors: u32, cursor: &mut usize) -> u32 {
     let order: Vec<u32> = if allowed.is_empty() { (0..nr_colors).collect() } else { allowed.to_vec() };
     for _ in 0..order.len() {
         let color = order[*cursor % order.len()];

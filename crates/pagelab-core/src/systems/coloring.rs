@@ -8,17 +8,38 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration, SystemTable};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::FrameOwner;
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Asid, PageSize, Pfn};
 
-pub const REGISTRATION: Registration =
-    Registration { name: "coloring", fault_kinds: &["colored"], terminal: true, idle_stats: |_| {}, build };
+/// The colored fault kind, `coloring`'s and `bin-hopping`'s.
+pub(super) const STATS: &[StatTable] = &[StatTable {
+    section: Section::Faults,
+    stats: &[StatDecl::count(
+        "os.faults.colored",
+        "faults `coloring` or `bin-hopping` backed with a 4 KiB page of \
+        an allowed color",
+    )
+    .os()],
+}];
+
+pub const REGISTRATION: Registration = Registration {
+    name: "coloring",
+    policies: &[Policy { name: "coloring", chain: &["coloring"], doc: "PALLOC-style page coloring of 4 KiB pages." }],
+    fault_kinds: &["colored"],
+    terminal: true,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: STATS,
+    idle_stats: |_| {},
+    build,
+};
 
 fn build(_: &Build, k: &mut Kernel) -> Result<()> {
-    k.plug(Box::new(Coloring { hop: false }));
+    k.plug(Box::new(Coloring { name: "coloring", choose: round_robin }));
     Ok(())
 }
 
@@ -31,20 +52,30 @@ pub struct ColoringConfig {
     pub bits: Vec<u32>,
 }
 
-/// 4 KiB pages of allowed colors: round-robin (`coloring`), or the color
-/// after the previous fault's (`bin-hopping`, `hop`).
+/// How a coloring system picks among the colors that have free pages
+/// (`candidates`): the process's allowed colors (`allowed`, all when
+/// empty) of the machine's `nr_colors`, and its cursor, which it advances.
+pub type ChooseColor = fn(candidates: &[u32], allowed: &[u32], nr_colors: u32, cursor: &mut usize) -> u32;
+
+/// 4 KiB pages of allowed colors, each from the color `choose` picks:
+/// round-robin among those with free pages (`coloring`, PALLOC's per-CPU
+/// counter modulo the number found), or another choice (`bin-hopping`'s).
 #[derive(Debug)]
 pub struct Coloring {
-    pub(super) hop: bool,
+    pub(super) name: &'static str,
+    pub(super) choose: ChooseColor,
+}
+
+/// PALLOC's choice: the cursor modulo the colors found with free pages.
+fn round_robin(candidates: &[u32], _allowed: &[u32], _nr_colors: u32, cursor: &mut usize) -> u32 {
+    let c = candidates[*cursor % candidates.len()];
+    *cursor = cursor.wrapping_add(1);
+    c
 }
 
 impl System for Coloring {
     fn name(&self) -> &'static str {
-        if self.hop {
-            "bin-hopping"
-        } else {
-            "coloring"
-        }
+        self.name
     }
 
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
@@ -67,22 +98,15 @@ impl System for Coloring {
 
 impl Coloring {
     /// A free frame of one of the process's allowed colors, chosen
-    /// round-robin or by hopping; its cursor advances. `what` names the
+    /// by its `choose`; its cursor advances. `what` names the
     /// page in the out-of-memory message (built only then: faults are many).
     fn pick_frame(&self, k: &mut Kernel, asid: Asid, what: impl FnOnce() -> String) -> Result<Pfn> {
         let allowed = k.proc(asid).colors.clone();
         let mut cursor = k.proc(asid).color_cursor;
         let nr_colors = k.color_map().nr_colors();
-        let hop = self.hop;
-        let frame = k.color_pool.alloc(&mut k.mem, &allowed, |candidates| {
-            if hop {
-                super::bin_hopping::next_bin(candidates, &allowed, nr_colors, &mut cursor)
-            } else {
-                let c = candidates[cursor % candidates.len()];
-                cursor = cursor.wrapping_add(1);
-                c
-            }
-        });
+        let choose = self.choose;
+        let frame =
+            k.color_pool.alloc(&mut k.mem, &allowed, |candidates| choose(candidates, &allowed, nr_colors, &mut cursor));
         k.proc_mut(asid).color_cursor = cursor;
         frame.ok_or_else(|| {
             let share = if allowed.is_empty() {
@@ -94,3 +118,5 @@ impl Coloring {
         })
     }
 }
+
+impl SystemTable for ColoringConfig {}

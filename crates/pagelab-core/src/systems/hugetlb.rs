@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::paging::pte::{ACCESSED, DIRTY};
@@ -20,14 +20,40 @@ use crate::paging::Vma;
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
+use crate::systems::{SystemTable, TableCheck};
 use crate::units::{ByteSize, Order, PageSize, Pfn, VirtAddr};
 
 const HUGETLB_POOL: u8 = 1;
 
+/// hugetlb's statistics.
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Faults,
+    stats: &[
+        StatDecl::count("os.faults.hugetlb_2m", "faults backed by a 2 MiB page of the hugetlb pool").os(),
+        StatDecl::count("os.faults.hugetlb_1g", "faults backed by a 1 GiB page of the pool").os(),
+        StatDecl::count("os.faults.hugetlb_64k", "faults backed by a 64 KiB (contiguous) page of the pool").os(),
+        StatDecl::count("os.faults.hugetlb_32m", "faults backed by a 32 MiB (contiguous) page of the pool").os(),
+        StatDecl::count(
+            "os.hugetlb.fallback",
+            "hugetlb faults that found the pool empty (or the range partly mapped) and fell back to 4 KiB",
+        )
+        .os(),
+    ],
+}];
+
 pub const REGISTRATION: Registration = Registration {
     name: "hugetlb",
+    policies: &[Policy {
+        name: "hugetlb",
+        chain: &["hugetlb", "base"],
+        doc: "A reserved pool of huge pages for chosen VMAs.",
+    }],
     fault_kinds: &["hugetlb_2m", "hugetlb_1g", "hugetlb_64k", "hugetlb_32m"],
     terminal: false,
+    caps: Caps { pins_huge_pages: true, ..Caps::NONE },
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| report_counters(0, out),
     build,
 };
@@ -64,7 +90,7 @@ impl Default for HugetlbConfig {
 }
 
 impl HugetlbConfig {
-    pub fn validate(&self, prefix: &str, phys_mem: u64, max_order: u8) -> Result<()> {
+    fn check_keys(&self, prefix: &str, phys_mem: u64, max_order: u8) -> Result<()> {
         let Some(shape) = Shape::of(self.size.bytes()) else {
             return Err(Error::config(
                 format!("{prefix}.hugetlb.size"),
@@ -316,5 +342,11 @@ impl System for HugetlbPool {
 
     fn reset_stats(&mut self) {
         self.fallback = 0;
+    }
+}
+
+impl SystemTable for HugetlbConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix, check.phys_mem, check.max_order)
     }
 }

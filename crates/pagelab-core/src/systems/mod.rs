@@ -1,22 +1,26 @@
 //! The paging systems, one module each, named with the paper's word: the
 //! baselines (`base`, `thp` with khugepaged, `hugetlb`, `coloring`,
-//! `bin_hopping`) and the papers' systems (`chp`). Each holds its
-//! configuration, its OS hooks (`os::System`), its daemons, its
-//! statistics, its hardware extension where it has one, and its tests.
+//! `bin_hopping`, `mthp`, `trident`, `hawkeye`) and the papers' systems
+//! (`chp`, `perforated`, `gtsm`, `elastic`). Each holds its configuration
+//! table, its OS hooks (`os::System`), its daemons, its statistics, its
+//! hardware extension where it has one, and its tests, and tells the
+//! registry what it is in its [`Registration`].
 //!
 //! Layers: a system's OS part uses the OS layer (`os`) and below; its
-//! hardware part (e.g. `chp::tlb`) uses only the hardware layer and below.
+//! hardware part (e.g. `chp::tlb`) uses only the hardware layer and below,
+//! its walk steps only the paging layer and below.
 //!
-//! This file is where systems are registered: their OS side in
-//! [`REGISTRY`], their hardware extensions in [`extensions`] (the TLB
-//! entry kinds the simulated cores have, [`TlbExtensions`], and the walk
-//! steps the page-table software bits lead to, [`walk_leaf_ext`], and in
-//! a guest [`walk2d_leaf_ext`]).
-//! Outside the systems' folders, only here are they named.
+//! This file is the registry: the one list of systems, a line each, from
+//! which `registry!` makes [`REGISTRY`], the `os` table [`OsConfig`] with
+//! each system's table by name, and the cores' hardware extensions
+//! ([`TlbExtensions`], [`ExtKind`], the walk steps' dispatch: `extensions`
+//! numbers the TLB kinds and checks the software bits); and the questions
+//! the centre asks of the systems of a chain (capabilities and hooks),
+//! answered from their registrations. Outside the systems' folders only
+//! this file names a system.
 //!
-//! Adding a system: a folder with a `Registration`, one line in
-//! [`REGISTRY`], and its hardware extension in `extensions.rs` if it has
-//! one (ARCHITECTURE.md, "Adding a system").
+//! Adding a system: a folder with a `Registration`, and one line below
+//! (ARCHITECTURE.md, "Adding a system").
 
 pub mod balloon;
 pub mod base;
@@ -25,6 +29,7 @@ pub mod chp;
 pub mod coloring;
 mod config;
 pub mod elastic;
+#[macro_use]
 pub mod extensions;
 pub mod gtsm;
 pub mod hawkeye;
@@ -32,71 +37,63 @@ pub mod hugetlb;
 pub mod ksm;
 pub mod mthp;
 pub mod perforated;
+mod registration;
+#[macro_use]
+mod registry;
 #[cfg(test)]
 mod tests;
 pub mod thp;
+#[cfg(test)]
+mod toy_tests;
 pub mod trident;
 
-pub use config::{OsConfig, PolicyKind};
-pub use extensions::{
-    combined_over_host_ext, dirty_assist_leaf_ext, dirty_assist_leaf_ext_2d, ept_leaf_ext, fill_ext_after_walk,
-    push_zeroed_leaf, resolve_ext, resolve_ext_2d, sample_tlb, samples_l2_occupancy, tlb_ext_stats, tlb_extensions,
-    walk2d_leaf_ext, walk_leaf_ext, ExtEntry, ExtKind, TlbExtensions, EPT_LEAF_STEPS, GUEST_LEAF_STEPS,
-};
+use config::{is_default_granularity, is_zero};
+pub use config::{policy_chain, registration};
+pub use registration::{Build, Caps, Hooks, Policy, Registration, SystemTable, TableCheck, Untouched};
+pub use registry::same_name;
 
 use crate::error::Result;
+use crate::hw::core_stats::CoreStats;
+use crate::hw::nested_tlb::NestedHit;
+use crate::hw::refs::RefBuf;
+use crate::hw::tlb::{EntryKind, ExtPayload, Holds, ReachSize, Tlb, TlbEntry, TlbExtension};
 use crate::os::{Boot, Kernel};
+use crate::paging::leaf_ext::{DirtyAssist2d, LeafExtension, LeafWalk, LeafWalk2d, Resolve, Resolve2d};
+use crate::paging::nested_walk::{NestedWalk, Resolved2d, Step2d};
+use crate::paging::{NodeId, PageTable};
 use crate::stat::{Stat, Stats};
+use crate::units::{Asid, Gfn, Pfn, VirtAddr};
 
-/// One system as the registry knows it.
-#[derive(Debug, Clone, Copy)]
-pub struct Registration {
-    /// Its name in `os.systems`.
-    pub name: &'static str,
-    /// The fault kinds it can install (`os.faults.NAME`).
-    pub fault_kinds: &'static [&'static str],
-    /// Whether it backs every fault it is offered, so it can end a chain.
-    pub terminal: bool,
-    /// Its statistics at zero: every run reports the statistics of every
-    /// registered system, in the chain or not, so that tables of runs have
-    /// the same columns.
-    pub idle_stats: fn(&mut Stats),
-    /// Plugs it (and its daemons) into the kernel.
-    pub build: fn(&Build, &mut Kernel) -> Result<()>,
+/// The `os.policy` of a table that gives none.
+pub const DEFAULT_POLICY: &str = "base";
+
+registry! {
+    system base = base::REGISTRATION;
+    system thp = thp::REGISTRATION, table thp::ThpConfig;
+    system hugetlb = hugetlb::REGISTRATION, table hugetlb::HugetlbConfig;
+    system coloring = coloring::REGISTRATION, table coloring::ColoringConfig;
+    system bin_hopping = bin_hopping::REGISTRATION;
+    system chp = chp::REGISTRATION, table chp::ChpConfig, hw ColoredHuge = chp::ChpLeaf;
+    system perforated = perforated::REGISTRATION, table perforated::PerforatedConfig,
+        hw Perforated = perforated::PerforatedLeaf;
+    system holes = perforated::HOLES_REGISTRATION, table perforated::HolesConfig;
+    system gtsm = gtsm::REGISTRATION, hw Gtsm = gtsm::walk::GtsmLeaf;
+    system elastic = elastic::REGISTRATION, table elastic::ElasticConfig;
+    system mthp = mthp::REGISTRATION;
+    system trident = trident::REGISTRATION;
+    system hawkeye = hawkeye::REGISTRATION, table hawkeye::HawkeyeConfig;
+    host ksm = ksm::host::POLICY, table ksm::KsmConfig;
+    host balloon = balloon::host::POLICY, table balloon::BalloonConfig;
+    #[cfg(test)]
+    system toy = toy_tests::REGISTRATION, table toy_tests::ToyConfig, hw Toy = toy_tests::ToyLeaf;
+    #[cfg(test)]
+    host toy_host = toy_tests::host::POLICY, table toy_tests::host::ToyHostConfig;
 }
-
-/// What a system's build reads.
-#[derive(Debug)]
-pub struct Build<'a> {
-    pub os: &'a OsConfig,
-    /// The clock, to turn daemon periods in milliseconds into cycles.
-    pub freq_ghz: f64,
-    /// The run's seed (a scenario's random choices).
-    pub seed: u64,
-}
-
-/// Every system, in no particular order (the chain's order is the
-/// configuration's).
-pub const REGISTRY: &[Registration] = &[
-    base::REGISTRATION,
-    thp::REGISTRATION,
-    hugetlb::REGISTRATION,
-    coloring::REGISTRATION,
-    bin_hopping::REGISTRATION,
-    chp::REGISTRATION,
-    perforated::REGISTRATION,
-    perforated::HOLES_REGISTRATION,
-    gtsm::REGISTRATION,
-    elastic::REGISTRATION,
-    mthp::REGISTRATION,
-    trident::REGISTRATION,
-    hawkeye::REGISTRATION,
-];
 
 /// Boots the kernel with the chain `os` names (after the faulty frames),
-/// then places the starting
-/// fragmentation (after the systems, so that boot-time reservations such
-/// as a hugetlb pool predate it, as hugepages= does).
+/// then places the starting fragmentation (after the systems, so that
+/// boot-time reservations such as a hugetlb pool predate it, as
+/// hugepages= does).
 pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kernel> {
     let footprint = boot.footprint;
     let mut kernel = Kernel::new(boot)?;
@@ -104,15 +101,17 @@ pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kerne
     // boot-time reservation holds one.
     crate::phys::inject_faulty(&mut kernel.mem, os.faulty_frames, os.faulty_granularity, seed);
     let build = Build { os, freq_ghz, seed };
-    for name in os.chain() {
-        let reg = REGISTRY.iter().find(|r| r.name == name).expect("os.systems is validated against the registry");
+    for reg in os.chain_registrations() {
         (reg.build)(&build, &mut kernel)?;
     }
     kernel.fragment(&os.fragmentation, footprint, seed)?;
     Ok(kernel)
 }
 
-/// The statistics of every registered system and fault kind, at zero.
+/// The statistics of every registered system and fault kind, at zero,
+/// under a kernel's report; the TLB extensions' counters among them, so
+/// that the host's (`host.`) and each VM's (`vmN.`) reports carry the same
+/// names as a native run's.
 pub fn idle_stats() -> Stats {
     let mut out = tlb_ext_stats(std::iter::empty());
     for reg in REGISTRY {
@@ -122,4 +121,27 @@ pub fn idle_stats() -> Stats {
         }
     }
     out
+}
+
+/// Whether some system of `chain` has the capability `cap` asks about.
+pub fn chain_has(chain: &[&str], cap: impl Fn(&Caps) -> bool) -> bool {
+    chain.iter().filter_map(|s| registration(s)).any(|r| cap(&r.caps))
+}
+
+/// The first system of `chain` that answers `cap` (its name and the
+/// answer): e.g. one that cannot run in a guest, and why.
+pub fn chain_find<T>(chain: &[&str], cap: impl Fn(&Caps) -> Option<T>) -> Option<(&'static str, T)> {
+    chain.iter().filter_map(|s| registration(s)).find_map(|r| cap(&r.caps).map(|t| (r.name, t)))
+}
+
+/// The pages process `asid` of an OS configured `os` never touches
+/// (`Hooks::untouched_pages`: a scenario any kernel runs alike).
+pub fn untouched_pages(os: &OsConfig, seed: u64, asid: Asid) -> Option<Untouched> {
+    REGISTRY.iter().filter_map(|r| r.hooks.untouched_pages).find_map(|f| f(os, seed, asid))
+}
+
+/// One L2 TLB miss in how many the cores of an OS configured `os` sample
+/// for its chain's systems (`Hooks::miss_sample_period`), if any does.
+pub fn miss_sample_period(os: &OsConfig) -> Option<u64> {
+    os.chain_registrations().iter().filter_map(|r| r.hooks.miss_sample_period).find_map(|f| f(os))
 }

@@ -8,19 +8,37 @@
 //! the fault is declined. A 64 KiB fault costs `os.fault_cost.base` (no
 //! measured figure of its own).
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Order, PageSize};
+
+/// mTHP's statistics.
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Faults,
+    stats: &[
+        StatDecl::count("os.faults.mthp_64k", "mTHP's 64 KiB faults (16 contiguous PTEs)").os(),
+        StatDecl::count("os.mthp.fallback", "faults whose empty 64 KiB range found no free order-4 block").os(),
+    ],
+}];
 
 pub const REGISTRATION: Registration = Registration {
     name: "mthp",
+    policies: &[Policy {
+        name: "mthp",
+        chain: &["thp", "mthp", "base"],
+        doc: "Linux's multi-size THP: 2 MiB, else 64 KiB (contiguous), else 4 KiB at fault.",
+    }],
     fault_kinds: &["mthp_64k"],
     terminal: false,
+    caps: Caps { samples_l2_occupancy: true, ..Caps::NONE },
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| report_counters(0, out),
     build,
 };

@@ -7,17 +7,35 @@
 //! promotion daemon and its smart compaction are not built. A 1 GiB fault
 //! costs `os.fault_cost.hugetlb_1g`.
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Order, PageSize};
+
+/// Trident's statistics.
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Faults,
+    stats: &[
+        StatDecl::count("os.faults.trident_1g", "Trident's 1 GiB faults").os(),
+        StatDecl::count("os.trident.fallback", "faults whose empty 1 GiB range found no free order-18 block").os(),
+    ],
+}];
 
 pub const REGISTRATION: Registration = Registration {
     name: "trident",
+    policies: &[Policy {
+        name: "trident",
+        chain: &["trident", "thp", "base"],
+        doc: "Trident at fault time: 1 GiB, else 2 MiB, else 4 KiB (needs machine.max_order = 18).",
+    }],
     fault_kinds: &["trident_1g"],
     terminal: false,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| report_counters(0, out),
     build,
 };

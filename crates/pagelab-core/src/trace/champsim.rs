@@ -40,8 +40,8 @@ pub struct ChampSimLayout {
 
 impl ChampSimLayout {
     /// `input_instr`: ip u64; is_branch, branch_taken u8; destination
-    /// registers [2]u8; source registers [4]u8; destination_memory [2]u64 at
-    /// 16; source_memory [4]u64 at 32 (64 bytes, no padding).
+    /// registers `[2]u8`; source registers `[4]u8`; destination_memory
+    /// `[2]u64` at 16; source_memory `[4]u64` at 32 (64 bytes, no padding).
     pub const STANDARD: ChampSimLayout = ChampSimLayout {
         record: 64,
         dst_reg_offset: 10,
@@ -55,7 +55,7 @@ impl ChampSimLayout {
     };
     /// `cloudsuite_instr`: four destination registers, so after 18 bytes of
     /// ip, branch and registers the u64 arrays align to 24: destination
-    /// memory [4]u64 at 24, source memory [4]u64 at 56, asid [2]u8 at 88,
+    /// memory `[4]u64` at 24, source memory `[4]u64` at 56, asid `[2]u8` at 88,
     /// padding to 96.
     pub const CLOUDSUITE: ChampSimLayout = ChampSimLayout {
         record: 96,

@@ -2,9 +2,9 @@
 //!
 //! Three readers feed one [`Sink`]: the native format ([`native`], written
 //! by [`convert`]), ChampSim instruction traces ([`champsim`]) and Valgrind
-//! lackey output ([`lackey`]). [`detect`] chooses the reader from the file's
+//! lackey output ([`lackey`]). [`detect`](mod@detect) chooses the reader from the file's
 //! content, [`TraceWorkload`] streams a trace into the engine in batches,
-//! [`info`] summarises one. `docs/trace-format.md` documents the native
+//! [`info`](mod@info) summarises one. `docs/trace-format.md` documents the native
 //! format byte by byte and the detection rules.
 //!
 //! Every reader streams: host memory holds one block (native) or one chunk

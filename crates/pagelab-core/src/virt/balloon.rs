@@ -14,14 +14,13 @@
 //! Costs: each range given back is a VM exit (the driver's notification,
 //! `virt.costs.vm_exit`, in `host.balloon.cycles`) and its INVEPT on the
 //! VM's cores when delivered. Deflating is not modelled: a balloon only
-//! grows, to the target `virt.host.balloon` sets (one simple policy, see
-//! `systems::balloon`).
+//! grows. When and how much is a policy's: the registry's `balloon`
+//! policy inflates to the targets `virt.host.balloon` sets.
 
-use super::Hypervisor;
+use super::hypervisor::HostCtx;
 use crate::error::Result;
 use crate::os::Kernel;
 use crate::phys::{FrameOwner, Migratetype};
-use crate::stat::{put_ints, Stat, Stats};
 use crate::units::{Gfn, Order, Pfn};
 
 /// The guest frames a balloon holds are owned by this pool.
@@ -29,23 +28,6 @@ pub const BALLOON_POOL: u8 = 5;
 
 /// The largest block the driver takes at once: 2 MiB.
 const MAX_BLOCK: Order = Order::new(9);
-
-/// Every VM's balloon.
-#[derive(Debug, Default)]
-pub struct Balloons {
-    /// By VM: the guest blocks each balloon holds.
-    blocks: Vec<Vec<(Pfn, Order)>>,
-    counters: BalloonCounters,
-    /// The policy (`virt.host.balloon`) has inflated the balloons (once).
-    pub policy_done: bool,
-}
-
-#[derive(Debug, Default, Clone)]
-struct BalloonCounters {
-    /// Host frames freed by inflations.
-    freed: u64,
-    cycles: f64,
-}
 
 /// What one inflation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,52 +39,28 @@ pub struct Inflation {
     pub freed: u64,
 }
 
-impl Balloons {
-    /// Guest pages in VM `vm`'s balloon.
-    pub fn pages(&self, vm: usize) -> u64 {
-        self.blocks.get(vm).map_or(0, |b| b.iter().map(|(_, o)| o.nr_pages()).sum())
-    }
-
-    /// `balloon.pages` (all VMs' balloons), `host.balloon.freed` and
-    /// `host.balloon.cycles`.
-    pub fn report(&self, out: &mut Stats) {
-        let pages = (0..self.blocks.len()).map(|vm| self.pages(vm)).sum();
-        put_ints(out, "", &[("balloon.pages", pages), ("host.balloon.freed", self.counters.freed)]);
-        out.insert("host.balloon.cycles".into(), Stat::Float(self.counters.cycles));
-    }
-
-    pub fn reset_stats(&mut self) {
-        self.counters = BalloonCounters::default();
-    }
-}
-
-impl Hypervisor {
-    /// Inflates VM `vm`'s balloon by `pages` guest pages taken from
-    /// `guest` (that VM's kernel) and gives their backing back to the host.
-    pub fn inflate_balloon(&mut self, vm: usize, guest: &mut Kernel, pages: u64) -> Result<Inflation> {
-        let free_before = self.host.mem.free_pages();
+impl HostCtx<'_, '_> {
+    /// Inflates VM `vm`'s balloon by `pages` guest pages taken from its
+    /// guest kernel and gives their backing back to the host (the
+    /// policies give up what they hold there first).
+    pub fn inflate_balloon(&mut self, vm: usize, pages: u64) -> Result<Inflation> {
+        let free_before = self.hv.host.mem.free_pages();
         let mut taken = 0;
         while taken < pages {
-            let Some((pfn, order)) = take_free_block(guest, pages - taken) else { break };
+            let Some((pfn, order)) = take_free_block(self.guests[vm], pages - taken) else { break };
             self.discard(vm, Gfn::of_guest_kernel(pfn), order.nr_pages())?;
-            let balloons = &mut self.balloons;
+            let balloons = &mut self.hv.balloons;
             if balloons.blocks.len() <= vm {
                 balloons.blocks.resize(vm + 1, Vec::new());
             }
             balloons.blocks[vm].push((pfn, order));
-            balloons.counters.cycles += self.costs.vm_exit;
+            balloons.counters.cycles += self.hv.costs.vm_exit;
             taken += order.nr_pages();
         }
         // (Tables the host freed with the mappings count as freed too.)
-        let freed = self.host.mem.free_pages().saturating_sub(free_before);
-        self.balloons.counters.freed += freed;
+        let freed = self.hv.host.mem.free_pages().saturating_sub(free_before);
+        self.hv.balloons.counters.freed += freed;
         Ok(Inflation { pages: taken, freed })
-    }
-
-    /// Whether guest frame `gfn` of VM `vm` is in its balloon.
-    pub fn in_balloon(&self, vm: usize, gfn: Gfn) -> bool {
-        let blocks = self.balloons.blocks.get(vm).map_or(&[][..], Vec::as_slice);
-        blocks.iter().any(|&(pfn, order)| (pfn.raw()..pfn.raw() + order.nr_pages()).contains(&gfn.raw()))
     }
 }
 

@@ -32,8 +32,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::systems::perforated::holes::{is_hole, HoleBits, HoleScenario};
-use crate::systems::perforated::{Distribution, HoleKind, HolesConfig};
+use crate::phys::holes::{is_hole, Distribution, HoleBits, HoleKind, HoleScenario, HolesConfig};
 use crate::units::{Gfn, Vpn};
 
 /// What a workload writes (`workload.contents`).

@@ -3,6 +3,8 @@
 use super::*;
 use crate::config::parse_config;
 use crate::engine::host_boot;
+use crate::os::Boot;
+use crate::units::{Gfn, PageSize};
 
 const BASE_TOML: &str = "[machine]\nphys_mem = \"256MiB\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n";
 

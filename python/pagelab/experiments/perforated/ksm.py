@@ -25,7 +25,7 @@ the regions mcf does not fill dilute both a little: expect slightly less.
 The filter rule (at most 4 of 8 filter bits) would refuse every such
 region: 282 pages in one run span 5 or 6 of the 8 256 KiB filter regions,
 dispersed ones all 8. The host's KSM punch does not apply the rule
-(`virt/ksm/punch.rs`: a region of merged, movable pages perforated is no
+(`systems/ksm/host/punch.rs`: a region of merged, movable pages perforated is no
 worse than the split that is the alternative): it punches every region,
 never splits instead. Clustered and dispersed duplicates then differ only
 in the hardware: the filter answers for the 256 KiB regions without a

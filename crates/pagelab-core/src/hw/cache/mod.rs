@@ -3,7 +3,7 @@
 //!
 //! - [`config`]: `machine.cache` (levels, policies, slices, way masks).
 //! - [`replacement`]: LRU, FIFO, random, SRRIP, one byte per way.
-//! - [`slice`]: which LLC slice a line lives in (Intel hash, modulo).
+//! - [`slice`](mod@slice): which LLC slice a line lives in (Intel hash, modulo).
 //! - [`level`]: [`Cache`], one level of one core (or the shared LLC).
 //! - [`hierarchy`]: [`CacheHierarchy`], L1D/L1I/L2 per core plus the LLC,
 //!   non-inclusive (pycachesim's model) or inclusive.

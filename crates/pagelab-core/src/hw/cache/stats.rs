@@ -5,6 +5,8 @@
 //! stream are those of pycachesim and cachegrind. The LLC is shared; its
 //! counters are kept per requesting core and summed on demand.
 
+use crate::stat::{Section, StatDecl, StatTable};
+
 /// The kind of a memory reference, as the engine issues it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -131,6 +133,50 @@ impl LevelStats {
         ]
     }
 }
+
+/// The caches' counters, per level (`LEVEL`: `l1d`, `l2`, `llc`, and
+/// `l1i` when enabled), as [`LevelStats::fields`] names them; zeros when
+/// the caches are disabled, so the names always exist.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Caches,
+    stats: &[
+        StatDecl::count(
+            "cache.LEVEL.accesses",
+            "references looked up at this level: data loads and stores, walk references entering at or above \
+             it, instruction fetches (L1I/L2/LLC)",
+        )
+        .contract(),
+        StatDecl::count("cache.LEVEL.misses", "of those, the ones not found at this level").contract(),
+        StatDecl::count("cache.LEVEL.loads", "loads looked up at this level"),
+        StatDecl::count("cache.LEVEL.stores", "stores looked up at this level"),
+        StatDecl::count("cache.LEVEL.walks", "walk references looked up at this level"),
+        StatDecl::count("cache.LEVEL.ifetches", "instruction fetches looked up at this level"),
+        StatDecl::count("cache.LEVEL.load_misses", "loads not found at this level"),
+        StatDecl::count("cache.LEVEL.store_misses", "stores not found at this level"),
+        StatDecl::count("cache.LEVEL.walk_misses", "walk references not found at this level"),
+        StatDecl::count("cache.LEVEL.ifetch_misses", "instruction fetches not found at this level"),
+        StatDecl::count(
+            "cache.LEVEL.writebacks",
+            "dirty lines this level evicted to the level below (for the LLC: writes to memory)",
+        ),
+        StatDecl::count(
+            "cache.LEVEL.prefetch_issued",
+            "lines the hardware prefetchers brought into this level (L1D: next-line and stride; L2: stream; 0 \
+             elsewhere)",
+        ),
+        StatDecl::count(
+            "cache.LEVEL.prefetch_useful",
+            "of those, lines a demand access (or, at the L2, an L1D prefetch) then hit at this level",
+        ),
+        StatDecl::count(
+            "cache.LEVEL.prefetch_useless",
+            "lines that left this level before any demand access used them (found when a demand access misses \
+             the line, when it is prefetched again, or when the record of it is pushed out and the level no \
+             longer holds it); a line still waiting at the end is neither",
+        ),
+        StatDecl::count("cache.llc.sliceN.accesses", "LLC accesses per slice (with more than one slice)").machine(),
+    ],
+}];
 
 /// All cache counters of a machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

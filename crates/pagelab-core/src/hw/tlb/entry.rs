@@ -30,7 +30,10 @@ pub const BITMAP_CHUNK_PAGES: u64 = 32;
 /// What an extension kind's walk hands the TLB for one translation (e.g.
 /// a colored huge page's 8 frames), and how it translates.
 pub trait ExtPayload: Copy + std::fmt::Debug + PartialEq + Eq {
-    /// The L2 entry's kind tag for this payload (not [`KIND_PAGE`]).
+    /// Which of its owner's kinds this is. A system's payload numbers its
+    /// own kinds from 0; the payload the TLB holds (a `TlbExtension`'s,
+    /// which numbers every system's kinds once) gives the L2 entry's kind
+    /// tag (never [`KIND_PAGE`] or [`KIND_HOLE_BITMAP`]).
     fn kind(&self) -> u8;
     /// The 4 KiB frame at byte `offset` into the translation.
     fn frame_of(&self, offset: u64) -> Pfn;
@@ -71,6 +74,28 @@ pub trait TlbExtension: Clone + std::fmt::Debug {
     }
     /// Zeroes whatever the owner counts (the end of warm-up).
     fn reset_stats(&mut self) {}
+}
+
+/// A TLB extension that holds one system's kinds (payload `P`) beside the
+/// others', with that system's per-core state `S`: what a system's
+/// hardware code is generic over, so that it names no other system and
+/// not the registry that puts them together.
+pub trait Holds<P: ExtPayload, S>: TlbExtension {
+    /// The system's index among the owners (what its walks are counted
+    /// by: `CoreStats::leaf_ext_walks`).
+    const OWNER: usize;
+    fn state(&self) -> &S;
+    fn state_mut(&mut self) -> &mut S;
+    /// `p` as this extension's payload.
+    fn wrap(p: P) -> Self::Payload;
+    /// An entry of the system's as this extension's.
+    fn wrap_entry(e: TlbEntry<P>) -> TlbEntry<Self::Payload> {
+        let kind = match e.kind {
+            EntryKind::Page { pfn } => EntryKind::Page { pfn },
+            EntryKind::Ext(p) => EntryKind::Ext(Self::wrap(p)),
+        };
+        TlbEntry { asid: e.asid, vbase: e.vbase, size: e.size, writable: e.writable, dirty: e.dirty, kind }
+    }
 }
 
 /// A TLB without extension kinds: every entry is a plain page.

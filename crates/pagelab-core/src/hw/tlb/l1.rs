@@ -183,7 +183,7 @@ impl L1Array {
 }
 
 /// The L1 arrays of one side, probed smallest page first. (Lookups are
-/// not counted here: they equal the side's accesses, see [`Tlb::stats`].)
+/// not counted here: they equal the side's accesses, see [`super::Tlb::stats`].)
 #[derive(Debug, Clone)]
 pub(super) struct L1Tlb {
     pub(super) arrays: [L1Array; 3],

@@ -38,13 +38,13 @@ mod key;
 mod l1;
 mod l2;
 mod sampler;
-mod stats;
+pub mod stats;
 #[cfg(test)]
 pub(crate) mod tests;
 
 pub use config::TlbConfig;
 pub use entry::{
-    EntryKind, ExtPayload, NoExtension, NoPayload, PageLeaf, TlbEntry, TlbExtension, TlbLookup, Translation,
+    EntryKind, ExtPayload, Holds, NoExtension, NoPayload, PageLeaf, TlbEntry, TlbExtension, TlbLookup, Translation,
     BITMAP_CHUNK_PAGES, KIND_HOLE_BITMAP, KIND_PAGE,
 };
 pub use key::{

@@ -2,6 +2,24 @@
 //! flattened into the `dtlb.*`, `itlb.*` and `tlb.<array>.*` statistics
 //! (names fixed: results and docs/stats.md use them).
 
+use crate::stat::{Scope, Section, StatDecl, StatTable};
+
+/// Each TLB array's counters, per core (`ARRAY`: `l1d_4k`, `l1d_64k`,
+/// `l1d_2m`, `l1d_32m`, `l1d_1g`, `l1i_4k`, `l1i_2m`, `l2`, `l2_1g`; an
+/// array the machine does not have reports zeros). The side totals
+/// (`dtlb.*`, `itlb.*`) are the core's own counters.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Translation,
+    stats: &[
+        StatDecl::count("tlb.ARRAY.lookups", "lookups of the array").scope(Scope::PerCore),
+        StatDecl::count("tlb.ARRAY.hits", "lookups it answered").scope(Scope::PerCore),
+        StatDecl::count("tlb.ARRAY.misses", "lookups it did not answer").scope(Scope::PerCore),
+        StatDecl::count("tlb.ARRAY.fills", "entries placed in it").scope(Scope::PerCore),
+        StatDecl::count("tlb.ARRAY.evictions", "entries a fill pushed out").scope(Scope::PerCore),
+        StatDecl::count("tlb.ARRAY.invalidations", "entries shootdowns dropped").scope(Scope::PerCore),
+    ],
+}];
+
 /// Counters of one array. `lookups` counts accesses that reached its level
 /// (all arrays of a level are probed in parallel); `misses = lookups - hits`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 use crate::units::ByteSize;
 
 /// How a colored huge page is laid out (`os.chp.scheme`).
@@ -61,7 +62,7 @@ impl ChpConfig {
         }
     }
 
-    pub fn validate(&self, prefix: &str) -> Result<()> {
+    fn check_keys(&self, prefix: &str) -> Result<()> {
         let key = format!("{prefix}.chp.submappings");
         match (self.scheme, self.submappings) {
             (ChpScheme::Scattered, Some(n)) if n != 1 => {
@@ -70,5 +71,11 @@ impl ChpConfig {
             (_, Some(n)) if ![1, 2, 4, 8].contains(&n) => Err(Error::config(key, format!("{n} is not 1, 2, 4 or 8"))),
             _ => Ok(()),
         }
+    }
+}
+
+impl SystemTable for ChpConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix)
     }
 }

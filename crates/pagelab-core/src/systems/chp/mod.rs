@@ -25,6 +25,7 @@
 mod cache;
 mod config;
 mod geometry;
+mod leaf;
 pub mod pagetable;
 #[cfg(test)]
 mod share_tests;
@@ -38,20 +39,78 @@ pub use cache::AllocatorCache;
 use cache::Sharing;
 pub use config::{ChpConfig, ChpScheme};
 pub use geometry::ChpGeometry;
+pub use leaf::ChpLeaf;
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::paging::PageTable;
 use crate::stat::{put_ints, Stat, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Asid, PageSize, Pfn, VirtAddr, Vpn};
 
 const HUGE: u64 = 2 << 20;
 
+/// CHP's statistics.
+const STATS: &[StatTable] = &[
+    StatTable {
+        section: Section::Translation,
+        stats: &[StatDecl::count(
+            "walk.chp",
+            "walks that ended at a colored-huge-page PMD (one page-table line read for the 8 sub-mappings; in a \
+             VM, a guest's, its line read at its host address, whether the entry it gave was a combined colored \
+             huge one or a 4 KiB splinter)",
+        )],
+    },
+    StatTable {
+        section: Section::Faults,
+        stats: &[
+            StatDecl::count("os.faults.chp", "faults that installed a whole colored huge page").os(),
+            StatDecl::count("os.chp.attempts", "2 MiB regions colored huge pages were tried for").os(),
+            StatDecl::count("os.chp.success", "regions backed by a colored huge page").os(),
+            StatDecl::count("os.chp.fallback", "regions that fell back to 4 KiB coloring").os(),
+            StatDecl::count(
+                "os.chp.success_ratio",
+                "`os.chp.success / os.chp.attempts` (0 when none was tried): the paper's allocation success ratio",
+            )
+            .ratio()
+            .os(),
+            StatDecl::count("os.chp.cache_hits", "sub-mappings served by the allocator cache").os(),
+            StatDecl::count("os.chp.blocks", "blocks taken from the buddy allocator").os(),
+            StatDecl::count("os.chp.returned", "sub-mappings munmap returned to the cache").os(),
+            StatDecl::count(
+                "os.chp.demoted",
+                "colored huge pages a partial munmap/mprotect turned into plain 4 KiB mappings",
+            )
+            .os(),
+            StatDecl::count(
+                "os.chp.cached",
+                "sub-mappings in the allocator cache at the end (only with `chp` in the chain)",
+            )
+            .os(),
+            StatDecl::count(
+                "os.chp.leftovers_offered",
+                "with `os.chp.share_leftovers`: sub-mappings of colors the faulting process may not use offered to \
+                 the color pool (64 frames each with 8 sub-mappings)",
+            )
+            .os(),
+            StatDecl::count(
+                "os.chp.leftovers_reclaimed",
+                "offered sub-mappings a CHP process took back whole from the pool (0 when the option is off)",
+            )
+            .os(),
+        ],
+    },
+];
+
 pub const REGISTRATION: Registration = Registration {
     name: "chp",
+    policies: &[Policy { name: "chp", chain: &["chp", "coloring"], doc: "Colored Huge Pages: 2 MiB regions backed by strided colored sub-mappings (and the Scattered Superpages and SWAP baselines)." }],
     fault_kinds: &["chp"],
     terminal: false,
+    caps: Caps { not_in_host: Some("the EPT walk is the base walker"), ..Caps::NONE },
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| ChpStats::default().report(out),
     build,
 };
@@ -67,12 +126,6 @@ fn build(b: &Build, k: &mut Kernel) -> Result<()> {
         stats: ChpStats::default(),
     }));
     Ok(())
-}
-
-/// The stride shift of colored huge pages on a machine with these colors
-/// (log2 of the number of colors), a constant of its hardware.
-pub fn stride_shift(colors: &crate::hw::cache::ColorMap) -> u8 {
-    colors.bits().len() as u8
 }
 
 /// Colored huge pages: 2 MiB regions tried, backed, declined for want of

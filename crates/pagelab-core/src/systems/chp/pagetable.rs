@@ -1,4 +1,4 @@
-//! CHP's page-table bit: software bit 9 (`pte::COLORED_HUGE`) of a PMD
+//! CHP's page-table bit: software bit 9 ([`COLORED_HUGE`]) of a PMD
 //! entry pointing at a page table whose 512 PTEs are the strided
 //! sub-mappings (III-B-3). The page table keeps, for such a table, the
 //! line of the 8 sub-mapping entries the walk reads (its leaf-extension
@@ -7,9 +7,17 @@
 //!
 //! Layer: paging (uses `paging` only).
 
-use crate::paging::pte::COLORED_HUGE;
+use crate::paging::pte::SoftBit;
 use crate::paging::PageTable;
 use crate::units::VirtAddr;
+
+/// Bit 9 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// colored huge page (Colored Huge Pages, III-B-3), whose walk reads one
+/// line of 8 sub-mapping entries.
+pub const COLORED_HUGE: u64 = 1 << 9;
+
+/// CHP's software bit, as the registry checks it against the others'.
+pub const SOFT_BIT: SoftBit = SoftBit { name: "colored_huge", mask: COLORED_HUGE, levels: &[2], leaf_ext: true };
 
 /// Whether the 2 MiB region of `vaddr` is a colored huge page: its PMD
 /// entry points at a page table and carries the colored-huge-page bit.

@@ -2,16 +2,19 @@
 //! colored huge page, 2 MiB as 8 sub-mappings of 64 pages; page `i` of
 //! sub-mapping `s` is frame `sub[s] | (i << stride_shift)`, the stride
 //! being the number of colors. The 8 frames do not fit in an L2 entry:
-//! [`ChpTlb`] keeps them beside the L2, by the entry's slot, as the
-//! design's wider STLB entry would. A hit generates a 4 KiB L1 entry.
+//! the cores' TLB extensions keep them beside the L2, by the entry's slot,
+//! as the design's wider STLB entry would. A hit generates a 4 KiB L1
+//! entry.
 //!
 //! Layer: hardware (uses `hw` and `units` only).
 
-use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, TlbEntry, TlbExtension};
+use crate::hw::cache::ColorMap;
+use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, TlbEntry};
 use crate::units::{Asid, Pfn, Vpn, PAGE_SHIFT};
 
-/// The L2 kind tag of a colored huge page.
-pub const KIND_COLORED_HUGE: u8 = 1;
+/// CHP's L2 entry kinds (one: a colored huge page), by their number in
+/// CHP (the registry numbers the TLB's kinds).
+pub const KINDS: &[&str] = &["colored_huge"];
 
 /// CHP geometry: 8 sub-mappings of 64 base pages make one 2 MiB page.
 const SUB_SHIFT: u32 = 18; // bits 18..20 of the 2 MiB offset pick the sub-mapping
@@ -28,7 +31,7 @@ pub struct ColoredHuge {
 
 impl ExtPayload for ColoredHuge {
     fn kind(&self) -> u8 {
-        KIND_COLORED_HUGE
+        0
     }
 
     #[inline]
@@ -46,38 +49,26 @@ impl ExtPayload for ColoredHuge {
     }
 }
 
-/// CHP's hardware state: the stride of the machine (a constant of the
-/// hardware, from the number of colors) and the 8 frames of the colored
-/// huge page in each L2 slot (stale for other slots; empty until the
-/// first colored huge page is cached).
+/// CHP's hardware state on a core: the stride of the machine (a constant
+/// of the hardware, from the number of colors). The 8 frames of the
+/// colored huge page in each L2 slot are kept beside the L2 with every
+/// other kind's payload (`systems::TlbExtensions`), as the design's wider
+/// STLB entry would hold them.
 #[derive(Debug, Clone, Default)]
 pub struct ChpTlb {
     pub stride_shift: u8,
-    frames: Vec<ColoredHuge>,
 }
 
 impl ChpTlb {
     pub fn new(stride_shift: u8) -> Self {
-        ChpTlb { stride_shift, frames: Vec::new() }
+        ChpTlb { stride_shift }
     }
 }
 
-impl TlbExtension for ChpTlb {
-    type Payload = ColoredHuge;
-
-    fn store(&mut self, slot: usize, slots: usize, p: &ColoredHuge) -> u32 {
-        if self.frames.is_empty() {
-            self.frames = vec![ColoredHuge::default(); slots];
-        }
-        self.frames[slot] = *p;
-        slot as u32
-    }
-
-    #[inline]
-    fn load(&self, kind: u8, index: u32) -> ColoredHuge {
-        debug_assert_eq!(kind, KIND_COLORED_HUGE);
-        self.frames[index as usize]
-    }
+/// The stride shift of colored huge pages on a machine with these colors
+/// (log2 of the number of colors), a constant of its hardware.
+pub fn stride_shift(colors: &ColorMap) -> u8 {
+    colors.bits().len() as u8
 }
 
 /// A 2 MiB colored huge page's TLB entry. Each `sub[s]` must leave clear
@@ -97,15 +88,12 @@ pub fn colored_huge(
     TlbEntry { asid, vbase, size: ReachSize::Size2M, writable, dirty, kind }
 }
 
-/// Whether `e` is a colored huge page's entry.
-pub fn is_colored_huge(e: &TlbEntry<ColoredHuge>) -> bool {
-    matches!(e.kind, EntryKind::Ext(_))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hw::tlb::{Tlb, TlbLookup, Translation};
+    use crate::systems::extensions::wrap;
+    use crate::systems::{ExtKind, TlbExtensions};
     use crate::units::VirtAddr;
 
     const A: Asid = 1;
@@ -116,20 +104,20 @@ mod tests {
         VirtAddr::new(x)
     }
 
-    fn page4k(asid: Asid, vaddr: u64, pfn: u64) -> TlbEntry<ColoredHuge> {
+    fn page4k(asid: Asid, vaddr: u64, pfn: u64) -> TlbEntry<ExtKind> {
         TlbEntry::page(asid, va(vaddr).vpn(), ReachSize::Size4K, Pfn::new(pfn), true, false)
     }
 
-    /// The small machine of `hw::tlb`'s tests.
-    fn small() -> Tlb<ChpTlb> {
+    /// The small machine of `hw::tlb`'s tests, with the cores' extensions.
+    fn small() -> Tlb<TlbExtensions> {
         Tlb::new(&crate::hw::tlb::tests::small(), 0)
     }
 
-    fn chp(asid: Asid, base: u64) -> TlbEntry<ColoredHuge> {
+    fn chp(asid: Asid, base: u64) -> TlbEntry<ExtKind> {
         // 16 colors (stride_shift 4); sub-mapping s starts at frame 0x1000 + s
         // (color s). Bits 4..9 of each start are clear, as the OR needs.
         let sub = std::array::from_fn(|s| Pfn::new(0x1000 + s as u64));
-        colored_huge(asid, va(base).vpn(), sub, 4, true, false)
+        wrap(colored_huge(asid, va(base).vpn(), sub, 4, true, false), ExtKind::ColoredHuge)
     }
 
     #[test]
@@ -162,7 +150,7 @@ mod tests {
         match tlb.lookup(A, va(x), false) {
             TlbLookup::L2(t) => {
                 assert_eq!((t.pfn.raw(), t.size), (0x13f7, ReachSize::Size2M));
-                assert!(is_colored_huge(&e));
+                assert!(matches!(e.kind, EntryKind::Ext(ExtKind::ColoredHuge(_))));
             }
             other => panic!("expected an L2 hit, got {other:?}"),
         }

@@ -1,15 +1,15 @@
 //! CHP's walk step: the last step of a walk through a colored-huge-page
 //! PMD, and the store that sets the page's shared dirty bit. The walker
 //! (`engine::mmu`) comes here when the PMD entry's software bits say so
-//! (one test of `pte::LEAF_EXT`, through `systems::walk_leaf_ext`).
+//! (one test of `pte::LEAF_EXT`, through `systems::walk_leaf_ext` and
+//! [`super::leaf`]).
 //!
-//! Layer: engine (the walker's; uses `hw`, `paging` and the engine's
-//! reference buffer and counters).
+//! Layer: paging (uses `hw`, `paging` and `units`).
 
-use super::tlb::{colored_huge, ColoredHuge};
-use crate::hw::core_stats::CoreStats;
-use crate::hw::refs::{RefBuf, RefKind};
-use crate::hw::tlb::TlbEntry;
+use super::tlb::{colored_huge, ChpTlb, ColoredHuge};
+use crate::hw::refs::RefKind;
+use crate::hw::tlb::{Holds, TlbEntry};
+use crate::paging::leaf_ext::LeafWalk;
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{NodeId, PageTable};
 use crate::units::{Asid, PageSize, VirtAddr};
@@ -20,22 +20,13 @@ use crate::units::{Asid, PageSize, VirtAddr};
 /// walks). A/D are set in the 8 entries: the whole colored huge page
 /// shares them, and its permission (III-B-1). The bit guarantees every
 /// page is mapped (a partial munmap or mprotect clears it first). Returns
-/// the 2 MiB entry to cache, its sub-mappings strided by `stride_shift`.
-#[allow(clippy::too_many_arguments)] // the walker's state at its last step
-pub fn walk(
-    pt: &mut PageTable,
-    node: NodeId,
-    asid: Asid,
-    vaddr: VirtAddr,
-    write: bool,
-    stride_shift: u8,
-    refs: &mut RefBuf,
-    stats: &mut CoreStats,
-) -> TlbEntry<ColoredHuge> {
-    refs.push(pt.node_frame(node).addr(), RefKind::Walk);
-    stats.walk_mem_refs += 1;
-    stats.leaf_ext_walks += 1;
-    read_line(pt, node, asid, vaddr, write, stride_shift).0
+/// the 2 MiB entry to cache, its sub-mappings strided by the machine's
+/// stride.
+pub fn walk<X: Holds<ColoredHuge, ChpTlb>>(w: &mut LeafWalk<'_, X>) -> TlbEntry<ColoredHuge> {
+    w.refs.push(w.pt.node_frame(w.table).addr(), RefKind::Walk);
+    w.stats.walk_mem_refs += 1;
+    w.stats.leaf_ext_walks[X::OWNER] += 1;
+    read_line(w.pt, w.table, w.asid, w.vaddr, w.write, w.ext.state().stride_shift).0
 }
 
 /// The line's part of the walk step, without its reference (the 2D

@@ -64,12 +64,13 @@
 //! Layer: paging (as [`super::walk`]); the EPT side comes through the
 //! hardware layer's `NestedWalk`.
 
-use super::tlb::{colored_huge, ColoredHuge};
+use super::tlb::{colored_huge, ChpTlb, ColoredHuge};
 use super::walk::{dirty_assist as dirty_line, read_line};
-use crate::hw::tlb::{EntryKind, ExtPayload, ReachSize, TlbEntry};
+use crate::hw::tlb::{EntryKind, ExtPayload, Holds, ReachSize, TlbEntry};
+use crate::paging::leaf_ext::{DirtyAssist2d, LeafWalk2d};
 use crate::paging::nested_walk::{EptMiss, NestedWalk, Step2d};
-use crate::paging::{NodeId, PageTable};
-use crate::units::{Asid, Gfn, PageSize, Pfn, VirtAddr, Vpn};
+use crate::paging::PageTable;
+use crate::units::{Gfn, PageSize, Pfn, VirtAddr, Vpn};
 
 /// Pages of a sub-mapping.
 const SUB_PAGES: u64 = 64;
@@ -78,23 +79,17 @@ const SUB_PAGES: u64 = 64;
 /// PMD entry whose PTE page is `table`: the line at its host address, the
 /// data's frame through the EPT, then the combined colored huge entry,
 /// else a splintered 4 KiB one.
-#[allow(clippy::too_many_arguments)] // the walker's state at its last step
-pub fn step<W: NestedWalk>(
-    w: &mut W,
-    pt: &mut PageTable,
-    table: NodeId,
-    tag: Asid,
-    vaddr: VirtAddr,
-    write: bool,
-    stride_shift: u8,
-) -> Step2d<ColoredHuge> {
+pub fn step<W: NestedWalk, X: Holds<ColoredHuge, ChpTlb>>(s: &mut LeafWalk2d<'_, W, X>) -> Step2d<ColoredHuge> {
+    let stride_shift = s.ext.state().stride_shift;
+    let LeafWalk2d { w, pt, table, tag, vaddr, write, .. } = s;
+    let (w, pt, table, tag, vaddr, write) = (&mut **w, &mut **pt, *table, *tag, *vaddr, *write);
     // Guest table reads count as stores for the EPT's A/D bits (walk2d.rs).
     let table_host = match w.translate(Gfn::of_guest_kernel(pt.node_frame(table)), true) {
         Ok((frame, ..)) => frame,
         Err(miss) => return miss.into(),
     };
     w.push_guest(table_host, pt.node_frame(table).addr());
-    w.refs().1.leaf_ext_walks += 1;
+    w.refs().1.leaf_ext_walks[X::OWNER] += 1;
     let (guest, newly_dirty) = read_line(pt, table, tag, vaddr, write, stride_shift);
     let EntryKind::Ext(subs) = guest.kind else { unreachable!("a colored huge page's line gives its entry") };
     if newly_dirty {
@@ -206,20 +201,16 @@ fn check_fill<W: NestedWalk>(w: &W, pt: &PageTable, vbase: Vpn, host_subs: &[Pfn
     None
 }
 
-/// A store through a clean entry of a guest colored huge page at `vaddr`,
-/// after its PTE's D bit was set: the locked update sets D in the 8 line
-/// entries of `table` too (the page counts as written if it was clean),
-/// and when the L2 holds the combined colored huge entry (`l2_combined`),
-/// the D bit of all 8 sub-mappings' EPT leaves (the data page's is set by
-/// the walker).
-pub fn dirty_assist<W: NestedWalk>(
-    w: &mut W,
-    pt: &mut PageTable,
-    table: NodeId,
-    vaddr: VirtAddr,
-    stride_shift: u8,
-    l2_combined: bool,
-) {
+/// A store through a clean entry of a guest colored huge page at
+/// `d.vaddr`, after its PTE's D bit was set: the locked update sets D in
+/// the 8 line entries of `d.table` too (the page counts as written if it
+/// was clean), and when the L2 holds the combined colored huge entry
+/// (`d.combined`), the D bit of all 8 sub-mappings' EPT leaves (the data
+/// page's is set by the walker).
+pub fn dirty_assist<W: NestedWalk>(d: &mut DirtyAssist2d<'_, W, ChpTlb>) {
+    let DirtyAssist2d { w, pt, table, vaddr, state, combined } = d;
+    let (w, pt, table, vaddr, l2_combined) = (&mut **w, &mut **pt, *table, *vaddr, *combined);
+    let stride_shift = state.stride_shift;
     let was_clean = !pt.ext_line(table)[0].dirty();
     dirty_line(pt, table);
     let subs = ColoredHuge { sub: pt.ext_line(table).map(|e| e.pfn()), stride_shift };

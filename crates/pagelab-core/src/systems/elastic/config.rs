@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 use crate::units::ByteSize;
 
 /// Where Leshy's size hints come from (`os.elastic.leshy`).
@@ -108,7 +109,7 @@ impl Default for ElasticConfig {
 impl ElasticConfig {
     /// Checks every key. `used`: `elastic` is in the chain (the modes'
     /// requirements apply only then).
-    pub fn validate(&self, prefix: &str, used: bool) -> Result<()> {
+    fn check_keys(&self, prefix: &str, used: bool) -> Result<()> {
         let key = |name: &str| format!("{prefix}.elastic.{name}");
         if used && self.leshy == LeshyMode::Offline && self.hints.is_none() {
             return Err(Error::config(
@@ -154,5 +155,22 @@ impl ElasticConfig {
             return Err(Error::config(key("leshy_epochs"), "must be at least 1"));
         }
         Ok(())
+    }
+}
+
+impl SystemTable for ElasticConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix, check.in_chain)
+    }
+
+    fn fill_machine_defaults(&mut self, l2_tlb_entries: u32) {
+        self.leshy_budget.get_or_insert(l2_tlb_entries);
+    }
+
+    fn input_files(&self) -> Vec<std::path::PathBuf> {
+        match &self.hints {
+            Some(HintSource::File(f)) => vec![f.into()],
+            _ => Vec::new(),
+        }
     }
 }

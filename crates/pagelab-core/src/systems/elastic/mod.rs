@@ -42,21 +42,82 @@ mod virt_tests;
 
 pub use config::{ElasticConfig, HintSource, LeshyMode};
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, ProcessSpec, System};
 use crate::paging::CONTIG_ENTRIES;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Asid, Order, PageSize, VirtAddr};
 use coala::{Fallback, Placement};
 use hints::{lock, HintTable, Hints, SharedHints};
 use placement::Size;
 
+/// Elastic Translations' statistics.
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Systems,
+    stats: &[
+        StatDecl::count("os.faults.elastic", "a 4 KiB page placed by CoalaPaging among 16 PTEs").os(),
+        StatDecl::count(
+            "os.faults.elastic_2m",
+            "a 2 MiB page among 16 PMDs (or, CoalaPaging failing, an ordinary order-9 block)",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.anchored",
+            "pages CoalaPaging placed at the offset a present neighbour's anchor fixed",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.carved",
+            "pages placed at their offset in a freshly carved block of 16 pages (order 4 or 13)",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.fallback.target_taken",
+            "pages left to the normal allocator: the anchored frame was taken",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.fallback.no_block",
+            "pages left to the normal allocator: no anchor and no free block of 16 pages",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.contig_sets",
+            "contiguous ranges a fault completed on live entries (each with break-before-make: one shootdown of the \
+             range, `os.fault_cost.shootdown` cycles)",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.promotions.64k",
+            "CoalaKhugepaged's 64 KiB ranges made contiguous in an order-4 block",
+        )
+        .os(),
+        StatDecl::count(
+            "elastic.promotions.2m",
+            "its 2 MiB collapses (2 MiB hints, and the 2 MiB fallback of a 32 MiB hint)",
+        )
+        .os(),
+        StatDecl::count("elastic.promotions.32m", "its 32 MiB ranges made contiguous in an order-13 block").os(),
+        StatDecl::count(
+            "leshy.samples",
+            "L2 TLB misses sampled for Leshy online (one data-side miss in `os.elastic.leshy_sample_period`; 0 in \
+             other modes and in virtualized runs)",
+        )
+        .os(),
+    ],
+}];
+
 pub const REGISTRATION: Registration = Registration {
     name: "elastic",
+    policies: &[Policy { name: "elastic", chain: &["elastic", "base"], doc: "Elastic Translations: CoalaPaging and the contiguous bit (64 KiB and 32 MiB coalesced translations on Arm-style machines)." }],
     fault_kinds: &["elastic", "elastic_2m"],
     terminal: false,
+    caps: Caps { samples_l2_occupancy: true, ..Caps::NONE },
+    hooks: Hooks { miss_sample_period: Some(miss_sample_period), ..Hooks::NONE },
+    stats: STATS,
     idle_stats: |out| {
         Counters::default().report(out);
         put_ints(out, "leshy.", &[("samples", 0)]);
@@ -115,10 +176,10 @@ fn load_hints(source: &HintSource) -> Result<Hints> {
 }
 
 /// One L2 TLB miss in how many the cores sample (for Leshy online), or
-/// `None` when the run does not sample.
-pub fn miss_sample_period(os: &super::OsConfig) -> Option<u64> {
-    let online = os.chain().contains(&"elastic") && os.elastic.leshy == LeshyMode::Online;
-    online.then_some(os.elastic.leshy_sample_period)
+/// `None` when Leshy does not sample (the registry asks only when
+/// `elastic` is in the chain).
+fn miss_sample_period(os: &super::OsConfig) -> Option<u64> {
+    (os.elastic.leshy == LeshyMode::Online).then_some(os.elastic.leshy_sample_period)
 }
 
 /// What CoalaPaging and the bit management did, by outcome.

@@ -28,12 +28,13 @@ use std::collections::BTreeSet;
 
 use self::pagetable::{clear_gtsm, gtsm_record, is_gtsm, set_gtsm, GtsmRecord};
 use self::tlb::SUB_BLOCK_PAGES;
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::paging::PageTable;
 use crate::phys::{FrameOwner, PhysMem};
 use crate::stat::{put_ints, Stat, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Asid, Order, PageSize, Pfn, VirtAddr, Vpn};
 
 const HUGE: u64 = 2 << 20;
@@ -42,10 +43,51 @@ pub const CHUNK_PAGES: u64 = 1024;
 /// Sub-blocks of 64 KiB in a 2 MiB page.
 const PAGE_SUB_BLOCKS: u32 = 32;
 
+/// GTSM's statistics.
+const STATS: &[StatTable] = &[
+    StatTable {
+        section: Section::Translation,
+        stats: &[StatDecl::count(
+            "walk.gtsm",
+            "walks that ended at a GTSM page's PMD (one reference: the page's descriptor)",
+        )],
+    },
+    StatTable {
+        section: Section::Systems,
+        stats: &[
+            StatDecl::count("os.faults.gtsm", "faults that made a GTSM page").os(),
+            StatDecl::count("os.gtsm.pages", "GTSM pages in the page tables at the end").os().contract(),
+            StatDecl::count("os.gtsm.created", "GTSM pages made").os(),
+            StatDecl::count(
+                "os.gtsm.chunks_skipped",
+                "4 MiB chunks passed over (fewer than 32 sub-blocks of 64 KiB free of faulty frames and allocations)",
+            )
+            .os(),
+            StatDecl::count("os.gtsm.declined", "regions left to the chain (no chunk left)").os(),
+            StatDecl::count(
+                "mem.mapped.gtsm",
+                "bytes of virtual memory GTSM pages map (2 MiB each; their sub-pages are 4 KiB leaves of their \
+                 table, so they count under `4k` too)",
+            )
+            .bytes()
+            .os()
+            .contract(),
+        ],
+    },
+];
+
 pub const REGISTRATION: Registration = Registration {
     name: "gtsm",
+    policies: &[Policy {
+        name: "gtsm",
+        chain: &["gtsm", "base"],
+        doc: "Gap-Tolerant Sequential Mapping: 2 MiB pages of 64 KiB sub-blocks of 4 MiB chunks, around faulty frames.",
+    }],
     fault_kinds: &["gtsm"],
     terminal: false,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| GtsmStats::default().report(out, 0),
     build: |_b: &Build, k| {
         k.plug(Box::new(Gtsm { next_chunk: 0, live: BTreeSet::new(), stats: GtsmStats::default() }));

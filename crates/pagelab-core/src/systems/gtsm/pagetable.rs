@@ -1,5 +1,5 @@
 //! What a GTSM page is in the page table. Its PMD entry points at a page
-//! table and carries software bit 54 (`pte::GTSM`); the table keeps the
+//! table and carries software bit 54 ([`GTSM`]); the table keeps the
 //! 512 PTEs of the frames the page uses, so a software walk (and
 //! `run.check_translations`) sees the equivalent 4 KiB mappings, while the
 //! hardware reads only the page's descriptor: the chunk's frame and the
@@ -10,9 +10,17 @@
 //! Layer: paging (uses `paging` and `units` only).
 
 use crate::paging::pagetable::{ExtRecord, EXT_RECORD_WORDS};
-use crate::paging::pte::GTSM;
+use crate::paging::pte::SoftBit;
 use crate::paging::{NodeId, PageTable};
 use crate::units::{Pfn, VirtAddr};
+
+/// Bit 54 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// GTSM page (Gap-Tolerant Sequential Mapping, the Perforated Pages
+/// paper's VII-D), its 32 sub-blocks of 64 KiB placed in one 4 MiB chunk.
+pub const GTSM: u64 = 1 << 54;
+
+/// GTSM's software bit, as the registry checks it against the others'.
+pub const SOFT_BIT: SoftBit = SoftBit { name: "gtsm", mask: GTSM, levels: &[2], leaf_ext: true };
 
 /// A GTSM page's descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,9 @@
 use crate::hw::tlb::{ExtPayload, ReachSize};
 use crate::units::{Pfn, PAGE_SHIFT};
 
-/// The L2 kind tag of a GTSM page.
-pub const KIND_GTSM: u8 = 4;
+/// GTSM's L2 entry kinds (one: a GTSM page), by their number in GTSM (the
+/// registry numbers the TLB's kinds).
+pub const KINDS: &[&str] = &["gtsm"];
 /// Frames in a 64 KiB sub-block.
 pub const SUB_BLOCK_PAGES: u64 = 16;
 
@@ -51,7 +52,7 @@ impl GtsmPage {
 
 impl ExtPayload for GtsmPage {
     fn kind(&self) -> u8 {
-        KIND_GTSM
+        0
     }
 
     #[inline]

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 
 /// HawkEye (`os.policy = "hawkeye"`), with the ET artifact's settings as
 /// defaults (`env/hwk.env`, `scripts/run-eval-base.sh`, the kernel's
@@ -37,7 +38,7 @@ impl HawkeyeConfig {
         *self == HawkeyeConfig::default()
     }
 
-    pub fn validate(&self, prefix: &str) -> Result<()> {
+    fn check_keys(&self, prefix: &str) -> Result<()> {
         for (key, ms) in [("access_window_ms", self.access_window_ms), ("rescan_sleep_ms", self.rescan_sleep_ms)] {
             if !ms.is_finite() || ms < 0.0 {
                 return Err(Error::config(format!("{prefix}.hawkeye.{key}"), format!("{ms} is not a duration >= 0")));
@@ -50,5 +51,15 @@ impl HawkeyeConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl SystemTable for HawkeyeConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix)
+    }
+
+    fn hidden(&self) -> bool {
+        self.is_default()
     }
 }

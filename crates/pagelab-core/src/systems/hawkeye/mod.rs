@@ -31,17 +31,57 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::thp::{huge_fault_range, map_huge_at_fault};
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::Asid;
 use bins::Bins;
 
+/// HawkEye's statistics (its huge faults count as `os.faults.thp`).
+const STATS: &[StatTable] = &[StatTable {
+    section: Section::Systems,
+    stats: &[
+        StatDecl::count(
+            "hawkeye.candidates",
+            "promotion candidates: 2 MiB ranges whose first fault was THP-eligible (inside the VMA, nothing \
+             mapped; counted whether or not the fault took the huge page)",
+        )
+        .os(),
+        StatDecl::count(
+            "hawkeye.fault_fallback",
+            "fault-time huge pages that found no free order-9 block (the fault then took 4 KiB from `base`)",
+        )
+        .os(),
+        StatDecl::count(
+            "hawkeye.scans",
+            "kbinmanager's counts of a process's candidates' access bits (one per process per window, every \
+             `os.hawkeye.access_window_ms` + `rescan_sleep_ms`)",
+        )
+        .os(),
+        StatDecl::count(
+            "hawkeye.dropped",
+            "candidates a count dropped (a huge page already, no page table, or no longer inside one VMA)",
+        )
+        .os(),
+        StatDecl::count("hawkeye.promotions", "its khugepaged's 2 MiB collapses, highest access coverage first").os(),
+        StatDecl::count("hawkeye.promote_failed", "collapses that found no free order-9 block").os(),
+        StatDecl::count("hawkeye.wakeups", "its khugepaged's wake-ups (every `os.thp.scan_sleep_ms`)").os(),
+        StatDecl::count("hawkeye.cpu_cycles", "its khugepaged's copies' CPU time on its own core (not in `cycles`)")
+            .cycles()
+            .os(),
+    ],
+}];
+
 pub const REGISTRATION: Registration = Registration {
     name: "hawkeye",
+    policies: &[Policy { name: "hawkeye", chain: &["hawkeye", "base"], doc: "HawkEye: huge pages at fault as THP, and promotion of the most accessed 2 MiB regions first, by access-bit sampling." }],
     fault_kinds: &[],
     terminal: false,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: STATS,
     idle_stats: |out| {
         Hawkeye::report_counters(0, 0, out);
         scan::Kbinmanager::report_counters(0, 0, out);

@@ -1,11 +1,13 @@
 //! `os.perforated` (the system's hardware variant and the paper's creation
 //! rule) and `os.holes` (the fragmentation scenario of the paper's
-//! evaluation: which 2 MiB regions hold holes, how many, where, and of
-//! which kind).
+//! evaluation, `phys::holes`, whose table the `holes` system owns).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
+
+pub use crate::phys::holes::{Distribution, HoleKind, HolesConfig};
 
 /// How hole bitmaps reach the L2 TLB (`os.perforated.variant`; the
 /// paper's Figure 3, top to bottom).
@@ -61,7 +63,7 @@ impl Default for PerforatedConfig {
 }
 
 impl PerforatedConfig {
-    pub fn validate(&self, prefix: &str) -> Result<()> {
+    fn check_keys(&self, prefix: &str) -> Result<()> {
         if !(self.max_unmovable > 0.0 && self.max_unmovable <= 1.0) {
             let key = format!("{prefix}.perforated.max_unmovable");
             return Err(Error::config(key, format!("{} is not in (0, 1]", self.max_unmovable)));
@@ -77,77 +79,14 @@ impl PerforatedConfig {
     }
 }
 
-/// Where the holes of a fragmented region sit (`os.holes.distribution`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Distribution {
-    /// One run of consecutive pages, at a random place in the region.
-    Clustered,
-    /// Spread evenly over the region, from a random phase.
-    Dispersed,
-}
-
-/// What a hole is (`os.holes.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HoleKind {
-    /// Backed by another 4 KiB frame at creation.
-    Allocated,
-    /// Not backed; the program is not meant to touch it (a touch backs it
-    /// then, as a lazily allocated hole).
-    Unallocated,
-}
-
-/// The fragmentation scenario (`os.holes`): a share of the workload's
-/// 2 MiB regions (`portion`) hold frames the kernel cannot use for a huge
-/// page, a share of each such region's pages (`degree`).
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HolesConfig {
-    pub portion: f64,
-    pub degree: f64,
-    pub distribution: Distribution,
-    pub kind: HoleKind,
-    /// The share of the fragmented regions whose holes are dispersed
-    /// whatever `distribution` says: with 8 holes or more they set every
-    /// filter bit, so the paper's creation rule refuses them. pp-realfrag
-    /// needs it: a real machine's fragmented pageblocks are a mix of
-    /// blocks a perforated page can use and blocks it cannot.
-    pub spread: f64,
-}
-
-impl Default for HolesConfig {
-    fn default() -> Self {
-        HolesConfig {
-            portion: 0.0,
-            degree: 0.25,
-            distribution: Distribution::Clustered,
-            kind: HoleKind::Allocated,
-            spread: 0.0,
-        }
+impl SystemTable for PerforatedConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix)
     }
 }
 
-impl HolesConfig {
-    pub fn validate(&self, prefix: &str) -> Result<()> {
-        for (name, v) in [("portion", self.portion), ("degree", self.degree), ("spread", self.spread)] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(Error::config(format!("{prefix}.holes.{name}"), format!("{v} is not in [0, 1]")));
-            }
-        }
-        if self.portion > 0.0 && self.holes_per_region() == 0 {
-            let key = format!("{prefix}.holes.degree");
-            return Err(Error::config(key, "a fragmented region needs at least one hole of its 512 pages"));
-        }
-        if self.holes_per_region() >= 512 {
-            let key = format!("{prefix}.holes.degree");
-            return Err(Error::config(key, "a region of only holes is not a huge page of any kind"));
-        }
-        Ok(())
-    }
-
-    /// Holes in each fragmented region (of 512 pages).
-    pub fn holes_per_region(&self) -> u32 {
-        (self.degree * 512.0).round() as u32
+impl SystemTable for HolesConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix)
     }
 }

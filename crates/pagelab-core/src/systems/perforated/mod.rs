@@ -38,6 +38,7 @@
 mod booted_tests;
 pub mod config;
 pub mod holes;
+mod leaf;
 pub mod pagetable;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -50,33 +51,98 @@ pub mod walk2d;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use config::{Distribution, HoleKind, HolesConfig, PerforatedConfig, Variant};
+pub use leaf::PerforatedLeaf;
 
 use self::holes::{count, filter_of, is_hole, set_hole, HoleBits, HoleScenario};
 use self::pagetable::{clear_perforated, perforation_at, set_perforated, Perforation};
-use self::tlb::PerforatedTlb;
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::{Error, Result};
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::paging::pagetable::table_index;
 use crate::paging::Pte;
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stat, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Asid, Order, PageSize, Pfn, PhysAddr, VirtAddr};
 
 const HUGE: u64 = 2 << 20;
 
+/// Perforated pages' statistics (their hardware's are in `tlb.rs`).
+const STATS: StatTable = StatTable {
+    section: Section::Systems,
+    stats: &[
+        StatDecl::count("os.faults.perforated", "faults that made a perforated page").os(),
+        StatDecl::count(
+            "os.faults.fragmented",
+            "first faults of a fragmented region backed by one 4 KiB page (the rule declined it, or no 2 MiB \
+             block: `perforated`; always: `holes`)",
+        )
+        .os(),
+        StatDecl::count("perforated.pages", "perforated pages in the page tables at the end").os().contract(),
+        StatDecl::count("perforated.holes", "their holes").os().contract(),
+        StatDecl::count(
+            "mem.mapped.perforated",
+            "bytes of virtual memory perforated pages map (2 MiB each, holes included)",
+        )
+        .bytes()
+        .os()
+        .contract(),
+        StatDecl::count("os.perforated.created", "perforated pages made").os(),
+        StatDecl::count(
+            "os.perforated.declined",
+            "fragmented regions the rule (`os.perforated.max_unmovable`, `max_filter_bits`) kept from being one \
+             (with no free 2 MiB block left, also the 2 MiB regions of physical memory of only free and pinned \
+             frames it refused)",
+        )
+        .os(),
+        StatDecl::count("os.perforated.fragmented", "fragmented regions given 4 KiB pages").os(),
+        StatDecl::count(
+            "os.perforated.flushes",
+            "perforated pages unmapped whole (each flushes the process's TLB entries, IV-E)",
+        )
+        .os(),
+        StatDecl::count(
+            "os.perforated.demoted",
+            "perforated pages an mprotect covered whole (made plain 4 KiB mappings)",
+        )
+        .os(),
+    ],
+};
+
+/// The `holes` system's statistic.
+const HOLES_STATS: StatTable = StatTable {
+    section: Section::Systems,
+    stats: &[StatDecl::count(
+        "os.holes.fragmented",
+        "the `holes` system (a conventional kernel under `os.holes`): fragmented regions given 4 KiB pages",
+    )
+    .os()],
+};
+
 pub const REGISTRATION: Registration = Registration {
     name: "perforated",
+    policies: &[Policy {
+        name: "perforated",
+        chain: &["perforated", "thp", "base"],
+        doc: "THP with perforated pages where a region cannot be a huge page.",
+    }],
     fault_kinds: &["perforated", "fragmented"],
     terminal: false,
+    caps: Caps { samples_l2_occupancy: true, ept_leaf_ext: true, follows_contents: false, ..Caps::NONE },
+    hooks: Hooks::NONE,
+    stats: &[STATS, tlb::STATS],
     idle_stats: |out| PerforatedStats::default().report(out, 0, 0),
     build: |b, k| build(b, k, true),
 };
 
 pub const HOLES_REGISTRATION: Registration = Registration {
     name: "holes",
+    policies: &[],
     fault_kinds: &["fragmented"],
     terminal: false,
+    caps: Caps::NONE,
+    hooks: Hooks { untouched_pages: Some(untouched_pages), ..Hooks::NONE },
+    stats: &[HOLES_STATS],
     idle_stats: |out| {
         out.insert("os.holes.fragmented".into(), Stat::Int(0));
     },
@@ -331,13 +397,14 @@ impl Perforated {
     }
 }
 
-/// The pages process `asid` never touches under the scenario `holes`:
+/// The pages process `asid` never touches under the scenario `os.holes`:
 /// the holes of its fragmented regions when they are unallocated (VII-B:
 /// "unallocated hole pages are not accessed"), whatever the chain, so that
 /// every kernel runs the same program; `None` when it touches them all.
-pub fn untouched_pages(holes: &HolesConfig, seed: u64, asid: Asid) -> Option<impl Fn(u64) -> Option<HoleBits>> {
-    let scenario = HoleScenario::new(holes, seed);
-    (scenario.active() && holes.kind == HoleKind::Unallocated).then_some(move |r| scenario.holes(asid, r))
+fn untouched_pages(os: &super::OsConfig, seed: u64, asid: Asid) -> Option<super::Untouched> {
+    let scenario = HoleScenario::new(&os.holes, seed);
+    let untouched = move |r| scenario.holes(asid, r);
+    (scenario.active() && os.holes.kind == HoleKind::Unallocated).then(|| Box::new(untouched) as super::Untouched)
 }
 
 /// The next 2 MiB region of physical memory, from `cursor` on, whose frames
@@ -583,38 +650,4 @@ pub fn patch(k: &mut Kernel, asid: Asid, vaddr: VirtAddr) -> Result<()> {
     set_perforated(k.page_table_mut(asid), base, &p);
     k.shoot(asid, page, page.add(4096));
     Ok(())
-}
-
-/// The flow counters and L2 occupancy of the cores given, as statistics:
-/// counters summed; `dtlb.l2.share.*` the mean share of the L2's valid
-/// entries over every sample of every core (0 without samples).
-pub fn report_flow<'a>(cores: impl Iterator<Item = &'a PerforatedTlb>) -> Stats {
-    let mut c = tlb::FlowCounters::default();
-    let mut occ = tlb::Occupancy::default();
-    for t in cores {
-        c.filter_hits += t.counters.filter_hits;
-        c.bitmap_lookups += t.counters.bitmap_lookups;
-        c.bitmap_refs += t.counters.bitmap_refs;
-        c.hole_walks += t.counters.hole_walks;
-        occ.samples += t.occupancy.samples;
-        for (s, x) in occ.share_sums.iter_mut().zip(t.occupancy.share_sums) {
-            *s += x;
-        }
-    }
-    let mut out = Stats::new();
-    put_ints(
-        &mut out,
-        "perforated.",
-        &[
-            ("bitmap_lookups", c.bitmap_lookups),
-            ("filter_hits", c.filter_hits),
-            ("bitmap_refs", c.bitmap_refs),
-            ("hole_walks", c.hole_walks),
-        ],
-    );
-    for (name, sum) in tlb::OCCUPANCY_NAMES.iter().zip(occ.share_sums) {
-        let share = if occ.samples > 0 { sum / occ.samples as f64 } else { 0.0 };
-        out.insert(format!("dtlb.l2.share.{name}"), Stat::Float(share));
-    }
-    out
 }

@@ -1,5 +1,5 @@
 //! What a perforated page is in the page table (IV-B). Its PMD entry points
-//! at a page table and carries software bit 10 (`pte::PERFORATED`); that
+//! at a page table and carries software bit 10 ([`PERFORATED`]); that
 //! table is the one the paper's shadow PMD entry points to, holding the
 //! hole translations. pagelab keeps all 512 PTEs in it, the non-holes
 //! mapping the 2 MiB frame page by page, so a software walk (and
@@ -17,13 +17,21 @@
 //! Layer: paging (uses `paging` and `units` only).
 
 use crate::paging::pagetable::{ExtRecord, EXT_RECORD_WORDS};
-use crate::paging::pte::PERFORATED;
+use crate::paging::pte::SoftBit;
 use crate::paging::{NodeId, PageTable};
 use crate::units::{Pfn, PhysAddr, VirtAddr};
 
-/// One bit per 4 KiB page of a 2 MiB region (bit `i % 64` of word
-/// `i / 64`): word `r` is the 256 KiB region of filter bit `r`.
-pub type HoleBits = [u64; 8];
+/// Bit 10 in a PMD entry pointing at a page table: the 2 MiB region is a
+/// perforated page (Perforated Pages, IV-B), the table holding its hole
+/// translations (what the shadow PMD entry points to); the 2 MiB frame and
+/// the 8-bit filter are read with the entry.
+pub const PERFORATED: u64 = 1 << 10;
+
+/// Perforated pages' software bit, as the registry checks it against the
+/// others'.
+pub const SOFT_BIT: SoftBit = SoftBit { name: "perforated", mask: PERFORATED, levels: &[2], leaf_ext: true };
+
+pub use crate::phys::holes::HoleBits;
 
 /// A perforated page as the hardware sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

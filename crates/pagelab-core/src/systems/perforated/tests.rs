@@ -16,9 +16,10 @@ use crate::engine::mmu::Mmu;
 use crate::engine::testutil::{batch, config, mmap, simulate, stat, stores, BASE};
 use crate::engine::{CoreStats, RefBuf, Simulation};
 use crate::hw::pwc::Pwc;
-use crate::hw::tlb::{Tlb, TlbLookup, KIND_HOLE_BITMAP};
+use crate::hw::tlb::{ExtPayload, Tlb, TlbLookup, KIND_HOLE_BITMAP};
 use crate::phys::FrameOwner;
-use crate::systems::perforated::tlb::{KIND_HOLE, KIND_PERFORATED};
+use crate::systems::perforated::tlb::{HolePage, PerforatedKind, PerforatedPage};
+use crate::systems::ExtKind;
 use crate::units::{Pfn, VirtAddr};
 use crate::workload::MapEvent;
 
@@ -159,9 +160,12 @@ fn figure_5_row_by_row() {
     let (_, refs, cycles) = probe.access(&mut mmu, &mut sim, page(70));
     assert_eq!((refs.len(), cycles), (0, 0.0));
     let kinds: Vec<u8> = mmu.tlb.l2_kinds().map(|(k, _)| k).collect();
-    assert_eq!(kinds.iter().filter(|&&k| k == KIND_PERFORATED).count(), 1);
+    // (The TLB's numbers of the two kinds, as the registry gives them.)
+    let page_kind = ExtKind::Perforated(PerforatedKind::Page(PerforatedPage::default())).kind();
+    let hole_kind = ExtKind::Perforated(PerforatedKind::Hole(HolePage::default())).kind();
+    assert_eq!(kinds.iter().filter(|&&k| k == page_kind).count(), 1);
     assert_eq!(kinds.iter().filter(|&&k| k == KIND_HOLE_BITMAP).count(), 2);
-    assert_eq!(kinds.iter().filter(|&&k| k == KIND_HOLE).count(), 2);
+    assert_eq!(kinds.iter().filter(|&&k| k == hole_kind).count(), 2);
 }
 
 /// The physical address of the hole table's PTE of page `i` of BASE.

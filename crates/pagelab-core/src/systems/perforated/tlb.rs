@@ -2,7 +2,7 @@
 //! page's 2 MiB entry, with the 8-bit filter, and a hole's 4 KiB entry.
 //! (Cached hole-bitmap entries are the TLB's own `KIND_HOLE_BITMAP`: their
 //! 32 bits fit in the entry.) [`PerforatedTlb`] counts what the
-//! translation flow does.
+//! translation flow does, and samples the L2's contents by kind.
 //!
 //! A hit on a perforated entry whose filter says the access's 256 KiB
 //! region has no hole generates a 4 KiB L1 entry at once (Figure 5, row
@@ -14,12 +14,17 @@
 //! Layer: hardware (uses `hw` and `units` only).
 
 use crate::hw::tlb::{ExtPayload, ReachSize};
+use crate::stat::{put_ints, Scope, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Pfn, PAGE_SHIFT};
 
-/// The L2 kind tag of a perforated page.
-pub const KIND_PERFORATED: u8 = 2;
-/// The L2 kind tag of a hole's 4 KiB translation.
-pub const KIND_HOLE: u8 = 3;
+/// Perforated pages' L2 entry kinds, by their number here (the registry
+/// numbers the TLB's kinds): a perforated page, a hole's 4 KiB
+/// translation.
+pub const KINDS: &[&str] = &["perforated", "hole"];
+/// A perforated page's kind.
+pub const KIND_PERFORATED: u8 = 0;
+/// A hole's kind.
+pub const KIND_HOLE: u8 = 1;
 
 /// What a perforated page's L2 entry carries beyond a plain 2 MiB one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,6 +84,75 @@ impl ExtPayload for PerforatedKind {
     }
 }
 
+/// What the hardware counts (`perforated.*`, `dtlb.l2.share.*`), per core
+/// and summed.
+pub const STATS: StatTable = StatTable {
+    section: Section::Translation,
+    stats: &[
+        StatDecl::count(
+            "perforated.filter_hits",
+            "L2 TLB hits on a perforated page's entry that its 8-bit filter answered (the access's 256 KiB region \
+             has no hole): a 4 KiB entry for the L1, no more work (the paper's Fig. 5, row 1)",
+        )
+        .contract()
+        .scope(Scope::CoreAndHost),
+        StatDecl::count(
+            "perforated.bitmap_lookups",
+            "L2 TLB hits on a perforated page's entry that consulted the hole bitmap: a second L2 TLB access each \
+             (charged `l2_latency`); all of them without the filter (`naive`, `on-demand`)",
+        )
+        .contract()
+        .scope(Scope::CoreAndHost),
+        StatDecl::count(
+            "perforated.bitmap_refs",
+            "bitmap reads from memory (the bitmap entry was not in the L2 TLB): one walk reference each, to the \
+             page's line in the reserved bitmap region (counted in `walk.mem_refs`)",
+        )
+        .contract()
+        .scope(Scope::CoreAndHost),
+        StatDecl::count(
+            "perforated.hole_walks",
+            "walks to a hole's PTE through the shadow PMD entry: two walk references each (shadow entry, PTE), \
+             counted in `walk.mem_refs`, not in `walks`; in a guest each is a guest entry read after its table's \
+             frame went through the EPT",
+        )
+        .contract()
+        .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.4k", "the L2 TLB's mean share of 4 KiB pages (sampled: see the section)")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.64k", "its mean share of 64 KiB coalesced translations")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.2m", "its mean share of 2 MiB pages (colored huge pages included)")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.32m", "its mean share of 32 MiB coalesced translations")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.1g", "its mean share of 1 GiB pages")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.perforated", "its mean share of perforated pages")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.bitmap", "its mean share of cached hole-bitmap entries")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+        StatDecl::count("dtlb.l2.share.hole", "its mean share of holes' 4 KiB entries")
+            .ratio()
+            .contract()
+            .scope(Scope::CoreAndHost),
+    ],
+};
+
 /// What the translation flow did, per core (`perforated.*`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlowCounters {
@@ -137,14 +211,15 @@ impl PerforatedTlb {
     }
 
     /// Adds one sample of the L2's contents: `kinds` gives each valid
-    /// entry's kind tag and reach.
-    pub fn sample(&mut self, kinds: impl Iterator<Item = (u8, ReachSize)>) {
+    /// entry's kind (its number here if it is one of this system's),
+    /// whether it is a cached hole bitmap, and its reach.
+    pub fn sample(&mut self, kinds: &mut dyn Iterator<Item = (Option<u8>, bool, ReachSize)>) {
         let mut n = [0u64; OCCUPANCY_KINDS];
-        for (kind, reach) in kinds {
-            let k = match kind {
-                KIND_PERFORATED => 2,
-                crate::hw::tlb::KIND_HOLE_BITMAP => 3,
-                KIND_HOLE => 4,
+        for (kind, bitmap, reach) in kinds {
+            let k = match (kind, bitmap) {
+                (Some(KIND_PERFORATED), _) => 2,
+                (_, true) => 3,
+                (Some(KIND_HOLE), _) => 4,
                 _ => match reach {
                     ReachSize::Size4K => 0,
                     ReachSize::Size2M => 1,
@@ -169,4 +244,38 @@ impl PerforatedTlb {
         self.counters = FlowCounters::default();
         self.occupancy = Occupancy::default();
     }
+}
+
+/// `perforated.*` and `dtlb.l2.share.*` over the cores given (one core's,
+/// or all of them): counters summed, occupancy shares the mean over all
+/// samples.
+pub fn report_flow(cores: &[&PerforatedTlb]) -> Stats {
+    let mut c = FlowCounters::default();
+    let mut occ = Occupancy::default();
+    for t in cores {
+        c.filter_hits += t.counters.filter_hits;
+        c.bitmap_lookups += t.counters.bitmap_lookups;
+        c.bitmap_refs += t.counters.bitmap_refs;
+        c.hole_walks += t.counters.hole_walks;
+        occ.samples += t.occupancy.samples;
+        for (s, x) in occ.share_sums.iter_mut().zip(t.occupancy.share_sums) {
+            *s += x;
+        }
+    }
+    let mut out = Stats::new();
+    put_ints(
+        &mut out,
+        "perforated.",
+        &[
+            ("bitmap_lookups", c.bitmap_lookups),
+            ("filter_hits", c.filter_hits),
+            ("bitmap_refs", c.bitmap_refs),
+            ("hole_walks", c.hole_walks),
+        ],
+    );
+    for (name, sum) in OCCUPANCY_NAMES.iter().zip(occ.share_sums) {
+        let share = if occ.samples > 0 { sum / occ.samples as f64 } else { 0.0 };
+        out.insert(format!("dtlb.l2.share.{name}"), Stat::Float(share));
+    }
+    out
 }

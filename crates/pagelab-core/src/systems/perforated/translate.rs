@@ -12,67 +12,65 @@
 //! walk, goes into both the L2 and the L1.
 
 use super::pagetable::{perforation, Perforation};
+use super::tlb::{PerforatedKind, PerforatedTlb};
 use super::{config::Variant, walk};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::refs::{RefBuf, RefKind};
-use crate::hw::tlb::{Tlb, BITMAP_CHUNK_PAGES};
-use crate::paging::PageTable;
-use crate::systems::extensions::{wrap, ExtEntry, ExtKind, TlbExtensions};
+use crate::hw::tlb::{Holds, Tlb, BITMAP_CHUNK_PAGES};
+use crate::paging::leaf_ext::Resolve;
 use crate::units::{Asid, Pfn, PhysAddr, VirtAddr};
 
-/// Rows 2 to 5 for an access at `vaddr` through the perforated entry
-/// `entry`: the bitmap (a second L2 access, and a memory reference when
-/// the L2 lacks it), then the L1 entry or the hole walk. Returns the
+/// Rows 2 to 5 for an access at `r.access.vaddr` through the perforated
+/// entry `r.entry`: the bitmap (a second L2 access, and a memory reference
+/// when the L2 lacks it), then the L1 entry or the hole walk. Returns the
 /// frame, or `None` when the access is to a hole not backed (a fault).
-#[allow(clippy::too_many_arguments)] // the MMU's state for one access
-pub fn resolve(
-    tlb: &mut Tlb<TlbExtensions>,
-    pt: &mut PageTable,
-    entry: &ExtEntry,
-    vaddr: VirtAddr,
-    write: bool,
-    instr: bool,
-    l2_latency: f64,
-    refs: &mut RefBuf,
-    stats: &mut CoreStats,
-) -> Option<Pfn> {
-    let asid = entry.asid;
-    let (table, _) = pt.pmd_table_of(vaddr).expect("a cached perforated page is in the page table");
-    let p = perforation(pt, table);
-    if !is_hole_by_bitmap(tlb, &p, p.bitmap_line, asid, vaddr, l2_latency, refs, stats) {
-        tlb.fill_l1(entry, vaddr, instr);
-        return Some(entry.frame_of(vaddr));
+pub fn resolve<X: Holds<PerforatedKind, PerforatedTlb>>(r: &mut Resolve<'_, X>) -> Option<Pfn> {
+    let (asid, access) = (r.entry.asid, r.access);
+    let vaddr = access.vaddr;
+    let (table, _) = r.pt.pmd_table_of(vaddr).expect("a cached perforated page is in the page table");
+    let p = perforation(r.pt, table);
+    let read = BitmapRead { line: p.bitmap_line, asid, vaddr, l2_latency: r.l2_latency };
+    if !is_hole_by_bitmap(r.tlb, &p, read, r.refs, r.stats) {
+        r.tlb.fill_l1(r.entry, vaddr, access.instr);
+        return Some(r.entry.frame_of(vaddr));
     }
-    tlb.extensions_mut().perforated.counters.hole_walks += 1;
-    let hole = walk::hole_walk(pt, table, &p, asid, vaddr, write, refs, stats)?;
-    let hole = wrap(hole, ExtKind::Perforated);
-    tlb.fill_after_walk(hole, vaddr, instr);
+    r.tlb.extensions_mut().state_mut().counters.hole_walks += 1;
+    let hole = walk::hole_walk(r.pt, table, &p, asid, access, r.refs, r.stats)?;
+    let hole = X::wrap_entry(hole);
+    r.tlb.fill_after_walk(hole, vaddr, access.instr);
     Some(hole.frame_of(vaddr))
 }
 
-/// Whether the bitmap says `vaddr`'s page is a hole (rows 2 to 5's
+/// Where the bitmap step reads: the bitmap's line (the reserved region's,
+/// natively; under virtualization its host-physical address, from the
+/// register that holds the guest's bitmap region), for the access to
+/// `vaddr` of address space `asid`, a second L2 access costing
+/// `l2_latency`.
+#[derive(Debug, Clone, Copy)]
+pub struct BitmapRead {
+    pub line: PhysAddr,
+    pub asid: Asid,
+    pub vaddr: VirtAddr,
+    pub l2_latency: f64,
+}
+
+/// Whether the bitmap says `read.vaddr`'s page is a hole (rows 2 to 5's
 /// bitmap step): a second L2 access, and when the L2 lacks the entry a
-/// read of the bitmap's line at `line` (the reserved region's, natively;
-/// under virtualization its host-physical address, from the register that
-/// holds the guest's bitmap region).
-#[allow(clippy::too_many_arguments)] // the MMU's state for one access
-pub fn is_hole_by_bitmap(
-    tlb: &mut Tlb<TlbExtensions>,
+/// read of the bitmap's line.
+pub fn is_hole_by_bitmap<X: Holds<PerforatedKind, PerforatedTlb>>(
+    tlb: &mut Tlb<X>,
     p: &Perforation,
-    line: PhysAddr,
-    asid: Asid,
-    vaddr: VirtAddr,
-    l2_latency: f64,
+    read: BitmapRead,
     refs: &mut RefBuf,
     stats: &mut CoreStats,
 ) -> bool {
-    tlb.extensions_mut().perforated.counters.bitmap_lookups += 1;
-    stats.cycles_translation += l2_latency;
-    let bits = match tlb.lookup_bitmap(asid, vaddr) {
+    tlb.extensions_mut().state_mut().counters.bitmap_lookups += 1;
+    stats.cycles_translation += read.l2_latency;
+    let bits = match tlb.lookup_bitmap(read.asid, read.vaddr) {
         Some(bits) => bits,
-        None => fetch_bitmap(tlb, p, line, asid, vaddr, refs, stats),
+        None => fetch_bitmap(tlb, p, read, refs, stats),
     };
-    let i = page_index(vaddr);
+    let i = page_index(read.vaddr);
     bits >> (i % 32) & 1 != 0
 }
 
@@ -87,20 +85,19 @@ pub fn chunk_addr(line: PhysAddr, vaddr: VirtAddr) -> PhysAddr {
     line.add((page_index(vaddr) / 32 * 4) as u64)
 }
 
-/// Reads the bitmap entry of `vaddr`'s chunk from the line at `line` (one
-/// reference) and caches it in the L2; the naive variant caches all 16
-/// entries of the page, which share the one line read. Returns the chunk's
-/// 32 bits.
-fn fetch_bitmap(
-    tlb: &mut Tlb<TlbExtensions>,
+/// Reads the bitmap entry of `read.vaddr`'s chunk from the line at
+/// `read.line` (one reference) and caches it in the L2; the naive variant
+/// caches all 16 entries of the page, which share the one line read.
+/// Returns the chunk's 32 bits.
+fn fetch_bitmap<X: Holds<PerforatedKind, PerforatedTlb>>(
+    tlb: &mut Tlb<X>,
     p: &Perforation,
-    line: PhysAddr,
-    asid: Asid,
-    vaddr: VirtAddr,
+    read: BitmapRead,
     refs: &mut RefBuf,
     stats: &mut CoreStats,
 ) -> u32 {
-    tlb.extensions_mut().perforated.counters.bitmap_refs += 1;
+    let BitmapRead { line, asid, vaddr, .. } = read;
+    tlb.extensions_mut().state_mut().counters.bitmap_refs += 1;
     let i = page_index(vaddr);
     refs.push(chunk_addr(line, vaddr), RefKind::Walk);
     stats.walk_mem_refs += 1;

@@ -16,37 +16,30 @@
 
 use super::holes::is_hole;
 use super::pagetable::{is_perforated, perforation};
-use super::translate::{is_hole_by_bitmap, page_index};
+use super::tlb::{PerforatedKind, PerforatedTlb};
+use super::translate::{is_hole_by_bitmap, page_index, BitmapRead};
 use super::walk2d::{bitmap_register, hole_walk, host_perforation, read_bitmap};
-use crate::hw::tlb::Tlb;
+use crate::hw::tlb::Holds;
+use crate::paging::leaf_ext::Resolve2d;
 use crate::paging::nested_walk::{EptMiss, NestedWalk, Resolved2d};
 use crate::paging::{NodeId, PageTable};
-use crate::systems::extensions::{wrap, ExtEntry, ExtKind, TlbExtensions};
-use crate::units::{Asid, Gfn, Pfn, VirtAddr};
+use crate::units::{Gfn, Pfn, VirtAddr};
 
-/// Rows 2 to 5 for an access to `vaddr` (guest page table `pt`, tag
-/// `tag`) through the combined perforated entry `entry`.
-#[allow(clippy::too_many_arguments)] // the MMU's state for one access
-pub fn resolve<W: NestedWalk>(
-    w: &mut W,
-    tlb: &mut Tlb<TlbExtensions>,
-    pt: &mut PageTable,
-    entry: &ExtEntry,
-    tag: Asid,
-    vaddr: VirtAddr,
-    write: bool,
-    instr: bool,
-    l2_latency: f64,
-) -> Resolved2d<ExtKind> {
-    match bitmap_step(w, tlb, pt, entry, tag, vaddr, instr, l2_latency) {
+/// Rows 2 to 5 for an access to `r.access.vaddr` (guest page table `r.pt`,
+/// tag `r.tag`) through the combined perforated entry `r.entry`.
+pub fn resolve<W: NestedWalk, X: Holds<PerforatedKind, PerforatedTlb>>(
+    r: &mut Resolve2d<'_, W, X>,
+) -> Resolved2d<PerforatedKind> {
+    let (tag, vaddr, write) = (r.tag, r.access.vaddr, r.access.write);
+    match bitmap_step(r) {
         Bitmap::NoHole(frame) => Resolved2d::Frame(frame),
         Bitmap::GuestHole(table) => {
-            let p = perforation(pt, table);
-            Resolved2d::Walk(hole_walk(w, pt, table, &p, tag, vaddr, write).map_leaf(|e| wrap(e, ExtKind::Perforated)))
+            let p = perforation(r.pt, table);
+            Resolved2d::Walk(hole_walk(r.w, r.pt, table, &p, tag, vaddr, write))
         }
         // The walk translates it: the guest's, then the host's hole walk.
         Bitmap::HostHole => Resolved2d::Again,
-        Bitmap::Unbacked => Resolved2d::Walk(EptMiss::Violation(bitmap_gfn(pt, vaddr)).into()),
+        Bitmap::Unbacked => Resolved2d::Walk(EptMiss::Violation(bitmap_gfn(r.pt, vaddr)).into()),
     }
 }
 
@@ -63,20 +56,13 @@ enum Bitmap {
     Unbacked,
 }
 
-/// The bitmap's answer for `vaddr` through `entry`: the guest's bitmap
-/// (a guest perforated page), the host's (a host perforated EPT leaf),
-/// or both ORed (see [`Bitmap`]).
-#[allow(clippy::too_many_arguments)] // the MMU's state for one access
-fn bitmap_step<W: NestedWalk>(
-    w: &mut W,
-    tlb: &mut Tlb<TlbExtensions>,
-    pt: &PageTable,
-    entry: &ExtEntry,
-    tag: Asid,
-    vaddr: VirtAddr,
-    instr: bool,
-    l2_latency: f64,
-) -> Bitmap {
+/// The bitmap's answer for the access through `r.entry`: the guest's
+/// bitmap (a guest perforated page), the host's (a host perforated EPT
+/// leaf), or both ORed (see [`Bitmap`]).
+fn bitmap_step<W: NestedWalk, X: Holds<PerforatedKind, PerforatedTlb>>(r: &mut Resolve2d<'_, W, X>) -> Bitmap {
+    let Resolve2d { w, tlb, pt, entry, tag, access, l2_latency } = r;
+    let (w, tlb, pt, entry) = (&mut **w, &mut **tlb, &**pt, &**entry);
+    let (tag, vaddr, instr, l2_latency) = (*tag, access.vaddr, access.instr, *l2_latency);
     let guest = is_perforated(pt, vaddr).then(|| {
         let (table, _) = pt.pmd_table_of(vaddr).expect("a perforated page has its hole table");
         (table, perforation(pt, table))
@@ -98,10 +84,11 @@ fn bitmap_step<W: NestedWalk>(
     if let (Some(_), Some(h)) = (&guest, &host) {
         p.holes.iter_mut().zip(h.holes).for_each(|(g, h)| *g |= h);
     }
-    let fetched = tlb.extensions().perforated.counters.bitmap_refs;
+    let fetched = tlb.extensions().state().counters.bitmap_refs;
     let (refs, stats) = w.refs();
-    let hole = is_hole_by_bitmap(tlb, &p, line, tag, vaddr, l2_latency, refs, stats);
-    let counters = &mut tlb.extensions_mut().perforated.counters;
+    let read = BitmapRead { line, asid: tag, vaddr, l2_latency };
+    let hole = is_hole_by_bitmap(tlb, &p, read, refs, stats);
+    let counters = &mut tlb.extensions_mut().state_mut().counters;
     if let (Some(_), Some(h), true) = (&guest, &host, counters.bitmap_refs > fetched) {
         // Both layers' bitmaps: the host's line is read too.
         read_bitmap(h.bitmap_line, vaddr, refs, stats, counters);
@@ -110,7 +97,7 @@ fn bitmap_step<W: NestedWalk>(
         tlb.fill_l1(entry, vaddr, instr);
         return Bitmap::NoHole(entry.frame_of(vaddr));
     }
-    tlb.extensions_mut().perforated.counters.hole_walks += 1;
+    tlb.extensions_mut().state_mut().counters.hole_walks += 1;
     match guest {
         Some((table, g)) if is_hole(&g.holes, i) => Bitmap::GuestHole(table),
         _ => Bitmap::HostHole,

@@ -1,5 +1,6 @@
 //! Perforated pages' walk steps: the step at a perforated PMD entry (the
-//! walker comes here through `pte::LEAF_EXT`), and the hole walk through
+//! walker comes here through `pte::LEAF_EXT` and [`super::leaf`]), and
+//! the hole walk through
 //! the shadow PMD entry (Figure 5, last row).
 //!
 //! Layer: paging (uses `hw`, `paging` and `units`).
@@ -10,6 +11,7 @@ use super::tlb::{HolePage, PerforatedKind, PerforatedPage};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::refs::{RefBuf, RefKind};
 use crate::hw::tlb::{EntryKind, ReachSize, TlbEntry};
+use crate::paging::leaf_ext::Access;
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{NodeId, PageTable};
 use crate::units::{Asid, PageSize, VirtAddr};
@@ -43,17 +45,16 @@ pub fn main_entry(p: &Perforation) -> PerforatedPage {
 /// A hole's walk: the shadow PMD entry, then the hole's PTE in `table`
 /// (two references), setting A (and D on a store) in the PTE. Returns the
 /// hole's 4 KiB entry, or `None` when the hole is not backed (a fault).
-#[allow(clippy::too_many_arguments)] // the walker's state at its last step
 pub fn hole_walk(
     pt: &mut PageTable,
     table: NodeId,
     p: &Perforation,
     asid: Asid,
-    vaddr: VirtAddr,
-    write: bool,
+    access: Access,
     refs: &mut RefBuf,
     stats: &mut CoreStats,
 ) -> Option<TlbEntry<PerforatedKind>> {
+    let Access { vaddr, write, .. } = access;
     refs.push(p.shadow, RefKind::Walk);
     let bits = if write { ACCESSED | DIRTY } else { ACCESSED };
     let (pte, addr) = pt.read_leaf_and_set(table, vaddr, bits);

@@ -82,13 +82,14 @@
 
 use super::holes::is_hole;
 use super::pagetable::{perforation, perforation_at, Perforation};
-use super::tlb::{FlowCounters, HolePage, PerforatedKind, PerforatedPage};
+use super::tlb::{FlowCounters, HolePage, PerforatedKind, PerforatedPage, PerforatedTlb};
 use super::translate::{chunk_addr, page_index};
 use super::walk::{main_entry, walk};
 use crate::hw::core_stats::CoreStats;
 use crate::hw::nested_tlb::NestedHit;
 use crate::hw::refs::{RefBuf, RefKind};
-use crate::hw::tlb::{EntryKind, ReachSize, TlbEntry};
+use crate::hw::tlb::{EntryKind, Holds, ReachSize, TlbEntry};
+use crate::paging::leaf_ext::LeafWalk2d;
 use crate::paging::nested_walk::{push_ept_ref, EptMiss, NestedWalk, Step2d};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::{NodeId, PageTable};
@@ -97,15 +98,12 @@ use crate::units::{Asid, Gfn, PageSize, Pfn, PhysAddr, VirtAddr};
 /// The walk's step at a guest perforated PMD entry (`table` is its hole
 /// table): the combined perforated entry over a host huge page, else a
 /// splintered 4 KiB entry (see the module's notes).
-pub fn step<W: NestedWalk>(
-    w: &mut W,
-    pt: &mut PageTable,
-    table: NodeId,
-    tag: Asid,
-    vaddr: VirtAddr,
-    write: bool,
-    counters: &mut FlowCounters,
+pub fn step<W: NestedWalk, X: Holds<PerforatedKind, PerforatedTlb>>(
+    s: &mut LeafWalk2d<'_, W, X>,
 ) -> Step2d<PerforatedKind> {
+    let LeafWalk2d { w, pt, table, tag, vaddr, write, ext } = s;
+    let (w, pt, table, tag, vaddr, write) = (&mut **w, &mut **pt, *table, *tag, *vaddr, *write);
+    let counters = &mut ext.state_mut().counters;
     let p = perforation(pt, table);
     let line = match bitmap_register(w, p.bitmap_line) {
         Ok(line) => line,

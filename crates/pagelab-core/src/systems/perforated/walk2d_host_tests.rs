@@ -239,7 +239,7 @@ fn host_punch_and_patch_leave_no_stale_combined_entry() {
                 patch(&mut hv.host, asid, gpa(second).align_down(HUGE).add(i as u64 * 4096)).unwrap();
             }
         }
-        sim.virt_round_end(0.0);
+        sim.virt_round_end(0.0).unwrap();
         sim.run().unwrap();
         assert!(stat(&sim, "host.perforated.pages") >= 1.0, "guest {guest}");
     }

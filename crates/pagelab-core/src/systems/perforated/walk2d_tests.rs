@@ -304,7 +304,7 @@ fn guest_punches_and_host_changes_leave_no_stale_combined_entry() {
     let frame = perforation_at(&sim.kernel.proc(1).aspace.pt, BASE).expect("a perforated page").frame;
     let virt = virt_run_mut(&mut sim);
     virt.hv.discard(0, Gfn::of_guest_kernel(frame), 512).unwrap();
-    sim.virt_round_end(0.0);
+    sim.virt_round_end(0.0).unwrap();
     sim.run().unwrap();
     assert!(stat(&sim, "virt.ept_violations") > 0.0);
     assert!(stat(&sim, "perforated.filter_hits") > 0.0);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 
 /// Linux's THP knobs (/sys/kernel/mm/transparent_hugepage).
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -29,7 +30,7 @@ impl Default for ThpConfig {
 }
 
 impl ThpConfig {
-    pub fn validate(&self, prefix: &str) -> Result<()> {
+    fn check_keys(&self, prefix: &str) -> Result<()> {
         if self.max_ptes_none > 511 {
             return Err(Error::config(format!("{prefix}.thp.max_ptes_none"), "must be at most 511"));
         }
@@ -40,5 +41,11 @@ impl ThpConfig {
             return Err(Error::config(format!("{prefix}.thp.pages_to_scan"), "must be at least 1"));
         }
         Ok(())
+    }
+}
+
+impl SystemTable for ThpConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix)
     }
 }

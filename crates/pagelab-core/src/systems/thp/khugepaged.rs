@@ -15,6 +15,7 @@ use crate::os::{Daemon, Kernel};
 use crate::paging::pte::{ACCESSED, DIRTY};
 use crate::paging::Mapping;
 use crate::phys::{FrameOwner, Migratetype};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::stat::{Stat, Stats};
 use crate::units::{Order, PageSize, VirtAddr};
 
@@ -101,6 +102,34 @@ impl Khugepaged {
         Self::report_counters(&BTreeMap::new(), 0, 0.0, out);
     }
 }
+
+/// khugepaged's statistics (Linux's `scan_result` names); CoalaKhugepaged
+/// reports under the same names in an `elastic` chain.
+pub const STATS: StatTable = StatTable {
+    section: Section::Os,
+    stats: &[
+        StatDecl::count(
+            "khugepaged.wakeups",
+            "khugepaged wake-ups (every `os.thp.scan_sleep_ms` of simulated time); in an `elastic` chain with \
+             Leshy online or offline, CoalaKhugepaged's",
+        )
+        .os(),
+        StatDecl::count("khugepaged.succeed", "2 MiB ranges khugepaged collapsed").os(),
+        StatDecl::count("khugepaged.pmd_mapped", "ranges examined that were a huge page already").os(),
+        StatDecl::count("khugepaged.pmd_null", "ranges examined with no page table").os(),
+        StatDecl::count("khugepaged.exceed_none_pte", "ranges with more empty PTEs than `max_ptes_none` allows").os(),
+        StatDecl::count("khugepaged.alloc_huge_page_fail", "ranges whose collapse found no free order-9 block").os(),
+        StatDecl::count("khugepaged.page_count", "ranges with a page not this mapping's own (a KSM page on the host)")
+            .os(),
+        StatDecl::count(
+            "khugepaged.cpu_cycles",
+            "khugepaged's own CPU time (copies; CoalaKhugepaged's in an `elastic` chain); it runs on another \
+             core, so this is not in `cycles`",
+        )
+        .cycles()
+        .os(),
+    ],
+};
 
 impl Daemon for Khugepaged {
     fn name(&self) -> &'static str {

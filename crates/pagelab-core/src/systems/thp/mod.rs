@@ -10,17 +10,36 @@ mod khugepaged;
 pub use config::ThpConfig;
 pub use khugepaged::{all_private, collapse_pmd, Khugepaged, ScanResult};
 
-use super::{Build, Registration};
+use super::{Build, Caps, Hooks, Policy, Registration};
 use crate::error::Result;
 use crate::os::{Fault, FaultOutcome, Kernel, System};
 use crate::phys::{FrameOwner, Migratetype};
 use crate::stat::{put_ints, Stats};
+use crate::stat::{Section, StatDecl, StatTable};
 use crate::units::{Order, PageSize, VirtAddr};
+
+/// THP's statistics at fault time (khugepaged's are its own).
+const STATS: StatTable = StatTable {
+    section: Section::Faults,
+    stats: &[
+        StatDecl::count("os.faults.thp", "faults that installed a 2 MiB page at fault time (THP's, HawkEye's)").os(),
+        StatDecl::count("os.thp.fault_fallback", "THP faults that found no free order-9 block and fell back to 4 KiB")
+            .os(),
+    ],
+};
 
 pub const REGISTRATION: Registration = Registration {
     name: "thp",
+    policies: &[Policy {
+        name: "thp",
+        chain: &["thp", "base"],
+        doc: "Transparent huge pages at fault, plus khugepaged.",
+    }],
     fault_kinds: &["thp"],
     terminal: false,
+    caps: Caps::NONE,
+    hooks: Hooks::NONE,
+    stats: &[STATS, khugepaged::STATS],
     idle_stats: |out| {
         Thp::default().report_counters(out);
         Khugepaged::idle_stats(out);

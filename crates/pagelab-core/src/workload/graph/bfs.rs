@@ -1,6 +1,6 @@
 //! GAPBS `DOBFS`: direction-optimizing breadth-first search (Beamer et al.).
 //!
-//! Keeps: `InitParent` (parent[n] = -degree, or -1), the sliding frontier
+//! Keeps: `InitParent` (`parent[n] = -degree`, or -1), the sliding frontier
 //! queue, top-down steps (`TDStep`: for each frontier vertex, for each
 //! neighbour, read parent, claim it if negative and enqueue), the switch to
 //! bottom-up when `scout_count > edges_to_check / alpha` (alpha 15), bottom-up
@@ -51,8 +51,8 @@ enum Phase {
     SourceDone,
 }
 
-/// Accesses per vertex of `InitParent` (index[v], index[v + 1], then
-/// parent[v]), the sweep before the first search: what
+/// Accesses per vertex of `InitParent` (`index[v]`, `index[v + 1]`, then
+/// `parent[v]`), the sweep before the first search: what
 /// `workload.skip_kernel_init` fast-forwards.
 pub(crate) const INIT_ACCESSES_PER_VERTEX: u64 = 3;
 

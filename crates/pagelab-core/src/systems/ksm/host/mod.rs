@@ -5,7 +5,9 @@
 //! frame, from where it stopped) and merges pages of identical content
 //! (`virt::contents`) into one write-protected host frame, across VMs and
 //! within one. A guest store to a merged page is an EPT violation that
-//! copies it (copy-on-write, [`Ksm::break_cow`]).
+//! copies it (copy-on-write, [`Ksm::break_cow`]). It is a policy of the
+//! hypervisor (`virt::HostPolicy`), registered by its `host` line in the
+//! registry ([`POLICY`]); this folder is held at the hypervisor's layer.
 //!
 //! As Linux 6.x does:
 //! - a page's content must be the same at two consecutive scans before it
@@ -34,21 +36,83 @@ pub(crate) mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::contents::{ContentId, Contents};
-use super::Vm;
+use super::{KsmConfig, KsmSplit};
 use crate::error::{Error, Result};
 use crate::os::Kernel;
 use crate::paging::pte::WRITABLE;
 use crate::phys::{FrameOwner, Migratetype};
-use crate::stat::{put_ints, Stat, Stats};
-use crate::systems::ksm::KsmConfig;
+use crate::stat::{put_ints, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Gfn, Order, Pfn, VirtAddr};
+use crate::virt::contents::{ContentId, Contents};
+use crate::virt::hypervisor::Vm;
+use crate::virt::hypervisor::{HostBuild, HostCtx, HostPolicy, HostRegistration};
 
-pub use crate::systems::ksm::KsmSplit;
+/// KSM as the registry knows it: built when `virt.host.ksm.enabled`.
+pub const POLICY: HostRegistration<KsmConfig> = HostRegistration {
+    name: "ksm",
+    build: |cfg, b: &HostBuild| {
+        cfg.enabled.then(|| Box::new(Ksm::new(cfg, b.pins_huge_pages, b.freq_ghz)) as Box<dyn HostPolicy>)
+    },
+    stats: STATS,
+};
 
 /// The host pool id of KSM pages (the host's other pools: hugetlb 1,
 /// colors 2, CHP 3).
 pub const KSM_POOL: u8 = 4;
+
+/// ksmd's statistics: Linux's /sys/kernel/mm/ksm counters, machine-wide.
+pub const STATS: &[StatTable] = &[StatTable {
+    section: Section::Ksm,
+    stats: &[
+        StatDecl::count(
+            "ksm.pages_shared",
+            "KSM pages in use: host frames holding merged content, each mapped by at least one guest frame (end \
+             state; Linux's `pages_shared`)",
+        )
+        .pages()
+        .machine()
+        .contract(),
+        StatDecl::count(
+            "ksm.pages_sharing",
+            "guest frames mapped to a KSM page beyond the first of each: how many host frames merging saves (end \
+             state; Linux's `pages_sharing`); memory saved = `pages_sharing` x 4 KiB",
+        )
+        .pages()
+        .machine()
+        .contract(),
+        StatDecl::count(
+            "ksm.cow_breaks",
+            "guest stores (and guest zeroing of frames) that met a merged page and copied it into a frame of the \
+             VM's own",
+        )
+        .machine()
+        .contract(),
+        StatDecl::count(
+            "ksm.pages_scanned",
+            "4 KiB pages ksmd examined (parts of host huge pages included under `split = \"any-duplicate\"`; none \
+             of them under `never`)",
+        )
+        .machine(),
+        StatDecl::count("ksm.full_scans", "passes over all VMs' memory completed (Linux's `full_scans`)").machine(),
+        StatDecl::count("ksm.merges", "guest frames remapped to a KSM page (each freed its own host frame)").machine(),
+        StatDecl::count("ksm.splits", "host 2 MiB pages split to merge a part (also in `host.os.splits`)").machine(),
+        StatDecl::count(
+            "ksm.perforated",
+            "with `virt.host.ksm.split = \"punch\"` only: host 2 MiB pages made perforated pages to merge a part \
+             (each merged part a hole)",
+        )
+        .machine(),
+        StatDecl::count("ksm.wakeups", "ksmd's wake-ups").machine(),
+        StatDecl::count(
+            "ksm.cpu_cycles",
+            "ksmd's own CPU time, on its own core (not in any workload's `cycles`): half a `copy_4k` per page \
+             scanned (its checksum reads it), a `copy_4k` per comparison that merges (two pages read), a \
+             `fault_cost.split` per split",
+        )
+        .cycles()
+        .machine(),
+    ],
+}];
 
 /// One KSM page: its content and how many guest frames map it.
 #[derive(Debug, Clone, Copy)]
@@ -96,9 +160,9 @@ pub struct Ksm {
 }
 
 impl Ksm {
-    /// ksmd of a host whose chain is `host_chain`, on a clock of
-    /// `freq_ghz`.
-    pub fn new(cfg: &KsmConfig, host_chain: &[&str], freq_ghz: f64) -> Ksm {
+    /// ksmd of a host whose chain pins its huge pages or not
+    /// (`Caps::pins_huge_pages`), on a clock of `freq_ghz`.
+    pub fn new(cfg: &KsmConfig, pins_huge_pages: bool, freq_ghz: f64) -> Ksm {
         Ksm {
             cfg: cfg.clone(),
             clock: crate::os::WakeClock::every_ms(cfg.sleep_ms, freq_ghz),
@@ -107,7 +171,7 @@ impl Ksm {
             unstable: HashMap::new(),
             stable: HashMap::new(),
             pages: BTreeMap::new(),
-            may_split: !host_chain.contains(&"hugetlb") && cfg.split != KsmSplit::Never,
+            may_split: !pins_huge_pages && cfg.split != KsmSplit::Never,
             counters: KsmCounters::default(),
             punch_space: punch::PunchSpace::default(),
         }
@@ -130,17 +194,6 @@ impl Ksm {
         let shared = self.pages.len() as u64;
         let sites: u64 = self.pages.values().map(|p| p.sharers as u64).sum();
         (shared, sites - shared)
-    }
-
-    /// Runs every wake-up due by `now`: each scans `pages_to_scan` pages.
-    /// Its host changes are queued as the host's shootdowns (INVEPTs).
-    pub fn run_due(&mut self, host: &mut Kernel, vms: &[Vm], contents: Option<&Contents>, now: f64) {
-        while self.clock.due(now) {
-            self.counters.wakeups += 1;
-            if let Some(contents) = contents {
-                self.scan(host, vms, contents);
-            }
-        }
     }
 
     /// A store to guest frame `gfn` of `vm`, mapped to KSM page `frame`:
@@ -227,7 +280,7 @@ impl Ksm {
     }
 
     /// `ksm.*` (docs/stats.md).
-    pub fn report(&self, out: &mut Stats) {
+    fn report_counters(&self, out: &mut Stats) {
         let (shared, sharing) = self.shared_and_sharing();
         let c = &self.counters;
         put_ints(
@@ -249,11 +302,64 @@ impl Ksm {
             out.insert("ksm.perforated".into(), Stat::Int(self.punch_space.perforated));
         }
     }
+}
+
+impl HostPolicy for Ksm {
+    fn name(&self) -> &'static str {
+        "ksm"
+    }
+
+    /// Runs every wake-up due by `ctx.now`: each scans `pages_to_scan`
+    /// pages. Its host changes are queued as the host's shootdowns
+    /// (INVEPTs).
+    fn run_due(&mut self, ctx: &mut HostCtx<'_, '_>) -> Result<()> {
+        while self.clock.due(ctx.now) {
+            self.counters.wakeups += 1;
+            if let Some(contents) = ctx.contents {
+                self.scan(&mut ctx.hv.host, &ctx.hv.vms, contents);
+            }
+        }
+        Ok(())
+    }
+
+    fn write_protects(&self) -> bool {
+        true
+    }
+
+    fn makes_ept_leaf_ext(&self) -> bool {
+        self.cfg.split == KsmSplit::Punch
+    }
+
+    fn write_fault(
+        &mut self,
+        host: &mut Kernel,
+        vm: &Vm,
+        gfn: Gfn,
+        frame: Pfn,
+        contents: Option<&mut Contents>,
+    ) -> Result<Option<f64>> {
+        if !self.is_ksm_page(frame) {
+            return Ok(None);
+        }
+        self.break_cow(host, vm, gfn, frame, contents).map(Some)
+    }
+
+    fn before_discard(&mut self, host: &mut Kernel, vm: &Vm, start: Gfn, count: u64) -> Result<()> {
+        self.unmerge(host, vm, start, count)
+    }
+
+    fn report(&self, out: &mut Stats) {
+        self.report_counters(out);
+    }
 
     /// The end of warm-up: counters restart; the KSM pages stay.
-    pub fn reset_stats(&mut self) {
+    fn reset_stats(&mut self) {
         self.counters = KsmCounters::default();
         self.punch_space.perforated = 0;
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

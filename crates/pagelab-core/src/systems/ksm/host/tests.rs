@@ -34,11 +34,11 @@ pub(super) fn hypervisor(vms: usize, extra: &[&str]) -> Hypervisor {
 
 /// Runs ksmd's wake-ups up to the `n`-th.
 pub(super) fn wake_until(hv: &mut Hypervisor, contents: &Contents, n: u64) {
-    hv.tick(n as f64 * PERIOD, Some(contents));
+    hv.tick(n as f64 * PERIOD, &mut [], Some(contents)).unwrap();
 }
 
 pub(super) fn ksm(hv: &Hypervisor) -> &Ksm {
-    hv.ksm.as_deref().unwrap()
+    hv.policy::<Ksm>().unwrap()
 }
 
 /// Both VMs back guest frames [0, pages) and write the same shared data
@@ -57,7 +57,7 @@ fn same_buffer(hv: &mut Hypervisor, pages: u64) -> Contents {
 /// content, at most `max_page_sharing`; a KSM page is read-only, and every
 /// other backed frame is the VM's own.
 pub(crate) fn check_sharing(hv: &Hypervisor, contents: &Contents) {
-    let ksm = hv.ksm.as_deref();
+    let ksm = hv.policy::<Ksm>();
     let mut mapped: BTreeMap<Pfn, Vec<(usize, Gfn)>> = BTreeMap::new();
     for (vm, v) in hv.vms.iter().enumerate() {
         let end = VirtAddr::new(v.guest_frames << 12);

@@ -1,11 +1,15 @@
-//! The `balloon` table of an OS: the virtio balloon's policy knobs. Only
-//! the hypervisor's OS may set them (`virt.host.balloon`); the mechanism is
-//! a hypervisor service (`virt::balloon`). The table sits here because the
-//! OS table (`OsConfig`) that carries it sits at this layer, as `ksm`'s.
+//! The virtio balloon's policy: a policy of the hypervisor. This file holds
+//! its table (`virt.host.balloon`), at the systems' layer with the OS
+//! table that carries it; the policy is [`host`], at the hypervisor's
+//! layer; the mechanism is the hypervisor's (`virt::balloon`). Only the
+//! hypervisor's OS may set it.
+
+pub mod host;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 use crate::units::ByteSize;
 
 /// `virt.host.balloon`: one simple policy, a target per VM inflated once
@@ -42,7 +46,7 @@ impl BalloonConfig {
 
     /// `host`: whether this is the hypervisor's OS table (the only one
     /// that may have balloons).
-    pub fn validate(&self, prefix: &str, host: bool) -> Result<()> {
+    fn check_keys(&self, prefix: &str, host: bool) -> Result<()> {
         if self.active() && !host {
             return Err(Error::config(
                 format!("{prefix}.balloon.targets"),
@@ -62,5 +66,15 @@ impl BalloonConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl SystemTable for BalloonConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix, check.host)
+    }
+
+    fn hidden(&self) -> bool {
+        self.is_default()
     }
 }

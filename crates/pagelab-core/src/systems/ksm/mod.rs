@@ -1,13 +1,16 @@
-//! The `ksm` table of an OS: Kernel Samepage Merging's knobs, with Linux's
-//! defaults (/sys/kernel/mm/ksm). Only the hypervisor's OS may switch it on
-//! (`virt.host.ksm`): the scanner merges guest memory by the page contents
-//! the VMs' workloads declare, so its mechanism is a hypervisor service
-//! (`virt::ksm`); this file holds only the table, here because the OS
-//! table (`OsConfig`) that carries it sits at this layer.
+//! KSM, Kernel Samepage Merging: a policy of the hypervisor. This file
+//! holds its table (`virt.host.ksm`: Linux's knobs, with Linux's defaults,
+//! /sys/kernel/mm/ksm), at the systems' layer with the OS table that
+//! carries it; the scanner, its pages and their copy-on-write are [`host`],
+//! at the hypervisor's layer (it merges guest memory by the page contents
+//! the VMs' workloads declare). Only the hypervisor's OS may switch it on.
+
+pub mod host;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::systems::{SystemTable, TableCheck};
 
 /// Which host huge pages KSM may split to merge one of their 4 KiB parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -26,7 +29,7 @@ pub enum KsmSplit {
     /// Perforated Pages' answer (the paper's II-B): a huge leaf with a
     /// duplicate part becomes a perforated page of the same frames, and
     /// each merged part a hole remapped to its KSM page, so the rest of
-    /// the leaf keeps its 2 MiB reach (`virt/ksm/punch.rs`).
+    /// the leaf keeps its 2 MiB reach (`systems/ksm/host/punch.rs`).
     Punch,
 }
 
@@ -66,7 +69,7 @@ impl KsmConfig {
 
     /// `host`: whether this is the hypervisor's OS table (the only one
     /// that may switch KSM on).
-    pub fn validate(&self, prefix: &str, host: bool) -> Result<()> {
+    fn check_keys(&self, prefix: &str, host: bool) -> Result<()> {
         if self.enabled && !host {
             return Err(Error::config(
                 format!("{prefix}.ksm.enabled"),
@@ -84,5 +87,15 @@ impl KsmConfig {
             return Err(Error::config(format!("{prefix}.ksm.max_page_sharing"), "must be at least 2"));
         }
         Ok(())
+    }
+}
+
+impl SystemTable for KsmConfig {
+    fn validate(&self, check: &TableCheck) -> Result<()> {
+        self.check_keys(check.prefix, check.host)
+    }
+
+    fn hidden(&self) -> bool {
+        self.is_default()
     }
 }

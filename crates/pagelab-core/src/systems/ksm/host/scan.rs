@@ -8,7 +8,7 @@ use crate::os::Kernel;
 use crate::phys::FrameOwner;
 use crate::units::{Gfn, Order, PageSize, Pfn, VirtAddr};
 use crate::virt::contents::{ContentId, Contents};
-use crate::virt::Vm;
+use crate::virt::hypervisor::Vm;
 
 /// Guest frames in one 2 MiB chunk: the scan lists the EPT's leaves a
 /// chunk at a time.

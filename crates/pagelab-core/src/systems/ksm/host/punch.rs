@@ -41,7 +41,7 @@ use crate::systems::perforated::holes::{filter_of, is_hole, set_hole};
 use crate::systems::perforated::pagetable::{perforation_at, set_perforated, Perforation};
 use crate::systems::perforated::reserve_bitmaps;
 use crate::units::{Asid, Gfn, Order, PageSize, Pfn, PhysAddr, VirtAddr};
-use crate::virt::Vm;
+use crate::virt::hypervisor::Vm;
 
 const HUGE: u64 = 2 << 20;
 
