@@ -148,6 +148,9 @@ impl Hypervisor {
 
     /// The host frame backing `gfn` of VM `vm` and the size of its EPT
     /// leaf, if it is backed (a software walk: no hardware reference).
+    /// Inlined: every guest frame's first touch asks it twice
+    /// (`back_range`), and LLVM stopped inlining it across this module.
+    #[inline]
     pub fn backing_of(&self, vm: usize, gfn: Gfn) -> Option<(Pfn, PageSize)> {
         let m = self.ept(vm).lookup(gfn.addr().as_host_virt())?;
         Some((m.frame.add(gfn.raw() & (m.size.nr_pages() - 1)), m.size))
