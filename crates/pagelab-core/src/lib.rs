@@ -3,11 +3,13 @@
 //! Layers (a module uses only its own and those listed before it; the
 //! order is checked by `tests/layers.rs`, and ARCHITECTURE.md has it with
 //! a line per module):
-//! 1. [`units`], [`stat`], [`error`], [`hostmem`]: typed addresses and
-//!    sizes, the flat statistics and their declarations, errors.
+//! 1. [`units`], [`stat`], [`error`], [`hostmem`], [`outfile`]: typed
+//!    addresses and sizes, the flat statistics and their declarations,
+//!    errors, every file pagelab writes.
 //! 2. [`phys`]: frames and their owners, the buddy allocator, pageblocks
 //!    and migratetypes, fragmentation, compaction, tiers.
-//! 3. [`hw`]: caches, prefetchers, TLBs, page-walk caches, the nested TLB.
+//! 3. [`hw`]: caches, prefetchers, DRAM's banks, TLBs, page-walk caches,
+//!    the nested TLB.
 //! 4. [`paging`]: page-table entries and radix tables in simulated memory,
 //!    VMAs, address spaces, the context of a system's walk step.
 //! 5. [`os`]: the kernel, its extension points (`System`, `Daemon`).
