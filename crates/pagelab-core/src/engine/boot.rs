@@ -44,14 +44,16 @@ pub(crate) fn vm_footprint(cfg: &SimConfig, vm: usize, os_key: &str) -> Result<u
 }
 
 /// What the hypervisor's kernel boots with: all of machine memory, the
-/// EPT's levels, the host's fault costs.
+/// EPT's levels, the host's fault costs and the host's own page colors
+/// (`virt.host.coloring.bits`, never the guest's `os` table: COPLACE colors
+/// guest and host separately).
 pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
     let m = &cfg.machine;
     Ok(Boot {
         frames: m.phys_mem.bytes() >> 12,
         max_order: m.max_order,
         paging_levels: cfg.virt.ept_levels,
-        colors: cfg.color_map()?,
+        colors: cfg.color_map_of(&cfg.virt.host, "virt.host")?,
         costs: cfg.virt.host.fault_cost.clone(),
         footprint: cfg.guests().iter().map(|g| g.guest_mem.bytes()).sum(),
         tiers: m.memory.tiers.clone(),

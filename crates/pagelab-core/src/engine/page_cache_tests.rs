@@ -259,6 +259,11 @@ fn check_roles(k: &crate::os::Kernel) {
 /// buddy allocator, Linux's default), a reader of a 4 MiB file, then a
 /// stream of 768 KiB after it; against the stream alone on a fresh VM.
 fn varying(reader_first: bool) -> Simulation {
+    varying_with(reader_first, &[])
+}
+
+/// [`varying`] with configuration overrides.
+fn varying_with(reader_first: bool, overrides: &[&str]) -> Simulation {
     let reader = "[[workloads]]\nkind = \"file-read\"\nfootprint = \"4MiB\"\naccesses = 0\n";
     let stream = "[[workloads]]\nkind = \"stream\"\nfootprint = \"768KiB\"\naccesses = 200000\n";
     let after = if reader_first { "after = \"previous\"\n" } else { "" };
@@ -268,7 +273,7 @@ fn varying(reader_first: bool) -> Simulation {
          [run]\nconflict_level = true\n{}{stream}{after}",
         if reader_first { reader } else { "" }
     );
-    run_toml(&text, &[])
+    run_toml(&text, overrides)
 }
 
 #[test]
@@ -286,4 +291,21 @@ fn after_a_file_reader_the_next_program_gets_half_the_llc_colors() {
     let (skewed, even) = (stat(&after, "core0.conflict_level"), stat(&fresh, "core0.conflict_level"));
     assert_eq!(skewed, 12.0, "after the reader");
     assert_eq!(even, 0.0, "fresh");
+}
+
+#[test]
+fn guest_and_host_each_read_their_own_coloring_bits() {
+    // The host's colors come from `virt.host.coloring.bits`, the guest's
+    // from `os.coloring.bits`. With host bits [12] (2 colors) the stream's
+    // 192 pages, every other host frame after the reader, all share one
+    // host color: counts 192 and 0, a deviation of 96. The guest's bits
+    // [12] leave the host on the LLC's 16 colors: the 12 of the test above.
+    let host = varying_with(true, &["virt.host.coloring.bits=[12]"]);
+    assert_eq!(host.virt.as_ref().unwrap().hv.host.color_map().bits(), [12]);
+    assert_eq!(host.kernel.color_map().bits(), [12, 13, 14, 15], "the guest keeps the LLC's colors");
+    assert_eq!(stat(&host, "core0.conflict_level"), 96.0, "host bits [12]");
+    let guest = varying_with(true, &["os.coloring.bits=[12]"]);
+    assert_eq!(guest.kernel.color_map().bits(), [12]);
+    assert_eq!(guest.virt.as_ref().unwrap().hv.host.color_map().bits(), [12, 13, 14, 15], "the host keeps its own");
+    assert_eq!(stat(&guest, "core0.conflict_level"), 12.0, "guest bits [12]");
 }
