@@ -459,7 +459,7 @@ impl SimConfig {
         } else if !self.machine.color_bits.is_empty() {
             ColorMap::new(&self.machine.color_bits, "machine.color_bits")
         } else {
-            Ok(ColorMap::from_llc(&self.machine.cache.llc.geometry()))
+            ColorMap::from_llc(&self.machine.cache.llc.geometry())
         }
     }
 }

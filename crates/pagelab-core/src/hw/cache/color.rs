@@ -13,8 +13,12 @@ use super::config::Geometry;
 use crate::error::{Error, Result};
 use crate::units::{Order, Pfn, PAGE_SHIFT};
 
-/// Most color bits (256 colors, as PALLOC).
-pub const MAX_COLOR_BITS: usize = 8;
+/// Most color bits: 65,536 colors, which per-color tables (free lists, the
+/// conflict level's counts) hold cheaply. Wider than any set index of a real
+/// LLC slice at or above bit 12 (a slice's way would have to exceed 256 MiB),
+/// so the default map never cuts the set index: xeon-gold-6138's bits 12-20
+/// are 512 colors.
+pub const MAX_COLOR_BITS: usize = 16;
 /// Physical-address bits above this are not real on x86-64 (52-bit max).
 pub const PHYS_ADDR_BITS: u32 = 52;
 
@@ -23,6 +27,12 @@ pub const PHYS_ADDR_BITS: u32 = 52;
 pub fn nr_page_colors(geometry: &Geometry) -> u32 {
     let way_bytes = u64::from(geometry.sets_per_slice) * u64::from(geometry.line);
     (way_bytes >> PAGE_SHIFT).max(1) as u32
+}
+
+/// The set-index bits of `geometry` at or above bit 12: those a page's
+/// frame decides, whose count is the log2 of [`nr_page_colors`].
+pub fn page_set_bits(geometry: &Geometry) -> impl Iterator<Item = u32> {
+    geometry.set_index_bits().filter(|&b| b >= PAGE_SHIFT)
 }
 
 /// Maps frames to colors through a list of physical-address bits.
@@ -64,12 +74,21 @@ impl ColorMap {
         Ok(ColorMap { bits: sorted, pfn_mask, contiguous_shift })
     }
 
-    /// The default map of an LLC: its set-index bits at or above bit 12 (the
-    /// lowest 8 when there are more). No bits (one color) when a way of a
-    /// slice fits in a page.
-    pub fn from_llc(llc: &Geometry) -> ColorMap {
-        let bits: Vec<u32> = llc.set_index_bits().filter(|&b| b >= PAGE_SHIFT).take(MAX_COLOR_BITS).collect();
-        ColorMap::new(&bits, "machine.cache.llc").expect("set-index bits are valid color bits")
+    /// The default map of an LLC: all its set-index bits at or above bit 12,
+    /// never fewer (a cut map would hide skew in the bits left out). No bits
+    /// (one color) when a way of a slice fits in a page. An error naming
+    /// `machine.cache.llc.size` when they exceed [`MAX_COLOR_BITS`].
+    pub fn from_llc(llc: &Geometry) -> Result<ColorMap> {
+        let bits: Vec<u32> = page_set_bits(llc).collect();
+        if bits.len() > MAX_COLOR_BITS {
+            let msg = format!(
+                "a way of an LLC slice spans {} set-index bits above the page: page colors need at most {MAX_COLOR_BITS} \
+                 (give os.coloring.bits or machine.color_bits)",
+                bits.len()
+            );
+            return Err(Error::config("machine.cache.llc.size", msg));
+        }
+        ColorMap::new(&bits, "machine.cache.llc.size")
     }
 
     /// The address bits, lowest first.
@@ -184,7 +203,7 @@ mod tests {
         // The cache itself has 16384 * 64 / 4096 = 256 page colors: bits
         // 12..19 by default.
         assert_eq!(nr_page_colors(&i7_10700_llc()), 256);
-        let default = ColorMap::from_llc(&i7_10700_llc());
+        let default = ColorMap::from_llc(&i7_10700_llc()).unwrap();
         assert_eq!(default.bits(), [12, 13, 14, 15, 16, 17, 18, 19]);
         assert_eq!(default.color_of(Pfn::new(0x1234)), 0x34);
     }
@@ -201,12 +220,45 @@ mod tests {
     }
 
     #[test]
+    fn xeon_gold_6138_colors_span_all_its_set_bits_12_to_20() {
+        // The preset's LLC: 16 slices by the modulo hash (line bits 6-9), 2048
+        // sets per slice (bits 10-20): page bits 12-20, 512 colors. Bit 20
+        // must be a color bit, or skew in it is invisible.
+        let cfg = crate::config::parse_config(
+            "[machine]\npreset = \"xeon-gold-6138\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let llc = cfg.machine.cache.llc.geometry();
+        let map = ColorMap::from_llc(&llc).unwrap();
+        assert_eq!(map.bits(), (12..=20).collect::<Vec<u32>>());
+        assert_eq!(map.nr_colors(), 512);
+        assert_eq!(map.color_of(Pfn::new(1 << 8)), 256, "address bit 20 is color bit 8");
+        assert_eq!(map.color_of(Pfn::new(1 << 9)), 0, "address bit 21 is above the set index");
+        assert_eq!(cfg.color_map().unwrap(), map, "the OS's default colors are the LLC's");
+        // Nine explicit bits are accepted, too.
+        assert_eq!(ColorMap::new(&map.bits().to_vec(), "os.coloring.bits").unwrap(), map);
+    }
+
+    #[test]
+    fn an_llc_with_more_page_colors_than_a_map_holds_is_an_error() {
+        // One way of one slice of 256 MiB: set bits 6..28, page bits 12..27,
+        // 16 color bits, the most a map holds; 512 MiB is one more.
+        let llc = |mib: u64| Geometry::unsliced(mib << 20, 1, 64);
+        assert_eq!(ColorMap::from_llc(&llc(256)).unwrap().nr_colors(), 1 << 16);
+        assert!(
+            matches!(ColorMap::from_llc(&llc(512)), Err(Error::Config { ref key, .. }) if key == "machine.cache.llc.size")
+        );
+    }
+
+    #[test]
     fn small_ways_have_one_color() {
         let l2 = Geometry::unsliced(256 << 10, 4, 64); // 1024 sets * 64 B = 64 KiB per way
         assert_eq!(nr_page_colors(&l2), 16);
         let l1 = Geometry::unsliced(32 << 10, 8, 64); // 4 KiB per way
         assert_eq!(nr_page_colors(&l1), 1);
-        let map = ColorMap::from_llc(&l1);
+        let map = ColorMap::from_llc(&l1).unwrap();
         assert_eq!((map.nr_colors(), map.color_of(Pfn::new(77))), (1, 0));
     }
 
@@ -214,12 +266,13 @@ mod tests {
     fn sliced_llc_colors_count_per_slice() {
         let sliced = i7_10700_llc().with_slices(8, crate::hw::cache::slice::SliceHash::Intel);
         assert_eq!(nr_page_colors(&sliced), 32);
-        assert_eq!(ColorMap::from_llc(&sliced).bits(), [12, 13, 14, 15, 16]);
+        assert_eq!(ColorMap::from_llc(&sliced).unwrap().bits(), [12, 13, 14, 15, 16]);
     }
 
     #[test]
     fn bad_bit_lists_are_config_errors() {
-        for bits in [&[11u32][..], &[52], &[12, 12], &[12, 13, 14, 15, 16, 17, 18, 19, 20]] {
+        let seventeen: Vec<u32> = (12..29).collect();
+        for bits in [&[11u32][..], &[52], &[12, 12], &seventeen] {
             assert!(
                 matches!(ColorMap::new(bits, "os.coloring.bits"), Err(Error::Config { ref key, .. }) if key == "os.coloring.bits"),
                 "{bits:?}"
