@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(map.color_of(Pfn::new(1 << 9)), 0, "address bit 21 is above the set index");
         assert_eq!(cfg.color_map().unwrap(), map, "the OS's default colors are the LLC's");
         // Nine explicit bits are accepted, too.
-        assert_eq!(ColorMap::new(&map.bits().to_vec(), "os.coloring.bits").unwrap(), map);
+        assert_eq!(ColorMap::new(map.bits(), "os.coloring.bits").unwrap(), map);
     }
 
     #[test]
