@@ -4,10 +4,15 @@
 //! held to the hardware layer and its page-table and walk steps
 //! (`pagetable.rs`, `walk.rs`, `translate.rs`, `leaf.rs`, and `walk2d.rs`,
 //! `translate2d.rs` in a guest) to the paging layer; its policy of the
-//! hypervisor (`host.rs`, `host/`) may use the hypervisor's layer. Test code (`tests.rs`, `testutil.rs`, everything after a
+//! hypervisor (`host.rs`, `host/`) may use the hypervisor's layer.
+//! Test code (`tests.rs`, `testutil.rs`, everything after a
 //! `#[cfg(test)]` line) may use anything: scenario tests drive the engine.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
+
+use common::{code_lines, is_test_file, source_files, src_dir};
 
 /// Top-level modules, by layer (index = layer - 1).
 const LAYERS: &[&[&str]] = &[
@@ -26,17 +31,6 @@ const LAYERS: &[&[&str]] = &[
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
-}
-
-fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            source_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The layer a file may reach: its top-level module's, or tighter for a
@@ -69,20 +63,12 @@ fn allowed_layer(rel: &Path) -> Option<usize> {
 /// comments left out.
 fn crate_uses(text: &str) -> Vec<(usize, String)> {
     let mut uses = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim_start();
-        if line.starts_with("#[cfg(test)]") {
-            break;
-        }
-        if line.starts_with("//") {
-            continue;
-        }
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
+    for (n, code) in code_lines(text) {
+        let mut rest = code.as_str();
         while let Some(i) = rest.find("crate::") {
             let after = &rest[i + 7..];
             let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            uses.push((n + 1, name));
+            uses.push((n, name));
             rest = after;
         }
     }
@@ -91,15 +77,11 @@ fn crate_uses(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn every_module_uses_only_its_own_layer_and_those_before_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    source_files(&src, &mut files);
-    files.sort();
+    let src = src_dir();
     let mut violations = Vec::new();
-    for path in &files {
+    for path in &source_files(&src) {
         let rel = path.strip_prefix(&src).unwrap();
-        let name = rel.file_name().unwrap().to_string_lossy();
-        if name == "tests.rs" || name == "testutil.rs" || name.ends_with("_tests.rs") || rel == Path::new("lib.rs") {
+        if is_test_file(rel) || rel == Path::new("lib.rs") {
             continue;
         }
         let Some(allowed) = allowed_layer(rel) else {
