@@ -12,7 +12,7 @@
 use super::replacement::ReplacementKind;
 use super::slice::{SliceHash, INTEL_MAX_SLICES};
 use crate::error::{Error, Result};
-use crate::units::ByteSize;
+use crate::units::{ByteSize, PAGE_SHIFT};
 
 /// Most ways a level may have: way masks are `u64` and LRU ranks are bytes.
 pub const MAX_WAYS: u32 = 64;
@@ -320,11 +320,41 @@ impl Geometry {
         let low = self.line_shift() + skip;
         low..low + self.sets_per_slice.trailing_zeros()
     }
+
+    /// The physical-address bits at or above bit 12 that the slice hash
+    /// reads, lowest first: the page-level bits that choose among slices
+    /// (COPLACE's "slice-select bits"; its host colors take the lowest few).
+    /// Empty when lines, not pages, choose the slice (the modulo hash with at
+    /// most 64 slices) or when the cache is unsliced.
+    pub fn slice_select_page_bits(&self) -> Vec<u32> {
+        if self.slices <= 1 {
+            return Vec::new();
+        }
+        let mask = match self.slice_hash {
+            SliceHash::Modulo => (u64::from(self.slices) - 1) << self.line_shift(),
+            SliceHash::Intel => super::slice::intel_mask(self.slices),
+        };
+        (PAGE_SHIFT..64).filter(|&b| mask >> b & 1 == 1).collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_select_page_bits_by_hash() {
+        let g = Geometry::sets(8192, 16, 64);
+        assert!(g.slice_select_page_bits().is_empty(), "unsliced");
+        assert!(g.with_slices(16, SliceHash::Modulo).slice_select_page_bits().is_empty(), "lines 6-9 choose");
+        // o0 = 0x1b_5f57_5440: bits 6, 10, 12, 14, 16, 17, 18, 20, ... so with
+        // two slices the lowest page-level slice-select bits are 12 and 14.
+        let two = g.with_slices(2, SliceHash::Intel).slice_select_page_bits();
+        assert_eq!(&two[..4], &[12, 14, 16, 17]);
+        // o1 = 0x2e_b5fa_a880 adds bits 13 and 15 with four slices.
+        let four = g.with_slices(4, SliceHash::Intel).slice_select_page_bits();
+        assert_eq!(&four[..4], &[12, 13, 14, 15]);
+    }
 
     fn err_key(r: Result<()>) -> String {
         match r {

@@ -35,6 +35,17 @@ pub const INTEL_O1: u64 = 0x2e_b5fa_a880;
 /// Mask of slice bit 2 (`o2`), added with 8 slices.
 pub const INTEL_O2: u64 = 0x3c_ccc9_3100;
 
+/// The address bits the Intel hash reads with `slices` slices (1, 2, 4 or
+/// 8): the union of the masks it uses.
+pub const fn intel_mask(slices: u32) -> u64 {
+    match slices {
+        0 | 1 => 0,
+        2 => INTEL_O0,
+        3 | 4 => INTEL_O0 | INTEL_O1,
+        _ => INTEL_O0 | INTEL_O1 | INTEL_O2,
+    }
+}
+
 /// Largest slice count the Intel hash is known for.
 pub const INTEL_MAX_SLICES: u32 = 8;
 
