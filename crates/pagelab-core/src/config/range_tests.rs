@@ -6,6 +6,8 @@ use super::load::parse_config;
 
 const GUPS: &str = "[workload]\nkind = \"gups\"\nfootprint = \"64MiB\"\n";
 const DRAM: &[&str] = &["machine.memory.dram.enabled=true"];
+const MODULO: &[&str] = &["machine.cache.llc.slice_hash=\"modulo\""];
+const STAND_IN: &[&str] = &["machine.cache.llc.slice_hash=\"stand-in\""];
 const VIRT: &[&str] = &["virt.enabled=true", "virt.guest_mem=\"1GiB\""];
 
 /// (the context's overrides, the key, the bad value, words that say what
@@ -27,7 +29,23 @@ const CASES: &[(&[&str], &str, &str, &str)] = &[
     (&[], "machine.cache.llc.ways", "0", "1..=64"),
     (&[], "machine.cache.llc.line", "3", "a power of two >= 8"),
     (&[], "machine.cache.llc.size", "\"3\"", "a power-of-two number of sets"),
-    (&[], "machine.cache.llc.slices", "3", "a power of two dividing"),
+    (MODULO, "machine.cache.llc.slices", "3", "a power of two; the stand-in hash any count"),
+    (
+        &["machine.cache.llc.slices=16"],
+        "machine.cache.llc.slice_hash",
+        "\"intel\"",
+        "1, 2, 4 or 8 slices, not 16; the stand-in hash takes any count",
+    ),
+    (&[], "machine.cache.llc.slices", "0", "1..=65536"),
+    (STAND_IN, "machine.cache.llc.slices", "2000", "1..=1024"),
+    (&[], "machine.cache.llc.slice_seed", "5", "leave it at 0 or use the stand-in"),
+    (&[], "machine.cache.llc.fill", "\"exclusive\"", "`miss` or `victim`"),
+    (
+        &["machine.cache.llc.fill=\"victim\""],
+        "machine.cache.llc.inclusive",
+        "true",
+        "inclusive = false or fill = \"miss\"",
+    ),
     (&[], "machine.cache.llc.way_masks", "[0]", "within the 16 ways"),
     (&[], "machine.timing.base_cpi", "0.0", "above 0"),
     (&[], "machine.timing.mlp", "inf", "finite number above 0"),

@@ -2,8 +2,8 @@
 //!
 //! Three structs because the levels take different keys and unknown keys are
 //! rejected: [`CacheConfig`] for `l1d` and `l2`, [`L1iConfig`] (the same plus
-//! `enabled`) for `l1i`, [`LlcConfig`] (the same plus slices, inclusion and way
-//! masks) for `llc`. Each turns into a [`Geometry`], the validated shape a
+//! `enabled`) for `l1i`, [`LlcConfig`] (the same plus slices, inclusion, fill
+//! and way masks) for `llc`. Each turns into a [`Geometry`], the validated shape a
 //! [`Cache`](super::Cache) is built from.
 //!
 //! Defaults describe a Skylake-like core: 32 KiB 8-way L1D (4 cycles), 256 KiB
@@ -11,6 +11,7 @@
 
 use super::replacement::ReplacementKind;
 use super::slice::{SliceHash, INTEL_MAX_SLICES};
+use super::standin::{self, StandIn};
 use crate::error::{Error, Result};
 use crate::units::{ByteSize, PAGE_SHIFT};
 
@@ -57,14 +58,34 @@ pub struct LlcConfig {
     /// Inclusive of every core's L1 and L2: an LLC eviction back-invalidates
     /// the line above. Off = non-inclusive, as pycachesim.
     pub inclusive: bool,
-    /// Number of slices (a power of two dividing the set count); each slice
-    /// holds size / slices bytes with its own sets.
+    /// Number of slices; each slice holds size / slices bytes in a power of
+    /// two of sets. Any count under the stand-in hash, a power of two under
+    /// the others.
     pub slices: u32,
     pub slice_hash: SliceHash,
+    /// Varies the stand-in hash's made-up parts (`super::standin`); 0 is the
+    /// stand-in the presets use. Only the stand-in reads it.
+    pub slice_seed: u64,
+    /// What fills the LLC: demand misses (`miss`) or the L2's evictions
+    /// (`victim`, as Skylake-SP's; non-inclusive).
+    pub fill: LlcFill,
     /// Per core, the LLC ways that core may fill (like Intel CAT); hits are
     /// allowed in any way. Empty = every core fills every way; otherwise one
     /// mask per core.
     pub way_masks: Vec<u64>,
+}
+
+/// What fills the LLC (`machine.cache.llc.fill`; `hierarchy` and
+/// `hierarchy/victim.rs` say what each does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlcFill {
+    /// A line that misses the LLC is filled into it on the way up.
+    #[default]
+    Miss,
+    /// A victim cache: demand misses bypass it, lines evicted from an L2
+    /// (clean or dirty) are inserted, and a hit moves the line to the L2.
+    Victim,
 }
 
 /// The whole hierarchy: `machine.cache`.
@@ -140,6 +161,8 @@ impl Default for LlcConfig {
             inclusive: false,
             slices: 1,
             slice_hash: SliceHash::Modulo,
+            slice_seed: 0,
+            fill: LlcFill::Miss,
             way_masks: Vec::new(),
         }
     }
@@ -154,22 +177,16 @@ impl LlcConfig {
             ways: self.ways,
             line: self.line,
             slice_hash: self.slice_hash,
+            slice_seed: self.slice_seed,
         }
     }
 
     pub fn validate(&self, prefix: &str) -> Result<()> {
-        let sets = validate_shape(prefix, self.size, self.ways, self.line)?;
-        let key = format!("{prefix}.slices");
-        if !self.slices.is_power_of_two() || u64::from(self.slices) > sets {
+        self.validate_slices(prefix)?;
+        if self.fill == LlcFill::Victim && self.inclusive {
             return Err(Error::config(
-                key,
-                format!("{} slices: must be a power of two dividing the {sets} sets", self.slices),
-            ));
-        }
-        if self.slice_hash == SliceHash::Intel && self.slices > INTEL_MAX_SLICES {
-            return Err(Error::config(
-                format!("{prefix}.slice_hash"),
-                format!("the intel hash is known for 1, 2, 4 or 8 slices, not {}", self.slices),
+                format!("{prefix}.inclusive"),
+                "true with fill = \"victim\": a victim-filled LLC is non-inclusive; set inclusive = false or fill = \"miss\"",
             ));
         }
         let all = super::replacement::full_mask(self.ways as usize);
@@ -180,6 +197,63 @@ impl LlcConfig {
                     format!("{mask:#x}: must be non-zero and within the {} ways", self.ways),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// The shape: ways x line x slices x a power of two of sets per slice,
+    /// and a slice count and seed the hash takes.
+    fn validate_slices(&self, prefix: &str) -> Result<()> {
+        let key = |name: &str| format!("{prefix}.{name}");
+        let max_slices = if self.slice_hash == SliceHash::StandIn { standin::MAX_SLICES } else { 1 << 16 };
+        if self.slices == 0 || self.slices > max_slices {
+            return Err(Error::config(key("slices"), format!("{}: must be 1..={max_slices}", self.slices)));
+        }
+        match self.slice_hash {
+            SliceHash::Modulo if !self.slices.is_power_of_two() => {
+                return Err(Error::config(
+                    key("slices"),
+                    format!("{}: the modulo hash takes a power of two; the stand-in hash any count", self.slices),
+                ))
+            }
+            SliceHash::Intel if !self.slices.is_power_of_two() || self.slices > INTEL_MAX_SLICES => {
+                return Err(Error::config(
+                    key("slice_hash"),
+                    format!(
+                        "the intel hash is known for 1, 2, 4 or 8 slices, not {}; the stand-in hash takes any count",
+                        self.slices
+                    ),
+                ))
+            }
+            hash if hash != SliceHash::StandIn && self.slice_seed != 0 => {
+                return Err(Error::config(
+                    key("slice_seed"),
+                    format!(
+                        "{}: the {} hash reads no seed; leave it at 0 or use the stand-in hash",
+                        self.slice_seed,
+                        hash.name()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        validate_line_and_ways(prefix, self.ways, self.line)?;
+        let way_bytes = u64::from(self.ways) * u64::from(self.line);
+        let size = self.size.bytes();
+        if size >= way_bytes && size / way_bytes < u64::from(self.slices) {
+            let sets = size / way_bytes;
+            return Err(Error::config(key("slices"), format!("{}: more than the {sets} sets", self.slices)));
+        }
+        let slice_bytes = way_bytes * u64::from(self.slices);
+        let sets = size / slice_bytes;
+        if size == 0 || !size.is_multiple_of(slice_bytes) || !sets.is_power_of_two() || sets > u64::from(u32::MAX) {
+            return Err(Error::config(
+                key("size"),
+                format!(
+                    "{size} bytes is not {} slices x {} ways x {} bytes x a power-of-two number of sets",
+                    self.slices, self.ways, self.line
+                ),
+            ));
         }
         Ok(())
     }
@@ -236,14 +310,20 @@ impl CacheHierarchyConfig {
     }
 }
 
-/// Checks size = ways * line * sets (sets a power of two) and returns sets.
-fn validate_shape(prefix: &str, size: ByteSize, ways: u32, line: u32) -> Result<u64> {
+/// Checks the line size (a power of two >= 8) and the ways (1..=64).
+fn validate_line_and_ways(prefix: &str, ways: u32, line: u32) -> Result<()> {
     if !line.is_power_of_two() || line < 8 {
         return Err(Error::config(format!("{prefix}.line"), format!("{line}: must be a power of two >= 8")));
     }
     if ways == 0 || ways > MAX_WAYS {
         return Err(Error::config(format!("{prefix}.ways"), format!("{ways}: must be 1..={MAX_WAYS}")));
     }
+    Ok(())
+}
+
+/// Checks size = ways * line * sets (sets a power of two) and returns sets.
+fn validate_shape(prefix: &str, size: ByteSize, ways: u32, line: u32) -> Result<u64> {
+    validate_line_and_ways(prefix, ways, line)?;
     let way_bytes = u64::from(ways) * u64::from(line);
     let size = size.bytes();
     let sets = size / way_bytes;
@@ -269,22 +349,32 @@ pub struct Geometry {
     /// Line size in bytes.
     pub line: u32,
     pub slice_hash: SliceHash,
+    /// The stand-in hash's seed (0 under the other hashes).
+    pub slice_seed: u64,
 }
 
 impl Geometry {
     /// An unsliced cache of `size` bytes (valid shape assumed).
     pub fn unsliced(size: u64, ways: u32, line: u32) -> Geometry {
         let sets = size / (u64::from(ways) * u64::from(line));
-        Geometry { sets_per_slice: sets as u32, slices: 1, ways, line, slice_hash: SliceHash::Modulo }
+        Geometry { sets_per_slice: sets as u32, slices: 1, ways, line, slice_hash: SliceHash::Modulo, slice_seed: 0 }
     }
 
     /// `sets` sets of `ways` ways of `line` bytes: handy for tests.
     pub fn sets(sets: u32, ways: u32, line: u32) -> Geometry {
-        Geometry { sets_per_slice: sets, slices: 1, ways, line, slice_hash: SliceHash::Modulo }
+        Geometry { sets_per_slice: sets, slices: 1, ways, line, slice_hash: SliceHash::Modulo, slice_seed: 0 }
     }
 
+    /// The same sets split into `slices` slices (a power of two; see
+    /// [`Geometry::with_sets_per_slice`] for other counts).
     pub fn with_slices(self, slices: u32, slice_hash: SliceHash) -> Geometry {
         Geometry { sets_per_slice: self.sets_per_slice / slices, slices, slice_hash, ..self }
+    }
+
+    /// `slices` slices of `sets_per_slice` sets each, by the stand-in hash
+    /// with `seed`.
+    pub fn stand_in(self, slices: u32, sets_per_slice: u32, seed: u64) -> Geometry {
+        Geometry { sets_per_slice, slices, slice_hash: SliceHash::StandIn, slice_seed: seed, ..self }
     }
 
     pub fn nr_sets(&self) -> usize {
@@ -301,12 +391,16 @@ impl Geometry {
 
     /// Whether the shape is one [`Cache`](super::Cache) can be built from.
     pub fn is_valid(&self) -> bool {
+        let slices_ok = match self.slice_hash {
+            SliceHash::Modulo => self.slices.is_power_of_two(),
+            SliceHash::Intel => self.slices.is_power_of_two() && self.slices <= INTEL_MAX_SLICES,
+            SliceHash::StandIn => (1..=standin::MAX_SLICES).contains(&self.slices),
+        };
         self.sets_per_slice.is_power_of_two()
-            && self.slices.is_power_of_two()
+            && slices_ok
             && (1..=MAX_WAYS).contains(&self.ways)
             && self.line.is_power_of_two()
             && self.line >= 8
-            && (self.slice_hash != SliceHash::Intel || self.slices <= INTEL_MAX_SLICES)
     }
 
     /// The physical-address bits that index a set within a slice, lowest
@@ -315,7 +409,7 @@ impl Geometry {
     pub fn set_index_bits(&self) -> std::ops::Range<u32> {
         let skip = match self.slice_hash {
             SliceHash::Modulo => self.slices.trailing_zeros(),
-            SliceHash::Intel => 0,
+            SliceHash::Intel | SliceHash::StandIn => 0,
         };
         let low = self.line_shift() + skip;
         low..low + self.sets_per_slice.trailing_zeros()
@@ -325,7 +419,9 @@ impl Geometry {
     /// reads, lowest first: the page-level bits that choose among slices
     /// (COPLACE's "slice-select bits"; its host colors take the lowest few).
     /// Empty when lines, not pages, choose the slice (the modulo hash with at
-    /// most 64 slices) or when the cache is unsliced.
+    /// most 64 slices) or when the cache is unsliced. The stand-in hash reads
+    /// the bits from the top of the set index within a slice upwards (17 to
+    /// 60 on xeon-gold-6138).
     pub fn slice_select_page_bits(&self) -> Vec<u32> {
         if self.slices <= 1 {
             return Vec::new();
@@ -333,6 +429,7 @@ impl Geometry {
         let mask = match self.slice_hash {
             SliceHash::Modulo => (u64::from(self.slices) - 1) << self.line_shift(),
             SliceHash::Intel => super::slice::intel_mask(self.slices),
+            SliceHash::StandIn => return StandIn::page_bits(self.sets_per_slice, self.line_shift()).collect(),
         };
         (PAGE_SHIFT..64).filter(|&b| mask >> b & 1 == 1).collect()
     }
@@ -419,6 +516,56 @@ mod tests {
         assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.ways");
         l1 = CacheConfig { size: ByteSize(0), ..CacheConfig::l1d() };
         assert_eq!(err_key(l1.validate("m.l1d")), "m.l1d.size");
+    }
+
+    #[test]
+    fn any_slice_count_under_the_stand_in_hash() {
+        // xeon-gold-6138's LLC: 27.5 MiB, 11 ways, 20 slices of 2,048 sets.
+        let gold = LlcConfig {
+            size: ByteSize(55 << 19),
+            ways: 11,
+            slices: 20,
+            slice_hash: SliceHash::StandIn,
+            ..LlcConfig::default()
+        };
+        assert_eq!(gold.size.bytes(), 28_835_840);
+        gold.validate("machine.cache.llc").unwrap();
+        let g = gold.geometry();
+        assert_eq!((g.slices, g.sets_per_slice, g.size()), (20, 2048, 28_835_840));
+        assert!(g.is_valid());
+        assert_eq!(g.set_index_bits(), 6..17, "the set within a slice from the line's low bits");
+        assert_eq!(g.slice_select_page_bits(), (17..61).collect::<Vec<u32>>());
+        let bad = |f: fn(&mut LlcConfig)| {
+            let mut c = gold.clone();
+            f(&mut c);
+            err_key(c.validate("machine.cache.llc"))
+        };
+        assert_eq!(bad(|c| c.slices = 21), "machine.cache.llc.size", "21 x 11 x 64 does not divide it");
+        assert_eq!(bad(|c| c.size = ByteSize(20 * 11 * 64 * 3000)), "machine.cache.llc.size", "3000 sets a slice");
+        assert_eq!(bad(|c| c.slice_hash = SliceHash::Modulo), "machine.cache.llc.slices");
+        assert_eq!(bad(|c| c.slice_hash = SliceHash::Intel), "machine.cache.llc.slice_hash");
+        assert_eq!(bad(|c| c.slices = 0), "machine.cache.llc.slices");
+        assert_eq!(bad(|c| c.slices = standin::MAX_SLICES + 1), "machine.cache.llc.slices");
+        let mut seeded = gold.clone();
+        seeded.slice_seed = 9;
+        seeded.validate("machine.cache.llc").unwrap();
+        assert_eq!(seeded.geometry().slice_seed, 9);
+        seeded.slice_hash = SliceHash::Modulo;
+        seeded.slices = 16;
+        seeded.size = ByteSize(22 << 20);
+        assert_eq!(err_key(seeded.validate("machine.cache.llc")), "machine.cache.llc.slice_seed");
+    }
+
+    #[test]
+    fn victim_fill_is_non_inclusive() {
+        let mut llc = LlcConfig { fill: LlcFill::Victim, ..LlcConfig::default() };
+        llc.validate("machine.cache.llc").unwrap();
+        llc.inclusive = true;
+        assert_eq!(err_key(llc.validate("machine.cache.llc")), "machine.cache.llc.inclusive");
+        let parsed: LlcConfig =
+            toml::from_str("fill = \"victim\"\nslice_hash = \"stand-in\"\nslice_seed = 3\n").unwrap();
+        assert_eq!((parsed.fill, parsed.slice_hash, parsed.slice_seed), (LlcFill::Victim, SliceHash::StandIn, 3));
+        assert!(toml::from_str::<LlcConfig>("fill = \"exclusive\"\n").is_err());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::config::Geometry;
 use super::replacement::{full_mask, packed, ReplacementKind, SetPolicy};
 use super::slice::{intel_slice, modulo_slice, SliceHash};
+use super::standin::StandIn;
 
 /// Tag of an empty way. Line numbers stay below 2^61 (addresses are 64 bits
 /// and lines at least 8 bytes), so no line equals it.
@@ -83,6 +84,8 @@ pub struct Cache {
     sets_per_slice: usize,
     slices: u32,
     slice_hash: SliceHash,
+    /// The stand-in hash's tables, built only for it.
+    stand_in: Option<StandIn>,
     line_shift: u32,
     full_mask: u64,
     kind: ReplacementKind,
@@ -114,11 +117,14 @@ impl Cache {
             set_mask: u64::from(geometry.sets_per_slice - 1),
             set_shift: match geometry.slice_hash {
                 SliceHash::Modulo => geometry.slices.trailing_zeros(),
-                SliceHash::Intel => 0,
+                SliceHash::Intel | SliceHash::StandIn => 0,
             },
             sets_per_slice: geometry.sets_per_slice as usize,
             slices: geometry.slices,
             slice_hash: geometry.slice_hash,
+            stand_in: (geometry.slice_hash == SliceHash::StandIn).then(|| {
+                StandIn::new(geometry.slices, geometry.sets_per_slice, geometry.line_shift(), geometry.slice_seed)
+            }),
             line_shift: geometry.line_shift(),
             full_mask: full_mask(ways),
             kind,
@@ -170,6 +176,7 @@ impl Cache {
         match self.slice_hash {
             SliceHash::Modulo => modulo_slice(line, self.slices),
             SliceHash::Intel => intel_slice(line << self.line_shift, self.slices),
+            SliceHash::StandIn => self.stand_in.as_ref().map_or(0, |hash| hash.slice(line)),
         }
     }
 

@@ -4,9 +4,11 @@
 //! - [`config`]: `machine.cache` (levels, policies, slices, way masks).
 //! - [`replacement`]: LRU, FIFO, random, SRRIP, one byte per way.
 //! - [`slice`](mod@slice): which LLC slice a line lives in (Intel hash, modulo).
+//! - [`standin`]: the stand-in slice hash for any slice count.
 //! - [`level`]: [`Cache`], one level of one core (or the shared LLC).
 //! - [`hierarchy`]: [`CacheHierarchy`], L1D/L1I/L2 per core plus the LLC,
-//!   non-inclusive (pycachesim's model) or inclusive.
+//!   non-inclusive (pycachesim's model) or inclusive, the LLC filled on a
+//!   miss or by the L2's victims (`hierarchy/victim.rs`).
 //! - [`stats`]: counters per core and level ([`CacheStats`]).
 //! - [`color`]: page colors of the LLC ([`ColorMap`]) for coloring policies.
 //!
@@ -21,6 +23,7 @@ pub mod hierarchy;
 pub mod level;
 pub mod replacement;
 pub mod slice;
+pub mod standin;
 pub mod stats;
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! physical address. Maurice et al. (RAID 2015) recovered it for 2, 4 and 8
 //! slices: slice bit i is the parity of `addr & mask_i`. The `modulo` hash
 //! interleaves consecutive lines over the slices, which is what a simulator
-//! without a reverse-engineered hash usually does.
+//! without a reverse-engineered hash usually does. The `stand-in` hash
+//! (`super::standin`) takes any slice count.
 
 /// How the LLC chooses a slice (`machine.cache.llc.slice_hash`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
@@ -17,6 +18,11 @@ pub enum SliceHash {
     /// The XOR hash of Maurice et al. for 1, 2, 4 or 8 slices; the set index
     /// within a slice comes from the line number's low bits, as on Intel.
     Intel,
+    /// pagelab's stand-in for any slice count (`super::standin`), varied by
+    /// `machine.cache.llc.slice_seed`; the set index within a slice comes
+    /// from the line number's low bits.
+    #[serde(rename = "stand-in")]
+    StandIn,
 }
 
 impl SliceHash {
@@ -24,6 +30,7 @@ impl SliceHash {
         match self {
             SliceHash::Modulo => "modulo",
             SliceHash::Intel => "intel",
+            SliceHash::StandIn => "stand-in",
         }
     }
 }
@@ -168,7 +175,7 @@ mod tests {
 
     #[test]
     fn slice_hash_names_are_serde_names() {
-        for h in [SliceHash::Modulo, SliceHash::Intel] {
+        for h in [SliceHash::Modulo, SliceHash::Intel, SliceHash::StandIn] {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(json, format!("\"{}\"", h.name()));
         }
