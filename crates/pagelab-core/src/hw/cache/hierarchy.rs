@@ -22,10 +22,13 @@
 //!   as accesses or misses.
 //! - Way masks: an LLC fill for core c (demand or writeback) replaces a line
 //!   in c's ways only; any core hits in any way.
+//! - Victim fill (`llc.fill = "victim"`): misses bypass the LLC, the L2's
+//!   evictions fill it, a hit moves the line up (`victim.rs`).
 
 mod prefetching;
+mod victim;
 
-use super::config::CacheHierarchyConfig;
+use super::config::{CacheHierarchyConfig, LlcFill};
 use super::level::{Cache, Evicted, SetRef};
 use super::stats::{CacheStats, Level, RefKind};
 use crate::error::{Error, Result};
@@ -68,6 +71,8 @@ const KEY: &str = "machine.cache";
 pub struct CacheHierarchy {
     enabled: bool,
     inclusive: bool,
+    /// The LLC is filled by the L2's evictions (`victim.rs`), not on a miss.
+    victim_fill: bool,
     line_shift: u32,
     l1d: Vec<Cache>,
     /// Empty when the L1I is disabled.
@@ -131,6 +136,7 @@ impl CacheHierarchy {
         Ok(CacheHierarchy {
             enabled: cfg.enabled,
             inclusive: cfg.llc.inclusive,
+            victim_fill: cfg.llc.fill == LlcFill::Victim,
             line_shift: cfg.l1d.line.trailing_zeros(),
             stats: CacheStats::new(cores, llc.slices() as usize, cfg.l1i.enabled),
             l1d: l1d.collect(),
@@ -247,6 +253,9 @@ impl CacheHierarchy {
         if DEMAND {
             l2_stats.misses[k] += 1;
         }
+        if self.victim_fill {
+            return self.fetch_past_victim_llc::<DEMAND>(core, line, k, l2_set);
+        }
 
         let llc_set = if DEMAND { self.locate_llc_counted(line) } else { self.llc.locate(line) };
         let llc_hit = self.llc.lookup_in(llc_set, line, false);
@@ -267,7 +276,7 @@ impl CacheHierarchy {
         if let Some(victim) = l2.fill_in(l2_set, line, false, l2_mask) {
             if victim.dirty {
                 self.stats.level_mut(core, Level::L2).writebacks += 1;
-                self.write_back_to_llc(core, victim.line);
+                self.insert_into_llc(core, victim.line, true);
             }
         }
         if llc_hit {
@@ -304,15 +313,19 @@ impl CacheHierarchy {
         let l2 = &mut self.l2[core];
         let mask = l2.full_mask();
         if let (_, Some(victim)) = l2.access(line, true, mask) {
-            if victim.dirty {
+            if self.victim_fill {
+                self.l2_victim_to_llc(core, victim);
+            } else if victim.dirty {
                 self.stats.level_mut(core, Level::L2).writebacks += 1;
-                self.write_back_to_llc(core, victim.line);
+                self.insert_into_llc(core, victim.line, true);
             }
         }
     }
 
-    fn write_back_to_llc(&mut self, core: usize, line: u64) {
-        let (hit, victim) = self.llc.access(line, true, self.fill_masks[core]);
+    /// Writes `line` into the LLC for `core`: a dirty L2 victim (a write),
+    /// or, with victim fill, any L2 victim (`dirty` says which).
+    fn insert_into_llc(&mut self, core: usize, line: u64, dirty: bool) {
+        let (hit, victim) = self.llc.access(line, dirty, self.fill_masks[core]);
         // Inclusion: whatever the L2 holds, the LLC holds.
         debug_assert!(hit || !self.inclusive, "inclusive LLC lacked written-back line {line:#x}");
         if let Some(victim) = victim {
