@@ -16,8 +16,8 @@ use crate::units::{Order, Pfn, PAGE_SHIFT};
 /// Most color bits: 65,536 colors, which per-color tables (free lists, the
 /// conflict level's counts) hold cheaply. Wider than any set index of a real
 /// LLC slice at or above bit 12 (a slice's way would have to exceed 256 MiB),
-/// so the default map never cuts the set index: xeon-gold-6138's bits 12-20
-/// are 512 colors.
+/// so the default map never cuts the set index (an unsliced 8 MiB 16-way
+/// LLC's bits 12-18 are 128 colors; xeon-gold-6138's slices, 12-16 and 32).
 pub const MAX_COLOR_BITS: usize = 16;
 /// Physical-address bits above this are not real on x86-64 (52-bit max).
 pub const PHYS_ADDR_BITS: u32 = 52;
@@ -220,10 +220,11 @@ mod tests {
     }
 
     #[test]
-    fn xeon_gold_6138_colors_span_all_its_set_bits_12_to_20() {
-        // The preset's LLC: 16 slices by the modulo hash (line bits 6-9), 2048
-        // sets per slice (bits 10-20): page bits 12-20, 512 colors. Bit 20
-        // must be a color bit, or skew in it is invisible.
+    fn xeon_gold_6138_colors_are_the_set_bits_12_to_16_of_a_slice() {
+        // The preset's LLC: 20 slices of 2,048 sets (27.5 MiB, 11 ways) by
+        // the stand-in hash, the set within a slice from bits 6-16: page bits
+        // 12-16, the paper's 32 colors per slice. The slice-select page bits
+        // start above them, at 17.
         let cfg = crate::config::parse_config(
             "[machine]\npreset = \"xeon-gold-6138\"\n[workload]\nkind = \"gups\"\nfootprint = \"1MiB\"\n",
             "t.toml",
@@ -231,14 +232,14 @@ mod tests {
         )
         .unwrap();
         let llc = cfg.machine.cache.llc.geometry();
+        assert_eq!((llc.slices, llc.sets_per_slice, llc.ways, llc.size()), (20, 2048, 11, 55 << 19));
         let map = ColorMap::from_llc(&llc).unwrap();
-        assert_eq!(map.bits(), (12..=20).collect::<Vec<u32>>());
-        assert_eq!(map.nr_colors(), 512);
-        assert_eq!(map.color_of(Pfn::new(1 << 8)), 256, "address bit 20 is color bit 8");
-        assert_eq!(map.color_of(Pfn::new(1 << 9)), 0, "address bit 21 is above the set index");
+        assert_eq!(map.bits(), (12..=16).collect::<Vec<u32>>());
+        assert_eq!(map.nr_colors(), 32);
+        assert_eq!(map.color_of(Pfn::new(1 << 4)), 16, "address bit 16 is color bit 4");
+        assert_eq!(map.color_of(Pfn::new(1 << 5)), 0, "address bit 17 chooses slices, not sets");
+        assert_eq!(llc.slice_select_page_bits()[..2], [17, 18]);
         assert_eq!(cfg.color_map().unwrap(), map, "the OS's default colors are the LLC's");
-        // Nine explicit bits are accepted, too.
-        assert_eq!(ColorMap::new(map.bits(), "os.coloring.bits").unwrap(), map);
     }
 
     #[test]

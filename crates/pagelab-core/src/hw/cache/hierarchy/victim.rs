@@ -120,7 +120,10 @@ mod tests {
         // A: misses L1 and L2, hits the LLC and moves to the L2, evicting B
         // into the LLC: L2 {C, A}, LLC {B}.
         assert_eq!(load(0xA), HitLevel::Llc);
-        let (llc, l2) = (|h: &CacheHierarchy, l| h.contains(0, Level::Llc, at(l)), |h: &CacheHierarchy, l| h.contains(0, Level::L2, at(l)));
+        let (llc, l2) = (
+            |h: &CacheHierarchy, l| h.contains(0, Level::Llc, at(l)),
+            |h: &CacheHierarchy, l| h.contains(0, Level::L2, at(l)),
+        );
         assert!(!llc(&h, 0xA) && llc(&h, 0xB) && !llc(&h, 0xC));
         assert!(l2(&h, 0xA) && l2(&h, 0xC) && !l2(&h, 0xB));
         // B: LLC hit, moves up; L2 evicts C into the LLC: LLC {C}.
