@@ -276,7 +276,7 @@ impl CacheHierarchy {
         if let Some(victim) = l2.fill_in(l2_set, line, false, l2_mask) {
             if victim.dirty {
                 self.stats.level_mut(core, Level::L2).writebacks += 1;
-                self.insert_into_llc(core, victim.line, true);
+                self.write_back_to_llc(core, victim.line);
             }
         }
         if llc_hit {
@@ -313,17 +313,23 @@ impl CacheHierarchy {
         let l2 = &mut self.l2[core];
         let mask = l2.full_mask();
         if let (_, Some(victim)) = l2.access(line, true, mask) {
-            if self.victim_fill {
-                self.l2_victim_to_llc(core, victim);
-            } else if victim.dirty {
+            if victim.dirty {
                 self.stats.level_mut(core, Level::L2).writebacks += 1;
-                self.insert_into_llc(core, victim.line, true);
+                self.write_back_to_llc(core, victim.line);
+            } else if self.victim_fill {
+                self.l2_victim_to_llc(core, victim);
             }
         }
     }
 
+    /// Writes a dirty L2 victim of `core` into the LLC.
+    fn write_back_to_llc(&mut self, core: usize, line: u64) {
+        self.insert_into_llc(core, line, true);
+    }
+
     /// Writes `line` into the LLC for `core`: a dirty L2 victim (a write),
-    /// or, with victim fill, any L2 victim (`dirty` says which).
+    /// or, with victim fill, a clean one.
+    #[inline(always)]
     fn insert_into_llc(&mut self, core: usize, line: u64, dirty: bool) {
         let (hit, victim) = self.llc.access(line, dirty, self.fill_masks[core]);
         // Inclusion: whatever the L2 holds, the LLC holds.

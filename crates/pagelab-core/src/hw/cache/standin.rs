@@ -100,7 +100,7 @@ impl StandIn {
     /// The slice of line number `line`: a sequence entry plus the line's
     /// offset in its page, wrapped by one subtraction (both are below the
     /// slice count), so no division.
-    #[inline(always)]
+    #[inline]
     pub fn slice(&self, line: u64) -> u32 {
         let block = line >> self.block_shift;
         let high = block >> SEQUENCE_BITS;

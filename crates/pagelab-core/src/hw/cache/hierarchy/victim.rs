@@ -66,6 +66,7 @@ impl CacheHierarchy {
 
     /// Inserts a line the L2 of `core` evicted into the LLC (clean or
     /// dirty); a dirty one counts as the L2's writeback.
+    #[inline(never)]
     pub(super) fn l2_victim_to_llc(&mut self, core: usize, victim: Evicted) {
         if victim.dirty {
             self.stats.level_mut(core, Level::L2).writebacks += 1;
