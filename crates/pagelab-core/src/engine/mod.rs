@@ -127,6 +127,9 @@ pub struct Simulation {
     /// Whether stage 1 samples L2 TLB misses (Leshy online): chosen once
     /// per run, so a run without it runs the stage it always ran.
     sample_misses: bool,
+    /// Each core's accessed pages for the paper's conflict levels
+    /// (`run.conflict_level`), read once per stage, never per access.
+    conflict: Option<Vec<conflict::AccessedPages>>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -245,7 +248,9 @@ impl Simulation {
         let next_epoch = cfg.run.epoch;
         let sampling = cfg.run.sampling.enabled().then(|| Box::new(sampling::Sampling::new(&cfg.run.sampling)));
         let dram = timing::dram::DramTiming::active(m).then(|| Box::new(crate::hw::dram::Dram::new(&m.memory.dram)));
+        let conflict = conflict::AccessedPages::for_run(&cfg, cores.len())?;
         Ok(Simulation {
+            conflict,
             dram,
             sample_misses,
             // Sampling resets the statistics itself, window by window.
@@ -420,6 +425,12 @@ impl Simulation {
                     self.functional_stage(i, end)?;
                 } else {
                     self.run_stages(i, end)?;
+                    if let Some(pages) = self.conflict.as_mut() {
+                        let core = &self.cores[i];
+                        if !core.workload.batch_is_init() {
+                            pages[i].sample(&core.refs);
+                        }
+                    }
                 }
                 budget -= end - self.cores[i].pos;
                 self.cores[i].pos = end;

@@ -294,6 +294,24 @@ fn after_a_file_reader_the_next_program_gets_half_the_llc_colors() {
 }
 
 #[test]
+fn the_papers_conflict_levels_sample_the_pages_the_stream_touches() {
+    // The same 192 stream pages, now as the stream's measured accesses
+    // touch them (one open batch: fewer than the LLC's 256 pages): over the
+    // LLC slice's 16 colors 12.0 after the reader, 0 fresh, as above. The
+    // L2's colors are its own page-level set bits: with the same bits 12-15
+    // it reads the same; the test states which.
+    let after = varying(true);
+    let fresh = varying(false);
+    assert_eq!(stat(&after, "core0.llc_conflict_level"), 12.0, "after the reader");
+    assert_eq!(stat(&fresh, "core0.llc_conflict_level"), 0.0, "fresh");
+    let l2 = after.config().machine.cache.l2.geometry();
+    let l2_bits: Vec<u32> = crate::hw::cache::color::page_set_bits(&l2).collect();
+    assert_eq!(l2_bits, [12, 13, 14, 15], "the default L2's colors");
+    assert_eq!(stat(&after, "core0.l2_conflict_level"), 12.0);
+    assert_eq!(stat(&fresh, "core0.l2_conflict_level"), 0.0);
+}
+
+#[test]
 fn guest_and_host_each_read_their_own_coloring_bits() {
     // The host's colors come from `virt.host.coloring.bits`, the guest's
     // from `os.coloring.bits`. With host bits [12] (2 colors) the stream's

@@ -80,6 +80,9 @@ impl Simulation {
                 v.hv.back_range(vm, root, 1)?;
             }
         }
+        if let Some(pages) = self.conflict.as_mut() {
+            pages[i].restart();
+        }
         let core = &mut self.cores[i];
         core.asid = asid;
         core.workload = next.workload;
