@@ -4,7 +4,7 @@
 
 use crate::config::SimConfig;
 use crate::error::Result;
-use crate::os::{Boot, Kernel};
+use crate::os::{Boot, HostView, Kernel};
 
 /// Boots the OS side of `cfg`: memory, the chain of systems, fragmentation.
 pub(super) fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
@@ -22,6 +22,7 @@ pub(super) fn boot_kernel(cfg: &SimConfig) -> Result<Kernel> {
         // The tiers are the host's: a guest sees one node.
         tiers: if cfg.virt.enabled { Vec::new() } else { m.memory.tiers.clone() },
         memory_latency: m.memory.latency,
+        host_view: None,
     };
     crate::systems::boot(guest.os, boot, m.freq_ghz, cfg.run.seed)
 }
@@ -58,5 +59,14 @@ pub(crate) fn host_boot(cfg: &SimConfig) -> Result<Boot> {
         footprint: cfg.guests().iter().map(|g| g.guest_mem.bytes()).sum(),
         tiers: m.memory.tiers.clone(),
         memory_latency: m.memory.latency,
+        host_view: Some(host_view(cfg)?),
     })
+}
+
+/// The real caches and each guest's color map, for a host placement that
+/// keeps the guests' colors.
+fn host_view(cfg: &SimConfig) -> Result<HostView> {
+    let c = &cfg.machine.cache;
+    let guest_colors = cfg.guests().iter().map(|g| cfg.color_map_of(g.os, &g.os_key)).collect::<Result<_>>()?;
+    Ok(HostView { llc: c.llc.geometry(), l2: c.l2.geometry(), llc_inclusive: c.llc.inclusive, guest_colors })
 }

@@ -172,6 +172,7 @@ pub(super) fn boot_other_guests(cfg: &SimConfig) -> Result<Vec<Kernel>> {
                 // The tiers are the host's: a guest sees one node.
                 tiers: Vec::new(),
                 memory_latency: m.memory.latency,
+                host_view: None,
             };
             crate::systems::boot(g.os, boot, m.freq_ghz, cfg.run.seed.wrapping_add(vm as u64 * 0x9e37_79b9))
         })

@@ -66,6 +66,24 @@ pub struct Boot {
     /// `machine.memory.latency`: a copy between two tiers costs
     /// `costs.copy_4k` scaled by their latencies against it (`tiering`).
     pub memory_latency: u32,
+    /// A hypervisor's kernel only: the real caches and each guest's page
+    /// colors, which a host placement that keeps the guests' colors reads
+    /// (COPLACE's); `None` for a native or guest kernel.
+    pub host_view: Option<HostView>,
+}
+
+/// What a hypervisor's kernel knows beyond its own memory: the real
+/// caches' shapes (not the host's color map, which is a policy's choice)
+/// and the page colors each VM's guest kernel uses, by VM.
+#[derive(Debug, Clone)]
+pub struct HostView {
+    pub llc: crate::hw::cache::Geometry,
+    pub l2: crate::hw::cache::Geometry,
+    /// `machine.cache.llc.inclusive`.
+    pub llc_inclusive: bool,
+    /// Each VM's guest color map (its `os.coloring.bits`, else the
+    /// machine's: the virtual LLC the VM is shown is the host CPU's).
+    pub guest_colors: Vec<ColorMap>,
 }
 
 #[derive(Debug)]

@@ -21,7 +21,7 @@ pub mod tiering;
 pub use color_pool::ColorPool;
 pub use config::{AutoVma, FaultCosts, FragPattern, FragPlacement, FragmentationConfig};
 pub use fault::{Fault, FaultKind, FaultOutcome, AUTO_VMA_NAME};
-pub use kernel::{Boot, Kernel, Process, Shootdown};
+pub use kernel::{Boot, HostView, Kernel, Process, Shootdown};
 pub use page_cache::{FileWindow, PageCache, PAGE_CACHE_POOL};
 pub use stats::OsStats;
 pub use system::{Daemon, ProcessSpec, System, WakeClock};

@@ -62,6 +62,12 @@ impl OsConfig {
             let msg = format!("unknown policy `{}` (known: {})", self.policy, known.join(", "));
             return Err(Error::config(format!("{prefix}.policy"), msg));
         }
+        let chain_key = if self.systems.is_none() { "policy" } else { "systems" };
+        if let Some((name, why)) = super::chain_find(&self.chain(), |c| c.only_in_host) {
+            if prefix != "virt.host" {
+                return Err(Error::config(format!("{prefix}.{chain_key}"), format!("`{name}` {why}")));
+            }
+        }
         let key = format!("{prefix}.systems");
         let known: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
         let terminal: Vec<&str> = REGISTRY.iter().filter(|r| r.terminal).map(|r| r.name).collect();

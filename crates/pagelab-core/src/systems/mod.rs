@@ -1,8 +1,9 @@
 //! The paging systems, one module each, named with the paper's word: the
 //! baselines (`base`, `thp` with khugepaged, `hugetlb`, `coloring`,
 //! `bin_hopping`, `mthp`, `trident`, `hawkeye`) and the papers' systems
-//! (`chp`, `perforated`, `gtsm`, `elastic`). Each holds its configuration
-//! table, its OS hooks (`os::System`), its daemons, its statistics, its
+//! (`chp`, `perforated`, `gtsm`, `elastic`; `coplace` and `vmm-coloring`
+//! place a VM's memory in the hypervisor only). Each holds its
+//! configuration table, its OS hooks (`os::System`), its daemons, its statistics, its
 //! hardware extension where it has one, and its tests, and tells the
 //! registry what it is in its [`Registration`].
 //!
@@ -28,6 +29,7 @@ pub mod bin_hopping;
 pub mod chp;
 pub mod coloring;
 mod config;
+pub mod coplace;
 pub mod elastic;
 #[macro_use]
 pub mod extensions;
@@ -73,6 +75,8 @@ registry! {
     system hugetlb = hugetlb::REGISTRATION, table hugetlb::HugetlbConfig;
     system coloring = coloring::REGISTRATION, table coloring::ColoringConfig;
     system bin_hopping = bin_hopping::REGISTRATION;
+    system vmm_coloring = coplace::VMM_COLORING_REGISTRATION;
+    system coplace = coplace::REGISTRATION, table coplace::CoplaceConfig;
     system chp = chp::REGISTRATION, table chp::ChpConfig, hw ColoredHuge = chp::ChpLeaf;
     system perforated = perforated::REGISTRATION, table perforated::PerforatedConfig,
         hw Perforated = perforated::PerforatedLeaf;
@@ -96,11 +100,12 @@ registry! {
 /// hugepages= does).
 pub fn boot(os: &OsConfig, boot: Boot, freq_ghz: f64, seed: u64) -> Result<Kernel> {
     let footprint = boot.footprint;
+    let host_view = boot.host_view.clone();
     let mut kernel = Kernel::new(boot)?;
     // Faulty frames fail before anything is allocated: no system's
     // boot-time reservation holds one.
     crate::phys::inject_faulty(&mut kernel.mem, os.faulty_frames, os.faulty_granularity, seed);
-    let build = Build { os, freq_ghz, seed };
+    let build = Build { os, freq_ghz, seed, host_view: host_view.as_ref() };
     for reg in os.chain_registrations() {
         (reg.build)(&build, &mut kernel)?;
     }

@@ -88,6 +88,9 @@ pub struct Caps {
     /// Its huge pages are not the host's to split (hugetlb's pool): KSM
     /// never splits a huge page of a host whose chain has it.
     pub pins_huge_pages: bool,
+    /// It places a VM's memory in the hypervisor and means nothing
+    /// elsewhere: only `virt.host` may name it, and why.
+    pub only_in_host: Option<&'static str>,
 }
 
 impl Caps {
@@ -99,6 +102,7 @@ impl Caps {
         not_in_host: None,
         not_in_guest: None,
         pins_huge_pages: false,
+        only_in_host: None,
     };
 }
 
@@ -135,6 +139,9 @@ pub struct Build<'a> {
     pub freq_ghz: f64,
     /// The run's seed (a scenario's random choices).
     pub seed: u64,
+    /// A hypervisor's kernel only: the real caches and the guests' colors
+    /// (`os::HostView`).
+    pub host_view: Option<&'a crate::os::HostView>,
 }
 
 /// A system's configuration table (`os.NAME`): parsed by serde (unknown

@@ -36,6 +36,7 @@ fn kernel(share: bool) -> Kernel {
         footprint: 0,
         tiers: Vec::new(),
         memory_latency: 240,
+        host_view: None,
     };
     crate::systems::boot(&cfg.os, boot, 3.0, 1).unwrap()
 }
