@@ -309,6 +309,7 @@ impl CacheHierarchy {
         }
     }
 
+    #[inline(always)]
     fn write_back_to_l2(&mut self, core: usize, line: u64) {
         let l2 = &mut self.l2[core];
         let mask = l2.full_mask();
