@@ -366,7 +366,7 @@ impl Geometry {
     }
 
     /// The same sets split into `slices` slices (a power of two; see
-    /// [`Geometry::with_sets_per_slice`] for other counts).
+    /// [`Geometry::stand_in`] for other counts).
     pub fn with_slices(self, slices: u32, slice_hash: SliceHash) -> Geometry {
         Geometry { sets_per_slice: self.sets_per_slice / slices, slices, slice_hash, ..self }
     }
