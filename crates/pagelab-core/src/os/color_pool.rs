@@ -44,6 +44,11 @@ impl ColorPool {
         }
     }
 
+    /// The colors it sorts frames by.
+    pub fn map(&self) -> &ColorMap {
+        &self.map
+    }
+
     /// A frame of one of `allowed` colors (all colors when empty); `pick`
     /// chooses among the candidate colors (round-robin or bin hopping).
     pub fn alloc(&mut self, mem: &mut PhysMem, allowed: &[u32], mut pick: impl FnMut(&[u32]) -> u32) -> Option<Pfn> {

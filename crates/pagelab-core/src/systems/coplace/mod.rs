@@ -105,7 +105,7 @@ pub struct CoplaceConfig {
     /// How many of the page-level address bits that select the LLC's slice
     /// (beyond its set bits) join the host color, lowest first. Unset: as
     /// many as tell the slices apart (log2 of the slice count, rounded up),
-    /// or all there are. With today's `modulo` hash no page bit selects a
+    /// or all there are. With the `modulo` hash no page bit selects a
     /// slice, so none joins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slice_bits: Option<u32>,
@@ -132,11 +132,11 @@ fn build_coplace(b: &Build, k: &mut Kernel) -> Result<()> {
     let bits = host_color_bits(view, b.os.coplace.slice_bits);
     let map = crate::hw::cache::ColorMap::new(&bits, "virt.host.coplace.slice_bits")?;
     let target = Target::GuestColors { guests: view.guest_colors.clone() };
-    k.plug(Box::new(HostColoring::new("coplace", Some(map), target)));
+    k.plug(Box::new(HostColoring::new("coplace", "coplace.", Some(map), target)));
     Ok(())
 }
 
 fn build_vmm_coloring(_: &Build, k: &mut Kernel) -> Result<()> {
-    k.plug(Box::new(HostColoring::new("vmm-coloring", None, Target::GuestFrame)));
+    k.plug(Box::new(HostColoring::new("vmm-coloring", "vmm_coloring.", None, Target::GuestFrame)));
     Ok(())
 }

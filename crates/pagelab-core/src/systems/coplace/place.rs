@@ -21,44 +21,42 @@ pub(super) enum Target {
     GuestColors { guests: Vec<ColorMap> },
 }
 
-/// A host placement by color of the guest frame.
-#[derive(Debug)]
-pub(super) struct HostColoring {
-    name: &'static str,
-    /// Its own colors and free lists (`coplace`'s), or `None`: the host
-    /// kernel's color map and pool (`virt.host.coloring.bits`).
-    own: Option<ColorPool>,
-    own_colors: u32,
-    target: Target,
-    /// Faults backed with a frame of another color than wanted.
-    fallbacks: u64,
-}
-
-impl HostColoring {
-    pub(super) fn new(name: &'static str, map: Option<ColorMap>, target: Target) -> HostColoring {
-        let own_colors = map.as_ref().map_or(0, ColorMap::nr_colors);
-        HostColoring { name, own: map.as_ref().map(ColorPool::new), own_colors, target, fallbacks: 0 }
-    }
-
-    /// The stat prefix: the system's name as a statistic spells it.
-    fn prefix(&self) -> &'static str {
-        if self.name == "coplace" {
-            "coplace."
-        } else {
-            "vmm_coloring."
-        }
-    }
-
+impl Target {
     /// The color guest frame `offset` (its page offset within the VM's
     /// memory) of VM `vm` wants, of `nr_colors`.
     fn wanted(&self, vm: usize, offset: u64, nr_colors: u32) -> u32 {
-        match &self.target {
+        match self {
             Target::GuestFrame => (offset % u64::from(nr_colors)) as u32,
             Target::GuestColors { guests } => {
                 let guest = &guests[vm.min(guests.len() - 1)];
                 host_color_of_guest(guest, nr_colors, offset)
             }
         }
+    }
+}
+
+/// A host placement by color of the guest frame.
+#[derive(Debug)]
+pub(super) struct HostColoring {
+    name: &'static str,
+    /// Where its statistics go: the name as a statistic spells it.
+    stat_prefix: &'static str,
+    /// Its own colors and free lists (`coplace`'s), or `None`: the host
+    /// kernel's color map and pool (`virt.host.coloring.bits`).
+    own: Option<ColorPool>,
+    target: Target,
+    /// Faults backed with a frame of another color than wanted.
+    fallbacks: u64,
+}
+
+impl HostColoring {
+    pub(super) fn new(
+        name: &'static str,
+        stat_prefix: &'static str,
+        map: Option<ColorMap>,
+        target: Target,
+    ) -> HostColoring {
+        HostColoring { name, stat_prefix, own: map.as_ref().map(ColorPool::new), target, fallbacks: 0 }
     }
 }
 
@@ -72,9 +70,9 @@ impl System for HostColoring {
         let offset = page.vpn().raw() - f.vma.start.vpn().raw();
         // A VM's process in the host: VM i's is the (i + 1)th spawned.
         let vm = f.asid as usize - 1;
-        let nr_colors = if self.own.is_some() { self.own_colors } else { k.color_map().nr_colors() };
-        let want = self.wanted(vm, offset, nr_colors);
         let pool = self.own.as_mut().unwrap_or(&mut k.color_pool);
+        let nr_colors = pool.map().nr_colors();
+        let want = self.target.wanted(vm, offset, nr_colors);
         let (frame, exact) = alloc_colored(pool, &mut k.mem, want, nr_colors)
             .ok_or_else(|| Error::OutOfMemory(format!("no free host frame for {} ({})", f.vaddr, self.name)))?;
         self.fallbacks += u64::from(!exact);
@@ -84,7 +82,7 @@ impl System for HostColoring {
     }
 
     fn report(&self, _: &Kernel, out: &mut Stats) {
-        put_ints(out, self.prefix(), &[("color_fallbacks", self.fallbacks)]);
+        put_ints(out, self.stat_prefix, &[("color_fallbacks", self.fallbacks)]);
     }
 
     fn reset_stats(&mut self) {
