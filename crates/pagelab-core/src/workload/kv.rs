@@ -86,16 +86,10 @@ impl KvShape {
     pub(crate) fn from_footprint(footprint: u64, stride: u64) -> Option<Self> {
         let fits = |n: u64| KvShape::new(n, stride).footprint() <= footprint;
         // Each key costs more than META_BYTES + stride: `hi` never fits.
-        // Binary search the largest n that does (footprint grows with n).
-        let (mut lo, mut hi) = (0u64, footprint / (META_BYTES + stride) + 1);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
+        // The largest n that does is one below the first that does not
+        // (footprint grows with n).
+        let hi = footprint / (META_BYTES + stride) + 1;
+        let lo = super::first_true(0, hi, |n| !fits(n)) - 1;
         (lo > 0 && lo < u32::MAX as u64).then(|| KvShape::new(lo, stride))
     }
 

@@ -127,19 +127,8 @@ impl SvmShape {
             c.footprint = crate::units::ByteSize(bytes);
             Self::of(&c).is_some()
         };
-        let (mut lo, mut hi) = (0u64, 1u64 << 46);
-        if !fits(hi) {
-            return None;
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Some(hi)
+        let most = 1u64 << 46;
+        fits(most).then(|| super::first_true(0, most, fits))
     }
 }
 
