@@ -457,6 +457,22 @@ impl WriteMix {
 #[cfg(test)]
 pub(crate) mod testutil;
 
+/// The least `n` in `(lo, hi]` for which `holds(n)`, by bisection: `holds`
+/// must be monotone (false up to some point, true from there on), false at
+/// `lo` (not evaluated) and true at `hi`. Workload shapes use it to find
+/// the largest shape a footprint holds, or the least footprint a shape needs.
+pub(crate) fn first_true(mut lo: u64, mut hi: u64, holds: impl Fn(u64) -> bool) -> u64 {
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
 #[cfg(test)]
 mod tests {
     use super::testutil::*;
@@ -672,20 +688,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The least `n` in `(lo, hi]` for which `holds(n)`, by bisection: `holds`
-/// must be monotone (false up to some point, true from there on), false at
-/// `lo` (not evaluated) and true at `hi`. Workload shapes use it to find
-/// the largest shape a footprint holds, or the least footprint a shape needs.
-pub(crate) fn first_true(mut lo: u64, mut hi: u64, holds: impl Fn(u64) -> bool) -> u64 {
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if holds(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    hi
 }
