@@ -47,6 +47,10 @@ pub(crate) trait Generator: Send {
     fn file_windows(&self) -> Vec<crate::os::FileWindow> {
         Vec::new()
     }
+    /// [`Workload::request_site`]; the default: not request-structured.
+    fn request_site(&self) -> Option<Site> {
+        None
+    }
 }
 
 /// The parts of the configuration the driver applies.
@@ -335,6 +339,10 @@ impl<G: Generator + 'static> Workload for Driven<G> {
 
     fn file_windows(&self) -> Vec<crate::os::FileWindow> {
         self.gen.file_windows()
+    }
+
+    fn request_site(&self) -> Option<Site> {
+        self.gen.request_site()
     }
 }
 

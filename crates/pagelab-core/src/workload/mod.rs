@@ -271,6 +271,15 @@ pub trait Workload: Send {
     fn file_windows(&self) -> Vec<crate::os::FileWindow> {
         Vec::new()
     }
+    /// The site whose every access begins one request, for a program that
+    /// serves requests (a key-value store's bucket load, a search engine's
+    /// query parse): the engine measures each request's cycles from one
+    /// such access to the next. None: the program is not request-structured.
+    /// A site and not a mark on the access, so requests survive any cut of
+    /// the stream into batches and a trace needs no new field.
+    fn request_site(&self) -> Option<Site> {
+        None
+    }
 }
 
 /// The pages a program never touches, by 2 MiB region (the virtual
