@@ -49,6 +49,8 @@ pub struct Core {
     pub ff: super::functional::FastForward,
     /// The programs that run after the current one (`workload.after`).
     pub queued: super::programs::Queue,
+    /// The requests' cycles, when one of its programs serves requests.
+    pub requests: Option<Box<super::requests::Requests>>,
 }
 
 impl std::fmt::Debug for Core {

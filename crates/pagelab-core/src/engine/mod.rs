@@ -32,9 +32,13 @@ mod page_cache_tests;
 mod programs;
 #[cfg(test)]
 mod programs_tests;
+mod requests;
+#[cfg(test)]
+mod requests_tests;
 mod sampling;
 #[cfg(test)]
 mod sampling_tests;
+mod stage_fixed;
 mod stage_virt;
 mod stats;
 pub mod stats_list;
@@ -66,7 +70,7 @@ use std::path::Path;
 use self::export::PhysExport;
 use self::mmu::Mmu;
 use self::timing::window::{Window, FAULT, L2_TLB, WALK};
-use self::timing::{Timing, MEMORY};
+use self::timing::Timing;
 use crate::config::os::AutoVma;
 use crate::config::{SimConfig, TimingModel};
 use crate::error::Result;
@@ -241,7 +245,11 @@ impl Simulation {
                 functional: cfg.run.sampling.enabled(),
                 ff: functional::FastForward { cpi: sampling::initial_fast_forward_cpi(&cfg), ..Default::default() },
                 queued: Default::default(),
+                requests: None,
             });
+        }
+        for core in &mut cores {
+            core.requests = requests::Requests::for_core(core);
         }
         let virt = walk2d::boot_virt(&cfg, &mut kernel, other_guests, &cores)?;
         let timing = Timing::new(m);
@@ -419,12 +427,18 @@ impl Simulation {
             self.apply_due_events(i)?;
             let core = &mut self.cores[i];
             let next_event_at = core.batch.events.get(core.next_event).map_or(usize::MAX, |e| e.0 as usize);
-            let end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
+            let mut end = core.batch.accesses.len().min(core.pos + budget).min(next_event_at);
             if end > core.pos {
                 if core.functional {
                     self.functional_stage(i, end)?;
                 } else {
+                    let quantum_end = end;
+                    end = requests::cut(core, end, self.timing.base_cpi);
                     self.run_stages(i, end)?;
+                    if end == quantum_end && self.virt.is_none() {
+                        // Once per quantum (also when requests cut it into stage calls).
+                        systems::sample_tlb(&mut self.cores[i].mmu.tlb);
+                    }
                     if let Some(pages) = self.conflict.as_mut() {
                         let core = &self.cores[i];
                         if !core.workload.batch_is_init() {
@@ -572,75 +586,7 @@ impl Simulation {
         }
         let misses = core.stats.dtlb_l1_misses + core.stats.itlb_l1_misses - misses_before;
         core.prefetch_translation = misses * PREFETCH_MISS_SHARE >= (end - core.pos) as u64;
-        systems::sample_tlb(&mut core.mmu.tlb);
         Ok(())
-    }
-
-    /// Stage 2: run core `i`'s references through the caches, in order.
-    /// (Out of line, like stage 1, so that its loop's code does not depend
-    /// on what else `step` holds.)
-    #[inline(never)]
-    fn cache_stage(&mut self, i: usize) {
-        let core = &mut self.cores[i];
-        let t = &self.timing;
-        let refs = &core.refs;
-        let prefetch = core.prefetch_caches;
-        // Walk references enter at `walk_entry`; the rest at the L1. A
-        // reference entering at memory does not reach the caches at all.
-        let mut caches = self.caches.as_mut();
-        let mut l1_misses = 0;
-        for j in 0..refs.len() {
-            let (addr, kind) = refs.get(j);
-            let entry = if kind == RefKind::Walk { t.walk_entry } else { 0 };
-            let level = match caches {
-                Some(ref mut c) if entry < MEMORY => {
-                    if let Some(ahead) = prefetch.then(|| refs.addr_at(j + PREFETCH_DISTANCE)).flatten() {
-                        c.prefetch(i, crate::units::PhysAddr::new(ahead));
-                    }
-                    c.access_from(i, crate::units::PhysAddr::new(addr), kind, entry as u8).index()
-                }
-                _ => MEMORY,
-            };
-            // (Masks the compiler can see through: no bounds checks.)
-            core.stats.flow[entry & 3][level & 3][FLOW_CLASS[kind.index() & 3]] += 1;
-            l1_misses += (level > 0) as u64;
-            if kind == RefKind::Walk {
-                core.stats.cycles_translation += t.walk_cycles(level);
-            } else {
-                core.stats.cycles_data += t.data_cycles(level);
-            }
-            if let Some(e) = &mut self.export {
-                if !e.memory_only || level == MEMORY {
-                    let clock = t.base_cpi * core.retired as f64 + core.stall_offset + core.stats.stall_cycles();
-                    e.write(addr, kind, clock);
-                }
-            }
-        }
-        core.prefetch_caches = l1_misses * PREFETCH_MISS_SHARE >= refs.len() as u64;
-    }
-
-    /// Stage 2 without caches (and without an export to write): every
-    /// reference is served by memory, so only the counts and the cycles
-    /// remain. The cycles are added one reference at a time, in order, as
-    /// the general stage does (the same sums, to the last bit).
-    #[inline(never)]
-    fn memory_stage(&mut self, i: usize) {
-        let core = &mut self.cores[i];
-        let t = &self.timing;
-        let (walk_cycles, data_cycles) = (t.walk_cycles(MEMORY), t.data_cycles(MEMORY));
-        let mut counts = [0u64; 4];
-        for kind in core.refs.kinds() {
-            counts[kind.index() & 3] += 1;
-            if kind == RefKind::Walk {
-                core.stats.cycles_translation += walk_cycles;
-            } else {
-                core.stats.cycles_data += data_cycles;
-            }
-        }
-        for (kind, n) in counts.into_iter().enumerate() {
-            let entry = if kind == RefKind::Walk.index() { t.walk_entry } else { 0 };
-            core.stats.flow[entry & 3][MEMORY][FLOW_CLASS[kind]] += n;
-        }
     }
 
     /// Warm-up ends for the whole machine at once, when every core has
@@ -668,6 +614,9 @@ impl Simulation {
         for core in &mut self.cores {
             core.stall_offset += core.stats.stall_cycles();
             core.stats = CoreStats::default();
+            if let Some(r) = core.requests.as_mut() {
+                r.reset();
+            }
             core.mmu.tlb.reset_stats();
             core.mmu.pwc.reset_stats();
         }

@@ -84,6 +84,10 @@ impl Simulation {
             pages[i].restart();
         }
         let core = &mut self.cores[i];
+        let clock = core.clock(self.timing.base_cpi);
+        if let Some(r) = core.requests.as_mut() {
+            r.next_program(clock, &*next.workload);
+        }
         core.asid = asid;
         core.workload = next.workload;
         core.exhausted = false;

@@ -153,12 +153,16 @@ impl Simulation {
     /// its statistics are added to the sums and recorded in the timeseries;
     /// its CPI paces the next fast-forwards (`run.fast_forward_cpi = 0`).
     fn close_window(&mut self, s: &mut Sampling) {
+        let base_cpi = self.timing.base_cpi;
         for core in &mut self.cores {
             if let Some(w) = core.window.as_mut() {
                 w.serialize(&mut core.stats, 0.0);
             }
+            let clock = core.clock(base_cpi);
+            if let Some(r) = core.requests.as_mut() {
+                r.close_window(clock);
+            }
         }
-        let base_cpi = self.timing.base_cpi;
         let measured_pace = self.cfg.run.fast_forward_cpi == 0.0;
         let mut per_core = Vec::with_capacity(self.cores.len());
         for core in &mut self.cores {

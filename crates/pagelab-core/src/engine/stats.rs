@@ -178,6 +178,7 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     if sim.cfg.run.conflict_level {
         super::conflict::report(&mut out, sim);
     }
+    super::requests::report(&sim.cores, sim.timing.base_cpi, &mut out);
     if several_vms {
         vm_stats(&mut out, sim);
     }

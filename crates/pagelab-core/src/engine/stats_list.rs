@@ -17,7 +17,7 @@ use crate::stat::{Scope, Section, StatDecl, StatTable};
 /// declaration of a name wins: `khugepaged.*` is THP's, which
 /// CoalaKhugepaged reports too).
 pub fn declared() -> Vec<(Section, StatDecl)> {
-    let modules: [&[StatTable]; 10] = [
+    let modules: [&[StatTable]; 11] = [
         crate::hw::core_stats::STATS,
         crate::hw::tlb::stats::STATS,
         crate::hw::pwc::STATS,
@@ -26,6 +26,7 @@ pub fn declared() -> Vec<(Section, StatDecl)> {
         super::stats::STATS,
         super::sampling::STATS,
         super::conflict::STATS,
+        super::requests::STATS,
         crate::virt::STATS,
         crate::virt::hypervisor::BALLOON_STATS,
     ];

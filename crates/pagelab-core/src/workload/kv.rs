@@ -55,6 +55,9 @@ const COPY_LINE_INSTRS: u32 = 4;
 /// key sds ("user" + 19 digits + header, class 32).
 const META_BYTES: u64 = 64;
 const NONE: u32 = u32::MAX;
+/// The bucket load's site: the first access of every GET and SET, so the
+/// site where each request begins (`Generator::request_site`).
+const BUCKET_SITE: Site = Site::pc(1);
 
 /// jemalloc's smallest large size class (4 KiB pages): the classes that
 /// take whole extents, and a pad page under `opt.cache_oblivious`.
@@ -275,7 +278,7 @@ impl Kv {
         let bucket = self.bucket_of(key);
         // The bucket comes from the key's hash (independent); every later
         // load follows a pointer the previous one read.
-        out.push(Access::load(self.buckets_va.add(bucket * 8), 8, REQUEST_INSTRS).at(Site::pc(1)));
+        out.push(Access::load(self.buckets_va.add(bucket * 8), 8, REQUEST_INSTRS).at(BUCKET_SITE));
         // From k towards the head, key compare before entry, then reversed:
         // head first, each entry's load before its key's.
         let walk_start = out.len();
@@ -347,6 +350,12 @@ impl Generator for Kv {
 
     fn restart(&mut self) {
         self.ops_done = 0;
+    }
+
+    /// A request (a GET or a SET) begins at its bucket load, which
+    /// carries the request's parsing and hashing (`REQUEST_INSTRS`).
+    fn request_site(&self) -> Option<Site> {
+        Some(BUCKET_SITE)
     }
 }
 
@@ -489,6 +498,31 @@ mod tests {
         // 5000 keys in 8192 buckets: a found key has ~1.3 entries to walk.
         let mean = chain_loads as f64 / ops as f64;
         assert!((1.1..1.5).contains(&mean), "mean chain walk {mean}");
+    }
+
+    /// Each operation has exactly one access at the request site, its
+    /// first: the bucket load, and no other access of kv uses the site.
+    #[test]
+    fn each_operation_begins_with_its_one_request_site_access() {
+        let mut cfg = kv_config(2000, 300);
+        (cfg.get_ratio, cfg.accesses) = (0.5, 30_000);
+        let all = collect(&cfg, usize::MAX);
+        let site = Kv::new(&cfg).request_site().expect("kv serves requests");
+        let buckets = mapped_arrays(&all)[1];
+        let starts: Vec<usize> = (0..all.accesses.len()).filter(|&j| all.accesses[j].site == site).collect();
+        assert_eq!(starts[0], 0, "the first access begins a request");
+        for &j in &starts {
+            let a = &all.accesses[j];
+            assert!(buckets.contains(a.vaddr, 8) && a.instrs == REQUEST_INSTRS, "access {j}");
+        }
+        // Between two starts: one operation's chain, value store and lines,
+        // none of them at the site.
+        for w in starts.windows(2) {
+            let op = &all.accesses[w[0] + 1..w[1]];
+            assert!(op.len() >= 3 && op.iter().all(|a| !buckets.contains(a.vaddr, 8)), "op at {}", w[0]);
+        }
+        let ops = all.accesses.iter().filter(|a| a.instrs == REQUEST_INSTRS).count();
+        assert_eq!(starts.len(), ops);
     }
 
     #[test]
