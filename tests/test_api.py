@@ -247,6 +247,22 @@ def test_a_different_workload_seed_gives_different_stats():
     assert (a["cache.l1d.misses"], a["dtlb.l1.misses"]) != (b["cache.l1d.misses"], b["dtlb.l1.misses"])
 
 
+def test_a_kv_run_reports_its_request_latencies():
+    # kv serves requests (docs/timing.md, "Requests"): one per GET or SET,
+    # each at least its 2,000 instructions of parsing and hashing.
+    cfg = {
+        "machine": {"phys_mem": "256MiB"},
+        "workload": {"kind": "kv", "objects": 5000, "object_size": "256B", "accesses": 20_000},
+    }
+    s = pagelab.run(cfg).stats
+    assert s["core0.requests"] > 1000
+    mean = s["core0.request.cycles_mean"]
+    assert s["core0.request.cycles_p99"] >= s["core0.request.cycles_p95"] >= s["core0.request.cycles_p90"]
+    assert s["core0.request.cycles_p99"] >= mean > 2000 * 0.5
+    # A program that serves no requests reports none.
+    assert not any("request" in k for k in pagelab.run(small()).stats)
+
+
 # --- several cores ------------------------------------------------------------
 
 TWO_WORKLOADS = """
