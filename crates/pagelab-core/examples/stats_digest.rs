@@ -35,10 +35,14 @@ mod runs;
 use runs::{COVERAGE_RUNS, INTERVAL_RUNS, RUNS, SYSTEM_RUNS, VM_BASE, VM_SYSTEMS};
 
 /// Statistics added with the interval model (and CHP's leftovers, which
-/// are zero here): printed apart for `RUNS`, so that the lines of before
-/// stay a prefix.
+/// are zero here; and a core's requests, `coreN.requests` and
+/// `coreN.request.*`): printed apart for `RUNS`, so that the lines of
+/// before stay a prefix.
 fn is_new_stat(name: &str) -> bool {
-    name.ends_with("cycles.walk") || name.contains(".prefetch_") || name.starts_with("os.chp.leftovers_")
+    name.ends_with("cycles.walk")
+        || name.contains(".prefetch_")
+        || name.starts_with("os.chp.leftovers_")
+        || matches!(name.split('.').nth(1), Some("requests" | "request"))
 }
 
 /// Runs one configuration and prints its statistics; with `legacy`, under
