@@ -65,6 +65,19 @@ impl Core {
         base_cpi * self.retired as f64 + self.stall_offset + self.stats.stall_cycles()
     }
 
+    /// The end of this core's next stage call, which would run to `end`:
+    /// at its next request, if its program serves requests
+    /// (`requests::Requests::cut`). Called between the stage calls of a
+    /// core that runs in detail; its program's init pass has no requests.
+    pub fn cut_for_requests(&mut self, end: usize, base_cpi: f64) -> usize {
+        if self.requests.is_none() || self.workload.batch_is_init() {
+            return end;
+        }
+        let clock = self.clock(base_cpi);
+        let (accesses, pos) = (&self.batch.accesses, self.pos);
+        self.requests.as_mut().map_or(end, |r| r.cut(accesses, pos, end, clock))
+    }
+
     /// Whether this core has nothing left to run.
     pub fn done(&self) -> bool {
         self.exhausted

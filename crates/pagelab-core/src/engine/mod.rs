@@ -249,7 +249,8 @@ impl Simulation {
             });
         }
         for core in &mut cores {
-            core.requests = requests::Requests::for_core(core);
+            let later = core.queued.iter().map(|p| &*p.workload);
+            core.requests = requests::Requests::for_programs(&*core.workload, later);
         }
         let virt = walk2d::boot_virt(&cfg, &mut kernel, other_guests, &cores)?;
         let timing = Timing::new(m);
@@ -433,7 +434,7 @@ impl Simulation {
                     self.functional_stage(i, end)?;
                 } else {
                     let quantum_end = end;
-                    end = requests::cut(core, end, self.timing.base_cpi);
+                    end = core.cut_for_requests(end, self.timing.base_cpi);
                     self.run_stages(i, end)?;
                     if end == quantum_end && self.virt.is_none() {
                         // Once per quantum (also when requests cut it into stage calls).

@@ -15,12 +15,12 @@
 //!
 //! No test per access: a stage call covers a run of accesses, so the
 //! engine ends a core's stage call at its next request-site access
-//! (`cut`), and the clock is read between stage calls. A run without a
+//! (`Requests::cut`, through `Core::cut_for_requests`), and the clock is
+//! read between stage calls. A run without a
 //! request site runs the stages it always ran, one call per quantum; a
 //! run with one makes a stage call per request (each stage call's
 //! per-quantum work, here per request, never changes a result).
 
-use super::core::Core;
 use crate::stat::{Scope, Section, Stat, StatDecl, StatTable, Stats};
 use crate::workload::{Access, Site, Workload};
 
@@ -82,21 +82,22 @@ fn site_of(workload: &dyn Workload) -> Option<Site> {
 }
 
 impl Requests {
-    /// A core's requests, if any of its programs (its first, or one that
-    /// runs after it) serves requests; its statistics are then those of
-    /// all of its programs that do.
-    pub(super) fn for_core(core: &Core) -> Option<Box<Requests>> {
-        let mut programs = std::iter::once(&*core.workload).chain(core.queued.iter().map(|p| &*p.workload));
-        programs
-            .any(|w| site_of(w).is_some())
-            .then(|| Box::new(Requests { site: site_of(&*core.workload), ..Requests::default() }))
+    /// A core's requests, if any of its programs (`first`, or one of
+    /// `later` that run after it) serves requests; its statistics are then
+    /// those of all of its programs that do.
+    pub(super) fn for_programs<'a>(
+        first: &dyn Workload,
+        mut later: impl Iterator<Item = &'a dyn Workload>,
+    ) -> Option<Box<Requests>> {
+        (site_of(first).is_some() || later.any(|w| site_of(w).is_some()))
+            .then(|| Box::new(Requests { site: site_of(first), ..Requests::default() }))
     }
 
     /// Where a stage call over `accesses[pos..end]` must end so that a
     /// request begins only at a call's first access: at the next request
     /// site after `pos`. A call that begins at one closes the open request
     /// and opens the next at `clock`.
-    fn cut(&mut self, accesses: &[Access], pos: usize, end: usize, clock: f64) -> usize {
+    pub(super) fn cut(&mut self, accesses: &[Access], pos: usize, end: usize, clock: f64) -> usize {
         let Some(site) = self.site else { return end };
         let starts = |a: &Access| a.site.pc_tag() == site.pc_tag();
         if accesses.get(pos).is_some_and(starts) {
@@ -138,7 +139,7 @@ impl Requests {
 
     /// `requests` and `request.cycles_*` under `prefix`, the open request
     /// ending at `clock`.
-    fn report(&self, clock: f64, prefix: &str, out: &mut Stats) {
+    pub(super) fn report(&self, clock: f64, prefix: &str, out: &mut Stats) {
         let mut sorted = self.cycles.clone();
         sorted.extend(self.open.map(|start| clock - start));
         let mean = if sorted.is_empty() { 0.0 } else { sorted.iter().sum::<f64>() / sorted.len() as f64 };
@@ -161,28 +162,6 @@ pub(crate) fn nearest_rank(sorted: &[f64], p: u64) -> f64 {
     }
     let rank = (p * n).div_ceil(100).max(1);
     sorted[(rank - 1) as usize]
-}
-
-/// The end of core `core`'s next stage call, which would run to `end`:
-/// at its next request, if its program serves requests (see `cut`).
-/// Called between stage calls of a core that runs in detail, outside its
-/// program's init pass.
-pub(super) fn cut(core: &mut Core, end: usize, base_cpi: f64) -> usize {
-    if core.requests.is_none() || core.workload.batch_is_init() {
-        return end;
-    }
-    let clock = core.clock(base_cpi);
-    let (accesses, pos) = (&core.batch.accesses, core.pos);
-    core.requests.as_mut().map_or(end, |r| r.cut(accesses, pos, end, clock))
-}
-
-/// Every core's request statistics (only cores with requests emit them).
-pub(super) fn report(cores: &[Core], base_cpi: f64, out: &mut Stats) {
-    for core in cores {
-        if let Some(r) = &core.requests {
-            r.report(core.clock(base_cpi), &format!("core{}.", core.id), out);
-        }
-    }
 }
 
 #[cfg(test)]

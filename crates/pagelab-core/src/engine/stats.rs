@@ -178,7 +178,12 @@ pub(super) fn collect(sim: &Simulation) -> Stats {
     if sim.cfg.run.conflict_level {
         super::conflict::report(&mut out, sim);
     }
-    super::requests::report(&sim.cores, sim.timing.base_cpi, &mut out);
+    for core in &sim.cores {
+        // Only a core with requests names them (engine::requests).
+        if let Some(r) = &core.requests {
+            r.report(core.clock(sim.timing.base_cpi), &format!("core{}.", core.id), &mut out);
+        }
+    }
     if several_vms {
         vm_stats(&mut out, sim);
     }
