@@ -148,9 +148,9 @@ fn translations_hold_through_merges_balloons_and_reuse() {
     assert_eq!(s["host.balloon.deflated"].as_f64(), 4096.0, "VM 1's balloon gave its 16 MiB back");
     assert_eq!(s["balloon.pages"].as_f64(), 4096.0, "VM 2's balloon holds 16 MiB");
     assert!(s["ksm.merges"].as_f64() > 0.0, "KSM merged the shared data");
-    // Every page has a copy: identical pages are never scarce.
-    assert_eq!(s["ksm.scarce_scans"].as_f64(), 0.0);
-    assert_eq!(s["ksm.merges_across_colors"].as_f64(), 0.0);
+    // Across colors only after a scan that found identical pages scarce.
+    let (across, scarce) = (s["ksm.merges_across_colors"].as_f64(), s["ksm.scarce_scans"].as_f64());
+    assert!(across <= s["ksm.merges"].as_f64() && (across == 0.0 || scarce > 0.0), "{across} {scarce}");
 }
 
 #[test]
