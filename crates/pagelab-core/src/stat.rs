@@ -43,6 +43,18 @@ pub fn accumulate(sums: &mut Stats, key: &str, v: Stat) {
     sums.insert(key.to_string(), sum);
 }
 
+/// The population standard deviation of `counts` (e.g. pages per color;
+/// 0 for none).
+pub fn population_stddev(counts: &[u64]) -> f64 {
+    if counts.is_empty() {
+        return 0.0;
+    }
+    let n = counts.len() as f64;
+    let mean = counts.iter().sum::<u64>() as f64 / n;
+    let var = counts.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / n;
+    var.sqrt()
+}
+
 /// Inserts integer counters under `prefix` (`prefix` + name).
 pub fn put_ints(out: &mut Stats, prefix: &str, counters: &[(&str, u64)]) {
     for (name, v) in counters {

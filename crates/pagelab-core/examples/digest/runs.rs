@@ -422,4 +422,18 @@ pub const COVERAGE_RUNS: &[(&str, &str, &[&str])] = &[
          [vms.workload]\nkind = \"gups\"\nfootprint = \"32MiB\"\naccesses = 200000\ncontents = \"shared\"\n",
         &[],
     ),
+    // COPLACE's eKSM and eBal: the first VM boots with 16 MiB ballooned
+    // and gets them back after the second VM's balloon took 16 MiB.
+    (
+        "cov-coplace-eksm-ebal",
+        "[machine]\nphys_mem = \"1GiB\"\n[virt]\nenabled = true\n[virt.host]\npolicy = \"coplace\"\n\
+         [virt.host.ksm]\nenabled = true\nsleep_ms = 0.05\npages_to_scan = 8192\ncolors = \"eksm\"\n\
+         [virt.host.balloon]\ninflated_at_boot = [\"16MiB\"]\ntargets = [\"0MiB\", \"16MiB\"]\n\
+         inflate_at_ms = 0.1\ndeflate = [\"16MiB\"]\ndeflate_at_ms = 0.2\neven_colors = true\n\
+         [[vms]]\nguest_mem = \"128MiB\"\n[vms.os]\npolicy = \"coloring\"\n\
+         [vms.workload]\nkind = \"gups\"\nfootprint = \"32MiB\"\naccesses = 200000\ncontents = \"shared\"\n\
+         [[vms]]\nguest_mem = \"128MiB\"\n[vms.os]\npolicy = \"base\"\n\
+         [vms.workload]\nkind = \"gups\"\nfootprint = \"32MiB\"\naccesses = 200000\ncontents = \"shared\"\n",
+        &[],
+    ),
 ];

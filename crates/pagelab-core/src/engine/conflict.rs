@@ -191,16 +191,11 @@ pub(crate) fn conflict_level(frames: &[u64], colors: &ColorMap, batch: usize) ->
 /// The population standard deviation of the counts of `frames` per color
 /// (0 for no frame).
 fn deviation(frames: impl Iterator<Item = u64>, colors: &ColorMap) -> f64 {
-    let n = colors.nr_colors() as usize;
-    let mut counts = vec![0u64; n];
-    let mut total = 0u64;
+    let mut counts = vec![0u64; colors.nr_colors() as usize];
     for f in frames {
         counts[colors.color_of(crate::units::Pfn::new(f)) as usize] += 1;
-        total += 1;
     }
-    let mean = total as f64 / n as f64;
-    let var = counts.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / n as f64;
-    var.sqrt()
+    crate::stat::population_stddev(&counts)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::Simulation;
 use crate::error::{Error, Result};
 use crate::os::Kernel;
 use crate::units::{Gfn, PageSize};
-use crate::virt::balloon::Inflation;
+use crate::virt::balloon::{Inflation, Take};
 use crate::virt::ept_bits::{EptClear, EptLeafBits};
 use crate::virt::Hypervisor;
 
@@ -41,15 +41,33 @@ impl Simulation {
     /// Inflates VM `vm`'s balloon by `bytes` (`HostCtx::inflate_balloon`
     /// with the VMs' guest kernels); the INVEPTs reach its cores now.
     pub fn inflate_balloon(&mut self, vm: usize, bytes: u64) -> Result<Inflation> {
+        self.inflate_balloon_by(vm, bytes, Take::Largest)
+    }
+
+    /// Inflates VM `vm`'s balloon by `bytes`, its frames chosen by `take`
+    /// (`HostCtx::inflate_balloon_by`); the INVEPTs reach its cores now.
+    pub fn inflate_balloon_by(&mut self, vm: usize, bytes: u64, take: Take) -> Result<Inflation> {
+        self.with_host_ctx(|ctx| ctx.inflate_balloon_by(vm, bytes >> 12, take))
+    }
+
+    /// Deflates VM `vm`'s balloon by up to `bytes` (`HostCtx::deflate_balloon`):
+    /// the pages given back.
+    pub fn deflate_balloon(&mut self, vm: usize, bytes: u64) -> Result<u64> {
+        self.with_host_ctx(|ctx| Ok(ctx.deflate_balloon(vm, bytes >> 12)))
+    }
+
+    /// Runs `f` with the hypervisor's services and the VMs' guest kernels,
+    /// then delivers the INVEPTs it caused.
+    fn with_host_ctx<R>(&mut self, f: impl FnOnce(&mut crate::virt::HostCtx) -> Result<R>) -> Result<R> {
         let Some(virt) = self.virt.as_deref_mut() else {
             return Err(Error::config("virt.enabled", "a balloon needs a virtualized run"));
         };
         let mut guests: Vec<&mut Kernel> =
             std::iter::once(&mut self.kernel).chain(virt.other_guests.iter_mut()).collect();
         let now = self.cores.iter().map(|c| c.clock(self.timing.base_cpi)).fold(0.0, f64::max);
-        let inflation = virt.hv.with_ctx(&mut guests, now, |ctx| ctx.inflate_balloon(vm, bytes >> 12))?;
+        let r = virt.hv.with_ctx(&mut guests, now, f)?;
         self.deliver_ept_changes();
-        Ok(inflation)
+        Ok(r)
     }
 
     /// The VM exits the host's policies charged: each VM's first vCPU pays
@@ -92,3 +110,6 @@ mod tests;
 #[cfg(test)]
 #[path = "balloon_tests.rs"]
 mod balloon_tests;
+#[cfg(test)]
+#[path = "ebal_tests.rs"]
+mod ebal_tests;

@@ -230,6 +230,8 @@ pub(super) fn boot_virt(
             run.hv.back_range(c.vm, root, 1)?;
         }
     }
+    let mut guests: Vec<&mut Kernel> = std::iter::once(guest).chain(run.other_guests.iter_mut()).collect();
+    run.hv.boot_policies(&mut guests)?;
     Ok(Some(Box::new(run)))
 }
 

@@ -249,6 +249,14 @@ impl Kernel {
         &self.colors
     }
 
+    /// The colors the chain places 4 KiB frames by: the first system's own
+    /// (`System::placement_colors`: COPLACE's host colors), else the
+    /// kernel's map (`os.coloring.bits`; `virt.host.coloring.bits` in the
+    /// host). What a frame's color means to a policy that keeps placement.
+    pub fn placement_colors(&self) -> &ColorMap {
+        self.systems.iter().find_map(|s| s.placement_colors()).unwrap_or(&self.colors)
+    }
+
     /// Shootdowns queued since the last drain.
     pub fn drain_shootdowns(&mut self) -> std::vec::Drain<'_, Shootdown> {
         self.shootdowns.drain(..)

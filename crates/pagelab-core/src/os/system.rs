@@ -90,6 +90,13 @@ pub trait System: std::fmt::Debug + Send {
         true
     }
 
+    /// The colors it places frames by, when they are its own rather than
+    /// the kernel's map (COPLACE's host colors): what a policy that keeps
+    /// placement (eKSM, eBal) reads through [`Kernel::placement_colors`].
+    fn placement_colors(&self) -> Option<&crate::hw::cache::ColorMap> {
+        None
+    }
+
     /// Its statistics, under its own prefix (names other systems use stay
     /// theirs). Reported over the registry's zeros (see
     /// `systems::Registration::idle_stats`).

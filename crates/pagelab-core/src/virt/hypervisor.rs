@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::os::Kernel;
 use crate::paging::PageTable;
 use crate::phys::FrameOwner;
-use crate::stat::{put_ints, Section, Stat, StatDecl, StatTable, Stats};
+use crate::stat::{population_stddev, put_ints, Section, Stat, StatDecl, StatTable, Stats};
 use crate::units::{Asid, Gfn, Order, PageSize, Pfn};
 
 /// The name of the VM process's VMA in the host.
@@ -306,6 +306,29 @@ pub const BALLOON_STATS: &[StatTable] = &[StatTable {
         )
         .cycles()
         .machine(),
+        StatDecl::count(
+            "host.balloon.deflated",
+            "with balloons that deflate or even colors (`virt.host.balloon`) only: guest pages the balloons gave \
+             back to their guests, unbacked until touched",
+        )
+        .pages()
+        .machine(),
+        StatDecl::count(
+            "host.balloon.taken_color_stddev",
+            "with balloons that deflate or even colors only: the population standard deviation, over the guest's \
+             colors (its color map; VMs counted together by color index), of the guest pages the inflations took \
+             per color",
+        )
+        .pages()
+        .machine(),
+        StatDecl::count(
+            "host.balloon.freed_color_stddev",
+            "with balloons that deflate or even colors only: the population standard deviation, over the host \
+             placement's colors (COPLACE's host colors, else `virt.host.coloring.bits`), of the host frames the \
+             inflations freed (backed guest pages) per color",
+        )
+        .pages()
+        .machine(),
     ],
 }];
 
@@ -315,6 +338,11 @@ pub struct Balloons {
     /// By VM: the guest blocks each balloon holds.
     pub(super) blocks: Vec<Vec<(Pfn, Order)>>,
     pub(super) counters: BalloonCounters,
+    /// Pages taken and host frames freed, by color (eBal's statistics).
+    pub(super) colors: BalloonColors,
+    /// Whether eBal's statistics are reported (a policy that evens colors
+    /// or deflates sets it at boot).
+    pub ebal: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -322,6 +350,36 @@ pub(super) struct BalloonCounters {
     /// Host frames freed by inflations.
     pub(super) freed: u64,
     pub(super) cycles: f64,
+    /// Guest pages deflations gave back to their guests.
+    pub(super) deflated: u64,
+}
+
+/// The inflations' pages by color: the guest pages taken, each by its
+/// guest's color (VMs' colors counted together, by index), and the host
+/// frames freed, by the host placement's colors.
+#[derive(Debug, Default, Clone)]
+pub(super) struct BalloonColors {
+    taken: Vec<u64>,
+    freed: Vec<u64>,
+}
+
+impl BalloonColors {
+    /// A guest page of `color` (of `nr` colors) taken.
+    pub(super) fn taken(&mut self, color: u32, nr: u32) {
+        count_in(&mut self.taken, color, nr);
+    }
+
+    /// A host frame of `color` (of `nr` colors) freed.
+    pub(super) fn freed(&mut self, color: u32, nr: u32) {
+        count_in(&mut self.freed, color, nr);
+    }
+}
+
+fn count_in(counts: &mut Vec<u64>, color: u32, nr: u32) {
+    if counts.len() < nr as usize {
+        counts.resize(nr as usize, 0);
+    }
+    counts[color as usize] += 1;
 }
 
 impl Balloons {
@@ -336,10 +394,17 @@ impl Balloons {
         let pages = (0..self.blocks.len()).map(|vm| self.pages(vm)).sum();
         put_ints(out, "", &[("balloon.pages", pages), ("host.balloon.freed", self.counters.freed)]);
         out.insert("host.balloon.cycles".into(), Stat::Float(self.counters.cycles));
+        if self.ebal {
+            out.insert("host.balloon.deflated".into(), Stat::Int(self.counters.deflated));
+            let (taken, freed) = (population_stddev(&self.colors.taken), population_stddev(&self.colors.freed));
+            out.insert("host.balloon.taken_color_stddev".into(), Stat::Float(taken));
+            out.insert("host.balloon.freed_color_stddev".into(), Stat::Float(freed));
+        }
     }
 
     pub fn reset_stats(&mut self) {
         self.counters = BalloonCounters::default();
+        self.colors = BalloonColors::default();
     }
 }
 
@@ -357,6 +422,12 @@ pub trait HostPolicy: std::fmt::Debug + Send {
 
     /// Runs what is due by `ctx.now` (cycles of the simulated clock).
     fn run_due(&mut self, ctx: &mut HostCtx<'_, '_>) -> Result<()>;
+
+    /// Once, when the VMs have booted and before any workload runs (a
+    /// balloon held from boot).
+    fn boot(&mut self, _ctx: &mut HostCtx<'_, '_>) -> Result<()> {
+        Ok(())
+    }
 
     /// Whether it maps guest memory read-only (KSM's pages): the walker
     /// then checks a store's EPT permission, and a store that meets one is
@@ -477,6 +548,24 @@ impl Hypervisor {
     /// Runs the host's policies due by `now`, in the registry's order,
     /// each with the others apart.
     pub fn run_policies(&mut self, now: f64, guests: &mut [&mut Kernel], contents: Option<&Contents>) -> Result<()> {
+        self.each_policy(now, guests, contents, |p, ctx| p.run_due(ctx))
+    }
+
+    /// Runs each policy's [`HostPolicy::boot`], in the registry's order,
+    /// at clock 0 (the VMs booted, no workload ran yet).
+    pub fn boot_policies(&mut self, guests: &mut [&mut Kernel]) -> Result<()> {
+        self.each_policy(0.0, guests, None, |p, ctx| p.boot(ctx))
+    }
+
+    /// Runs `f` on each policy in the registry's order, with the others
+    /// apart; stops at the first error.
+    fn each_policy(
+        &mut self,
+        now: f64,
+        guests: &mut [&mut Kernel],
+        contents: Option<&Contents>,
+        mut f: impl FnMut(&mut Box<dyn HostPolicy>, &mut HostCtx) -> Result<()>,
+    ) -> Result<()> {
         let mut policies = std::mem::take(&mut self.policies);
         let mut result = Ok(());
         for i in 0..policies.len() {
@@ -484,7 +573,7 @@ impl Hypervisor {
             let (me, after) = rest.split_first_mut().expect("i < len");
             let freq_ghz = self.freq_ghz;
             let mut ctx = HostCtx { hv: self, guests, contents, now, freq_ghz, others: (before, after) };
-            result = me.run_due(&mut ctx);
+            result = f(me, &mut ctx);
             if result.is_err() {
                 break;
             }

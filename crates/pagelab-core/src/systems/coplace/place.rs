@@ -81,6 +81,10 @@ impl System for HostColoring {
         Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
     }
 
+    fn placement_colors(&self) -> Option<&ColorMap> {
+        self.own.as_ref().map(ColorPool::map)
+    }
+
     fn report(&self, _: &Kernel, out: &mut Stats) {
         put_ints(out, self.stat_prefix, &[("color_fallbacks", self.fallbacks)]);
     }

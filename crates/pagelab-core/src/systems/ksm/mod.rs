@@ -33,6 +33,22 @@ pub enum KsmSplit {
     Punch,
 }
 
+/// Whether KSM keeps the host placement's colors (COPLACE's eKSM, the
+/// paper's section IV): a page's color is its host frame's, under the
+/// colors the host places frames by (`Kernel::placement_colors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KsmColors {
+    /// Linux's KSM: any identical pages merge.
+    #[default]
+    Ignore,
+    /// Only identical pages of the same color merge.
+    Strict,
+    /// Same-color duplicates first; across colors too while identical
+    /// pages are scarce (`scarce`).
+    Eksm,
+}
+
 /// `virt.host.ksm`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -47,6 +63,14 @@ pub struct KsmConfig {
     /// Sharers of one KSM page at most; more duplicates start another KSM
     /// page of the same content (Linux's default 256).
     pub max_page_sharing: u32,
+    /// Whether merges keep the host placement's colors.
+    pub colors: KsmColors,
+    /// `colors = "eksm"`: identical pages are scarce after a full scan in
+    /// which fewer than this fraction of the pages examined were a KSM
+    /// page's sharers or found an identical page (any color); the next
+    /// full scan may then merge across colors. pagelab's choice (the paper
+    /// gives no value): docs/systems/coplace.md.
+    pub scarce: f64,
 }
 
 impl Default for KsmConfig {
@@ -57,6 +81,8 @@ impl Default for KsmConfig {
             sleep_ms: 20.0,
             split: KsmSplit::default(),
             max_page_sharing: 256,
+            colors: KsmColors::Ignore,
+            scarce: 0.1,
         }
     }
 }
@@ -82,6 +108,12 @@ impl KsmConfig {
         }
         if !(self.sleep_ms >= 0.0 && self.sleep_ms.is_finite()) {
             return Err(Error::config(format!("{prefix}.ksm.sleep_ms"), "must be a number of milliseconds >= 0"));
+        }
+        if !(0.0..=1.0).contains(&self.scarce) {
+            return Err(Error::config(
+                format!("{prefix}.ksm.scarce"),
+                format!("{}: a fraction of the pages scanned, from 0 to 1", self.scarce),
+            ));
         }
         if self.max_page_sharing < 2 {
             return Err(Error::config(format!("{prefix}.ksm.max_page_sharing"), "must be at least 2"));

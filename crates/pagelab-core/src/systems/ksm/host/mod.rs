@@ -29,6 +29,9 @@
 //! [`KSM_POOL`]: compaction does not move them and a host munmap of
 //! guest memory releases them through [`Ksm::unmerge`].
 
+#[cfg(test)]
+mod color_tests;
+mod colors;
 mod punch;
 mod scan;
 #[cfg(test)]
@@ -36,7 +39,9 @@ pub(crate) mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{KsmConfig, KsmSplit};
+use colors::ColorRule;
+
+use super::{KsmColors, KsmConfig, KsmSplit};
 use crate::error::{Error, Result};
 use crate::os::Kernel;
 use crate::paging::pte::WRITABLE;
@@ -104,6 +109,26 @@ pub const STATS: &[StatTable] = &[StatTable {
         .machine(),
         StatDecl::count("ksm.wakeups", "ksmd's wake-ups").machine(),
         StatDecl::count(
+            "ksm.merges_across_colors",
+            "with `virt.host.ksm.colors` other than `ignore` only: merges into a KSM page of another color than \
+             the merged page's host frame (the host placement's colors); `eksm` only, while identical pages are \
+             scarce",
+        )
+        .machine(),
+        StatDecl::count(
+            "ksm.refused_for_color",
+            "with `virt.host.ksm.colors` other than `ignore` only: pages scanned and left unmerged because their \
+             only identical pages with room were of other colors",
+        )
+        .machine(),
+        StatDecl::count(
+            "ksm.scarce_scans",
+            "with `virt.host.ksm.colors = \"eksm\"` only: full scans after which identical pages were scarce \
+             (fewer than `virt.host.ksm.scarce` of the pages examined were merged or found an identical page), \
+             so the next one could merge across colors",
+        )
+        .machine(),
+        StatDecl::count(
             "ksm.cpu_cycles",
             "ksmd's own CPU time, on its own core (not in any workload's `cycles`): half a `copy_4k` per page \
              scanned (its checksum reads it), a `copy_4k` per comparison that merges (two pages read), a \
@@ -119,6 +144,8 @@ pub const STATS: &[StatTable] = &[StatTable {
 struct KsmPage {
     content: ContentId,
     sharers: u32,
+    /// Its frame's color (0 under `colors = "ignore"`).
+    color: u32,
 }
 
 /// ksmd's counters (`ksm.*`, docs/stats.md).
@@ -145,8 +172,10 @@ pub struct Ksm {
     /// The content each scanned page had at its last scan (Linux's
     /// `rmap_item->oldchecksum`), by (VM, guest frame).
     last_seen: HashMap<(usize, Gfn), ContentId>,
-    /// This full scan's unstable tree: a page seen unchanged, by content.
-    unstable: HashMap<ContentId, (usize, Gfn)>,
+    /// This full scan's unstable tree: a page seen unchanged, by content
+    /// and its frame's color (0 under `colors = "ignore"`). Ordered, for
+    /// eKSM's look-up of a content's other colors.
+    unstable: BTreeMap<(ContentId, u32), (usize, Gfn)>,
     /// The stable tree: the KSM pages of each content, in creation order.
     stable: HashMap<ContentId, Vec<Pfn>>,
     /// Every KSM page by frame (ordered: reports and checks iterate it).
@@ -157,6 +186,8 @@ pub struct Ksm {
     counters: KsmCounters,
     /// What `split = "punch"` keeps to make perforated pages.
     punch_space: punch::PunchSpace,
+    /// Whether merges keep colors, and eKSM's scarcity (`colors.rs`).
+    colors: ColorRule,
 }
 
 impl Ksm {
@@ -168,12 +199,13 @@ impl Ksm {
             clock: crate::os::WakeClock::every_ms(cfg.sleep_ms, freq_ghz),
             cursor: (0, 0),
             last_seen: HashMap::new(),
-            unstable: HashMap::new(),
+            unstable: BTreeMap::new(),
             stable: HashMap::new(),
             pages: BTreeMap::new(),
             may_split: !pins_huge_pages && cfg.split != KsmSplit::Never,
             counters: KsmCounters::default(),
             punch_space: punch::PunchSpace::default(),
+            colors: ColorRule::new(cfg.colors, cfg.scarce),
         }
     }
 
@@ -301,6 +333,13 @@ impl Ksm {
         if self.cfg.split == KsmSplit::Punch {
             out.insert("ksm.perforated".into(), Stat::Int(self.punch_space.perforated));
         }
+        if self.colors.on() {
+            let k = &self.colors.counters;
+            put_ints(out, "ksm.", &[("merges_across_colors", k.across), ("refused_for_color", k.refused)]);
+        }
+        if self.cfg.colors == KsmColors::Eksm {
+            out.insert("ksm.scarce_scans".into(), Stat::Int(self.colors.counters.scarce_scans));
+        }
     }
 }
 
@@ -356,6 +395,7 @@ impl HostPolicy for Ksm {
     fn reset_stats(&mut self) {
         self.counters = KsmCounters::default();
         self.punch_space.perforated = 0;
+        self.colors.counters = Default::default();
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

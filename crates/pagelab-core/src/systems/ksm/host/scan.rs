@@ -46,6 +46,7 @@ impl Ksm {
         self.counters.full_scans += 1;
         // Linux rebuilds the unstable tree every full scan.
         self.unstable.clear();
+        self.colors.end_full_scan();
     }
 
     /// Scans from the cursor to the end of its 2 MiB chunk, or until
@@ -79,7 +80,8 @@ impl Ksm {
                     }
                     self.cursor.1 = part;
                     let part_gfn = Gfn::new(part);
-                    if let HugePart::Duplicate = self.scan_huge_part(host, vms, contents, vm, part_gfn) {
+                    let frame = m.frame.add(part - first);
+                    if let HugePart::Duplicate = self.scan_huge_part(host, vms, contents, vm, part_gfn, frame) {
                         if self.break_huge(host, &v, part_gfn) {
                             return scanned;
                         }
@@ -97,47 +99,74 @@ impl Ksm {
         scanned
     }
 
-    /// `cmp_and_merge_page` for a backed 4 KiB page.
+    /// `cmp_and_merge_page` for a backed 4 KiB page: a KSM page of its
+    /// content (and color, `colors.rs`) first, then the unstable tree.
     fn scan_page(&mut self, host: &mut Kernel, vms: &[Vm], contents: &Contents, vm: usize, gfn: Gfn, frame: Pfn) {
         self.count_scanned(host);
         if self.is_ksm_page(frame) {
+            self.colors.examined(true);
             return;
         }
         let Some(id) = self.unchanged_since_last_scan(contents, vm, gfn) else { return };
-        if let Some(kpage) = self.stable_with_room(id) {
-            self.merge_into(host, &vms[vm], gfn, frame, kpage);
+        let color = self.colors.color(host, frame);
+        let (kpage, stable_elsewhere) = self.stable_for(id, color);
+        if let Some(kpage) = kpage {
+            self.colors.examined(true);
+            self.merge_into(host, &vms[vm], gfn, frame, color, kpage);
             return;
         }
-        let tree_page = self.unstable.insert(id, (vm, gfn));
-        if let Some((tvm, tgfn)) = tree_page.filter(|&t| t != (vm, gfn)) {
-            if !self.mergeable(host, vms, contents, tvm, tgfn, id) {
-                return;
-            }
-            if let Some(kpage) = self.promote(host, &vms[tvm], tgfn, id) {
-                self.unstable.remove(&id);
-                self.merge_into(host, &vms[vm], gfn, frame, kpage);
-                self.stable.entry(id).or_default().push(kpage);
-            }
+        let same = self.unstable.insert((id, color), (vm, gfn)).filter(|&t| t != (vm, gfn));
+        let elsewhere = if same.is_none() && self.colors.on() { self.unstable_elsewhere(id, color) } else { None };
+        let identical = same.is_some() || elsewhere.is_some() || self.stable.contains_key(&id);
+        self.colors.examined(identical);
+        let tree_page = match (same, elsewhere) {
+            (Some(t), _) => Some((t, color)),
+            (None, Some((c, t))) if self.colors.may_cross() => Some((t, c)),
+            _ => None,
+        };
+        let Some(((tvm, tgfn), tree_color)) = tree_page else {
+            self.colors.counters.refused += u64::from(stable_elsewhere || elsewhere.is_some());
+            return;
+        };
+        if !self.mergeable(host, vms, contents, tvm, tgfn, id) {
+            return;
+        }
+        if let Some(kpage) = self.promote(host, &vms[tvm], tgfn, id) {
+            self.unstable.remove(&(id, tree_color));
+            self.unstable.remove(&(id, color));
+            self.merge_into(host, &vms[vm], gfn, frame, color, kpage);
+            self.stable.entry(id).or_default().push(kpage);
         }
     }
 
-    /// A 4 KiB part of a host huge page (`split = any-duplicate`): whether
-    /// it has a duplicate to merge with once its page is split.
-    fn scan_huge_part(&mut self, host: &mut Kernel, vms: &[Vm], contents: &Contents, vm: usize, gfn: Gfn) -> HugePart {
+    /// A 4 KiB part of a host huge page (`split = any-duplicate`), in host
+    /// `frame`: whether it has a duplicate to merge with once its page is
+    /// split.
+    fn scan_huge_part(
+        &mut self,
+        host: &mut Kernel,
+        vms: &[Vm],
+        contents: &Contents,
+        vm: usize,
+        gfn: Gfn,
+        frame: Pfn,
+    ) -> HugePart {
         let unchanged = match (contents.of(vm, gfn), self.last_seen.get(&(vm, gfn))) {
             (Some(id), Some(&seen)) if id == seen => Some(id),
             _ => None,
         };
         if let Some(id) = unchanged {
-            let in_unstable = self.unstable.get(&id).copied();
-            let unstable_match = in_unstable.is_some_and(|(tvm, tgfn)| {
+            let color = self.colors.color(host, frame);
+            let in_unstable = self.unstable.get(&(id, color)).copied();
+            let crossing = if self.colors.may_cross() { self.unstable_elsewhere(id, color) } else { None };
+            let unstable_match = in_unstable.or(crossing.map(|(_, t)| t)).is_some_and(|(tvm, tgfn)| {
                 (tvm, tgfn) != (vm, gfn) && self.mergeable(host, vms, contents, tvm, tgfn, id)
             });
-            if self.stable_with_room(id).is_some() || unstable_match {
+            if self.stable_for(id, color).0.is_some() || unstable_match {
                 // Scanned again, as a 4 KiB page, once split.
                 return HugePart::Duplicate;
             }
-            self.unstable.entry(id).or_insert((vm, gfn));
+            self.unstable.entry((id, color)).or_insert((vm, gfn));
         }
         self.count_scanned(host);
         if let Some(id) = contents.of(vm, gfn) {
@@ -159,10 +188,35 @@ impl Ksm {
         (self.last_seen.insert((vm, gfn), id) == Some(id)).then_some(id)
     }
 
-    /// A KSM page of content `id` with room for one more sharer.
-    fn stable_with_room(&self, id: ContentId) -> Option<Pfn> {
-        let frames = self.stable.get(&id)?;
-        frames.iter().copied().find(|f| self.pages[f].sharers < self.cfg.max_page_sharing)
+    /// A KSM page of content `id` with room for one more sharer that a
+    /// page of `color` may merge into: of its color first, of another only
+    /// under `ignore` or while eKSM may cross colors. Also whether a page
+    /// with room of another color exists (refused, or taken when crossing).
+    fn stable_for(&self, id: ContentId, color: u32) -> (Option<Pfn>, bool) {
+        let Some(frames) = self.stable.get(&id) else { return (None, false) };
+        let mut with_room = frames.iter().copied().filter(|f| self.pages[f].sharers < self.cfg.max_page_sharing);
+        if !self.colors.on() {
+            return (with_room.next(), false);
+        }
+        let (mut same, mut other) = (None, None);
+        for f in with_room {
+            if self.pages[&f].color == color {
+                same = Some(f);
+                break;
+            }
+            other = other.or(Some(f));
+        }
+        match same {
+            Some(f) => (Some(f), false),
+            None if self.colors.may_cross() => (other, other.is_some()),
+            None => (None, other.is_some()),
+        }
+    }
+
+    /// The unstable tree's page of content `id` in another color than
+    /// `color` (the lowest such color), if any.
+    fn unstable_elsewhere(&self, id: ContentId, color: u32) -> Option<(u32, (usize, Gfn))> {
+        self.unstable.range((id, 0)..=(id, u32::MAX)).find(|((_, c), _)| *c != color).map(|(&(_, c), &t)| (c, t))
     }
 
     /// Whether the unstable tree's page `gfn` of `vm` still holds `id` in a
@@ -190,17 +244,20 @@ impl Ksm {
         let frame = m.frame.add(gfn.raw() & (m.size.nr_pages() - 1));
         remap(host, vm, gfn, frame, false);
         host.mem.set_owner(frame, FrameOwner::Reserved { pool: KSM_POOL });
-        self.pages.insert(frame, KsmPage { content: id, sharers: 1 });
+        let color = self.colors.color(host, frame);
+        self.pages.insert(frame, KsmPage { content: id, sharers: 1, color });
         self.counters.cpu_cycles += host.costs.copy_4k;
         Some(frame)
     }
 
     /// Maps `gfn` of `vm` to KSM page `kpage` read-only and frees its own
-    /// `frame` (after comparing the two: a copy's time).
-    fn merge_into(&mut self, host: &mut Kernel, vm: &Vm, gfn: Gfn, frame: Pfn, kpage: Pfn) {
+    /// `frame`, of `color` (after comparing the two: a copy's time).
+    fn merge_into(&mut self, host: &mut Kernel, vm: &Vm, gfn: Gfn, frame: Pfn, color: u32, kpage: Pfn) {
         remap(host, vm, gfn, kpage, false);
         host.mem.free(frame, Order::BASE);
-        self.pages.get_mut(&kpage).expect("a KSM page").sharers += 1;
+        let page = self.pages.get_mut(&kpage).expect("a KSM page");
+        page.sharers += 1;
+        self.colors.counters.across += u64::from(page.color != color);
         self.counters.merges += 1;
         self.counters.cpu_cycles += host.costs.copy_4k;
     }
