@@ -60,6 +60,7 @@ mod sparse;
 mod stream;
 mod stride;
 mod svm;
+mod xapian;
 mod xsbench;
 mod zipf;
 
@@ -320,6 +321,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::HashJoin => driver::Driven::boxed(run, hashjoin::HashJoin::new(cfg)),
         WorkloadKind::Svm => driver::Driven::boxed(run, svm::Svm::new(cfg)),
         WorkloadKind::XsBench => driver::Driven::boxed(run, xsbench::XsBench::new(cfg)),
+        WorkloadKind::Xapian => driver::Driven::boxed(run, xapian::Xapian::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }

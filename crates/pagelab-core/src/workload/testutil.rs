@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 10] = [
+pub const ALL_KINDS: [WorkloadKind; 11] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -15,6 +15,7 @@ pub const ALL_KINDS: [WorkloadKind; 10] = [
     WorkloadKind::HashJoin,
     WorkloadKind::Svm,
     WorkloadKind::XsBench,
+    WorkloadKind::Xapian,
 ];
 
 /// A configuration of `kind` small enough for a unit test.
@@ -125,6 +126,11 @@ pub fn check_mapped(batches: &[Batch], what: &str) {
 }
 
 fn apply(mapped: &mut Vec<Array>, e: &MapEvent, what: &str) {
+    if let MapEvent::Munmap { start, len } = e {
+        let before = mapped.len();
+        mapped.retain(|m| !(m.start == *start && m.len == *len));
+        assert_eq!(mapped.len() + 1, before, "{what}: munmap {start:?} of {len} bytes matches no one mapping");
+    }
     if let MapEvent::Mmap { start, len, .. } = e {
         assert!(start.is_aligned(2 << 20), "{what}: {start:?} not 2 MiB-aligned");
         let new = Array { name: "", start: *start, len: *len };
