@@ -35,6 +35,8 @@ pub enum WorkloadKind {
     /// TailBench's Xapian search engine, request-structured
     /// (`workload/xapian.rs`).
     Xapian,
+    /// PARSEC's blackscholes (`workload/blackscholes.rs`).
+    Blackscholes,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -54,6 +56,7 @@ impl WorkloadKind {
             WorkloadKind::Svm => "svm",
             WorkloadKind::XsBench => "xsbench",
             WorkloadKind::Xapian => "xapian",
+            WorkloadKind::Blackscholes => "blackscholes",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -387,7 +390,8 @@ impl WorkloadConfig {
             // keys are checked with the other kinds' (`validate_svm_keys`).
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
             // A page holds a gups word and a stream element of each array.
-            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Trace => Ok(()),
+            // A page holds 146 options.
+            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Blackscholes | WorkloadKind::Trace => Ok(()),
         }
     }
 

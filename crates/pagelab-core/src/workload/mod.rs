@@ -46,6 +46,7 @@
 //! from `workload.seed`, so two builds with the same configuration emit the
 //! same batches.
 
+mod blackscholes;
 mod config;
 mod driver;
 mod file_read;
@@ -322,6 +323,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::Svm => driver::Driven::boxed(run, svm::Svm::new(cfg)),
         WorkloadKind::XsBench => driver::Driven::boxed(run, xsbench::XsBench::new(cfg)),
         WorkloadKind::Xapian => driver::Driven::boxed(run, xapian::Xapian::new(cfg)),
+        WorkloadKind::Blackscholes => driver::Driven::boxed(run, blackscholes::Blackscholes::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }
@@ -561,8 +563,8 @@ mod tests {
             assert_eq!(a.accesses, b.accesses, "{kind:?}");
             assert_eq!(a.events, b.events, "{kind:?}");
             let other = collect(&small_config(kind, 2), 20_000);
-            if kind != WorkloadKind::Stream {
-                // stream has no randomness at all.
+            if !matches!(kind, WorkloadKind::Stream | WorkloadKind::Blackscholes) {
+                // stream and blackscholes have no randomness at all.
                 assert_ne!(a.accesses, other.accesses, "{kind:?} ignores its seed");
             }
         }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 11] = [
+pub const ALL_KINDS: [WorkloadKind; 12] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -16,6 +16,7 @@ pub const ALL_KINDS: [WorkloadKind; 11] = [
     WorkloadKind::Svm,
     WorkloadKind::XsBench,
     WorkloadKind::Xapian,
+    WorkloadKind::Blackscholes,
 ];
 
 /// A configuration of `kind` small enough for a unit test.
