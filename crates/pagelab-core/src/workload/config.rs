@@ -37,6 +37,9 @@ pub enum WorkloadKind {
     Xapian,
     /// PARSEC's blackscholes (`workload/blackscholes.rs`).
     Blackscholes,
+    /// PostgreSQL's hash join of a small and a large table
+    /// (`workload/pgsql_join.rs`).
+    PgsqlJoin,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -57,6 +60,7 @@ impl WorkloadKind {
             WorkloadKind::XsBench => "xsbench",
             WorkloadKind::Xapian => "xapian",
             WorkloadKind::Blackscholes => "blackscholes",
+            WorkloadKind::PgsqlJoin => "pgsql-join",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -259,6 +263,9 @@ pub struct WorkloadConfig {
     /// instance times the instances the footprint holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<u64>,
+    /// pgsql-join: bytes of the small (build) relation. Default 5 MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_relation: Option<ByteSize>,
 }
 
 /// When a program starts (`workload.after`).
@@ -317,6 +324,7 @@ impl Default for WorkloadConfig {
             chunk: None,
             nonzeros: None,
             features: None,
+            build_relation: None,
         }
     }
 }
@@ -364,6 +372,10 @@ impl WorkloadConfig {
         self.validate_trace_keys(prefix)?;
         self.validate_file_keys(prefix)?;
         self.validate_svm_keys(prefix)?;
+        if self.build_relation.is_some() && self.kind != WorkloadKind::PgsqlJoin {
+            let msg = format!("only for kind = \"pgsql-join\" (this workload is {})", self.kind.as_str());
+            return Err(Error::config(key("build_relation"), msg));
+        }
         if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
             // Silently ignoring it would let a sweep believe it fixed a graph.
             return Err(Error::config(
@@ -386,6 +398,7 @@ impl WorkloadConfig {
             WorkloadKind::FileRead => self.validate_file_read(prefix),
             WorkloadKind::XsBench => self.validate_xsbench(prefix),
             WorkloadKind::Xapian => self.validate_xapian(prefix),
+            WorkloadKind::PgsqlJoin => self.validate_pgsql_join(prefix),
             // The smallest footprint holds 56 keys (hashjoin.rs); svm's
             // keys are checked with the other kinds' (`validate_svm_keys`).
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
@@ -521,6 +534,21 @@ impl WorkloadConfig {
                 format!("{prefix}.zipf_theta"),
                 format!("{} is outside [0, 1)", self.zipf_theta),
             ));
+        }
+        Ok(())
+    }
+
+    /// Each relation holds one 8 KiB heap page at least; the build side's
+    /// chains live in host memory (8 bytes a tuple), so it is capped.
+    fn validate_pgsql_join(&self, prefix: &str) -> Result<()> {
+        let page = super::pgsql_join::PAGE;
+        if self.footprint.bytes() < page {
+            return Err(Error::config(format!("{prefix}.footprint"), "pgsql-join needs one 8KiB heap page at least"));
+        }
+        let build = self.build_relation.map_or(super::pgsql_join::DEFAULT_BUILD, |b| b.bytes());
+        if !(page..=16 << 30).contains(&build) {
+            let msg = format!("{build} bytes: must be from one 8KiB heap page to 16GiB");
+            return Err(Error::config(format!("{prefix}.build_relation"), msg));
         }
         Ok(())
     }

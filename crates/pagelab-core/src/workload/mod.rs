@@ -56,6 +56,7 @@ mod hashjoin;
 mod host;
 mod kv;
 mod permute;
+mod pgsql_join;
 mod pointer_chase;
 mod sparse;
 mod stream;
@@ -324,6 +325,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::XsBench => driver::Driven::boxed(run, xsbench::XsBench::new(cfg)),
         WorkloadKind::Xapian => driver::Driven::boxed(run, xapian::Xapian::new(cfg)),
         WorkloadKind::Blackscholes => driver::Driven::boxed(run, blackscholes::Blackscholes::new(cfg)),
+        WorkloadKind::PgsqlJoin => driver::Driven::boxed(run, pgsql_join::PgsqlJoin::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }

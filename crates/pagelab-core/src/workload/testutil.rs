@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 12] = [
+pub const ALL_KINDS: [WorkloadKind; 13] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -17,6 +17,7 @@ pub const ALL_KINDS: [WorkloadKind; 12] = [
     WorkloadKind::XsBench,
     WorkloadKind::Xapian,
     WorkloadKind::Blackscholes,
+    WorkloadKind::PgsqlJoin,
 ];
 
 /// A configuration of `kind` small enough for a unit test.
@@ -36,6 +37,8 @@ pub fn small_config(kind: WorkloadKind, seed: u64) -> WorkloadConfig {
         }
         // The build writes the same table whatever the seed: start at the probes.
         WorkloadKind::HashJoin => cfg.skip_kernel_init = true,
+        // A 64 KiB build relation: its 8 pages' build, then the probes.
+        WorkloadKind::PgsqlJoin => cfg.build_relation = Some(ByteSize(64 << 10)),
         _ => {}
     }
     cfg
