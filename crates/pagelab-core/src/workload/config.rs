@@ -40,6 +40,9 @@ pub enum WorkloadKind {
     /// PostgreSQL's hash join of a small and a large table
     /// (`workload/pgsql_join.rs`).
     PgsqlJoin,
+    /// TailBench's Img-dnn handwriting recognition, request-structured
+    /// (`workload/img_dnn.rs`).
+    ImgDnn,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -61,6 +64,7 @@ impl WorkloadKind {
             WorkloadKind::Xapian => "xapian",
             WorkloadKind::Blackscholes => "blackscholes",
             WorkloadKind::PgsqlJoin => "pgsql-join",
+            WorkloadKind::ImgDnn => "img-dnn",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -399,6 +403,14 @@ impl WorkloadConfig {
             WorkloadKind::XsBench => self.validate_xsbench(prefix),
             WorkloadKind::Xapian => self.validate_xapian(prefix),
             WorkloadKind::PgsqlJoin => self.validate_pgsql_join(prefix),
+            WorkloadKind::ImgDnn => {
+                let least = super::img_dnn::least_footprint();
+                if self.footprint.bytes() < least {
+                    let msg = format!("{}: img-dnn needs {least} bytes at least (hidden width 16)", self.footprint);
+                    return Err(Error::config(format!("{prefix}.footprint"), msg));
+                }
+                Ok(())
+            }
             // The smallest footprint holds 56 keys (hashjoin.rs); svm's
             // keys are checked with the other kinds' (`validate_svm_keys`).
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),

@@ -54,6 +54,7 @@ mod graph;
 mod gups;
 mod hashjoin;
 mod host;
+mod img_dnn;
 mod kv;
 mod permute;
 mod pgsql_join;
@@ -326,6 +327,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::Xapian => driver::Driven::boxed(run, xapian::Xapian::new(cfg)),
         WorkloadKind::Blackscholes => driver::Driven::boxed(run, blackscholes::Blackscholes::new(cfg)),
         WorkloadKind::PgsqlJoin => driver::Driven::boxed(run, pgsql_join::PgsqlJoin::new(cfg)),
+        WorkloadKind::ImgDnn => driver::Driven::boxed(run, img_dnn::ImgDnn::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }
@@ -565,8 +567,8 @@ mod tests {
             assert_eq!(a.accesses, b.accesses, "{kind:?}");
             assert_eq!(a.events, b.events, "{kind:?}");
             let other = collect(&small_config(kind, 2), 20_000);
-            if !matches!(kind, WorkloadKind::Stream | WorkloadKind::Blackscholes) {
-                // stream and blackscholes have no randomness at all.
+            if !matches!(kind, WorkloadKind::Stream | WorkloadKind::Blackscholes | WorkloadKind::ImgDnn) {
+                // stream, blackscholes and img-dnn have no randomness at all.
                 assert_ne!(a.accesses, other.accesses, "{kind:?} ignores its seed");
             }
         }

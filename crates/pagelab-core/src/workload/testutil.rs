@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 13] = [
+pub const ALL_KINDS: [WorkloadKind; 14] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -18,6 +18,7 @@ pub const ALL_KINDS: [WorkloadKind; 13] = [
     WorkloadKind::Xapian,
     WorkloadKind::Blackscholes,
     WorkloadKind::PgsqlJoin,
+    WorkloadKind::ImgDnn,
 ];
 
 /// A configuration of `kind` small enough for a unit test.
