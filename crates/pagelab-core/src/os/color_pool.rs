@@ -2,7 +2,8 @@
 //! owned by the kernel and lent to every system that colors pages. Order-0
 //! requests are served from per-color lists; when no allowed color has a
 //! page, a buddy block spanning every color is broken into order-0 pages
-//! bucketed by color (PALLOC does the same). Pages of colors a process may
+//! bucketed by color (PALLOC does the same), or on fragmented memory the
+//! largest free block there is, down to a watermark (`refill`). Pages of colors a process may
 //! not use stay in their lists for other processes.
 //!
 //! Another system may *offer* frames it carved but cannot use (colored huge
@@ -74,14 +75,26 @@ impl ColorPool {
         }
     }
 
-    /// Breaks one buddy block into order-0 pages bucketed by color.
+    /// Breaks one buddy block into order-0 pages bucketed by color: one
+    /// spanning every color, or, when memory is too fragmented to hold one,
+    /// the largest free block there is (PALLOC moves whatever blocks the
+    /// buddy allocator has into its color bins; without this step a
+    /// fragmented machine's colored faults would all fall back to
+    /// uncolored frames). Smaller blocks are taken only while the buddy
+    /// allocator keeps as many free frames as a block spanning every color
+    /// holds (pagelab's watermark, so that page tables and other kernel
+    /// allocations still find frames when the wanted color is scarce).
     fn refill(&mut self, mem: &mut PhysMem) -> bool {
-        let Some(block) = mem.alloc(self.refill_order, Migratetype::Movable, FrameOwner::Reserved { pool: COLOR_POOL })
-        else {
+        let owner = FrameOwner::Reserved { pool: COLOR_POOL };
+        let smallest = if mem.free_pages() > 2 * self.refill_order.nr_pages() { 0 } else { self.refill_order.get() };
+        let Some((block, order)) = (smallest..=self.refill_order.get()).rev().find_map(|o| {
+            let order = Order::new(o);
+            mem.alloc(order, Migratetype::Movable, owner).map(|pfn| (pfn, order))
+        }) else {
             return false;
         };
         // Pushed in reverse so that pops hand out the lowest frame first.
-        for i in (0..self.refill_order.nr_pages()).rev() {
+        for i in (0..order.nr_pages()).rev() {
             let pfn = block.add(i);
             self.lists[self.map.color_of(pfn) as usize].push(pfn);
         }
@@ -123,5 +136,54 @@ impl ColorPool {
             self.offered[set(pfn)].remove(&pfn);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 64 frames, 4 colors on bits 12-13 (a block spanning every color is
+    /// 4 frames), the first frame of every such block pinned: no order-2
+    /// block is free, each block leaves an order-0 frame (4k + 1) and an
+    /// order-1 block (4k + 2, 4k + 3).
+    fn fragmented() -> (PhysMem, ColorPool, ColorMap) {
+        let map = ColorMap::new(&[12, 13], "t").unwrap();
+        let mut mem = PhysMem::new(64, 10).unwrap();
+        for k in 0..16 {
+            assert!(mem.alloc_specific(Pfn::new(4 * k), Order::BASE, FrameOwner::Kernel));
+        }
+        let pool = ColorPool::new(&map);
+        (mem, pool, map)
+    }
+
+    #[test]
+    fn a_fragmented_machine_refills_from_smaller_blocks() {
+        let (mut mem, mut pool, map) = fragmented();
+        // The largest free blocks come first: the order-1 block at 2 holds
+        // colors 2 and 3.
+        assert_eq!(pool.alloc(&mut mem, &[2], |_| 2), Some(Pfn::new(2)));
+        assert_eq!(pool.refills, 1);
+        // Color 1 lives only in the order-0 frames: the 15 other order-1
+        // blocks are taken (colors 2 and 3) before frame 1.
+        assert_eq!(pool.alloc(&mut mem, &[1], |_| 1), Some(Pfn::new(1)));
+        assert_eq!(pool.refills, 17);
+        assert_eq!(map.color_of(Pfn::new(1)), 1);
+        assert_eq!(pool.pooled(), 31, "16 order-1 blocks (32 frames) and frame 1, two handed out");
+    }
+
+    #[test]
+    fn smaller_blocks_stop_at_the_watermark() {
+        let (mut mem, mut pool, _) = fragmented();
+        // Leave 8 free frames (two blocks spanning every color): the
+        // watermark, at and below which only whole blocks are taken.
+        let mut taken = 0;
+        while mem.free_pages() > 8 {
+            mem.alloc(Order::BASE, Migratetype::Movable, FrameOwner::Kernel).unwrap();
+            taken += 1;
+        }
+        assert_eq!(taken, 40);
+        assert_eq!(pool.alloc(&mut mem, &[], |c| c[0]), None, "no whole block, and smaller ones are kept");
+        assert_eq!(mem.free_pages(), 8);
     }
 }
