@@ -93,7 +93,7 @@ impl Relation {
     /// The scan's accesses of tuple `t`: its page's header first.
     fn scan(&self, out: &mut Vec<Access>, t: u64) {
         let (header, line_pointer, tuple) = self.addresses(t);
-        if t % TUPLES_PER_PAGE == 0 {
+        if t.is_multiple_of(TUPLES_PER_PAGE) {
             out.push(Access::load(header, 8, HEADER_INSTRS).at(Site::pc(HEADER_PC)));
         }
         out.push(Access::load(line_pointer, 4, LINE_POINTER_INSTRS).at(Site::pc(LINE_POINTER_PC)));
