@@ -21,7 +21,7 @@
 //! weights fit and are reused by every request.
 //!
 //! The architecture is pagelab's estimate of "a multi-layer convnet over
-//! 28x28 images" (the COPLACE paper's reference [32], not read here), not
+//! 28x28 images" (the COPLACE paper's reference 32, not read here), not
 //! TailBench's exact network. Activations are reused: every layer's output
 //! is a buffer under glibc's mmap threshold (the largest, conv1's, is 18
 //! KiB), which the heap hands back at the same addresses each request, so
