@@ -32,6 +32,17 @@ pub enum WorkloadKind {
     /// XSBench's cross-section lookups (`workload/xsbench.rs`).
     #[serde(rename = "xsbench")]
     XsBench,
+    /// TailBench's Xapian search engine, request-structured
+    /// (`workload/xapian.rs`).
+    Xapian,
+    /// PARSEC's blackscholes (`workload/blackscholes.rs`).
+    Blackscholes,
+    /// PostgreSQL's hash join of a small and a large table
+    /// (`workload/pgsql_join.rs`).
+    PgsqlJoin,
+    /// TailBench's Img-dnn handwriting recognition, request-structured
+    /// (`workload/img_dnn.rs`).
+    ImgDnn,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -50,6 +61,10 @@ impl WorkloadKind {
             WorkloadKind::HashJoin => "hashjoin",
             WorkloadKind::Svm => "svm",
             WorkloadKind::XsBench => "xsbench",
+            WorkloadKind::Xapian => "xapian",
+            WorkloadKind::Blackscholes => "blackscholes",
+            WorkloadKind::PgsqlJoin => "pgsql-join",
+            WorkloadKind::ImgDnn => "img-dnn",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -252,6 +267,9 @@ pub struct WorkloadConfig {
     /// instance times the instances the footprint holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<u64>,
+    /// pgsql-join: bytes of the small (build) relation. Default 5 MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_relation: Option<ByteSize>,
 }
 
 /// When a program starts (`workload.after`).
@@ -310,6 +328,7 @@ impl Default for WorkloadConfig {
             chunk: None,
             nonzeros: None,
             features: None,
+            build_relation: None,
         }
     }
 }
@@ -357,6 +376,10 @@ impl WorkloadConfig {
         self.validate_trace_keys(prefix)?;
         self.validate_file_keys(prefix)?;
         self.validate_svm_keys(prefix)?;
+        if self.build_relation.is_some() && self.kind != WorkloadKind::PgsqlJoin {
+            let msg = format!("only for kind = \"pgsql-join\" (this workload is {})", self.kind.as_str());
+            return Err(Error::config(key("build_relation"), msg));
+        }
         if self.graph_seed.is_some() && self.kind != WorkloadKind::Graph {
             // Silently ignoring it would let a sweep believe it fixed a graph.
             return Err(Error::config(
@@ -378,11 +401,22 @@ impl WorkloadConfig {
             WorkloadKind::Sparse => self.validate_sparse(prefix),
             WorkloadKind::FileRead => self.validate_file_read(prefix),
             WorkloadKind::XsBench => self.validate_xsbench(prefix),
+            WorkloadKind::Xapian => self.validate_xapian(prefix),
+            WorkloadKind::PgsqlJoin => self.validate_pgsql_join(prefix),
+            WorkloadKind::ImgDnn => {
+                let least = super::img_dnn::least_footprint();
+                if self.footprint.bytes() < least {
+                    let msg = format!("{}: img-dnn needs {least} bytes at least (hidden width 16)", self.footprint);
+                    return Err(Error::config(format!("{prefix}.footprint"), msg));
+                }
+                Ok(())
+            }
             // The smallest footprint holds 56 keys (hashjoin.rs); svm's
             // keys are checked with the other kinds' (`validate_svm_keys`).
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
             // A page holds a gups word and a stream element of each array.
-            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Trace => Ok(()),
+            // A page holds 146 options.
+            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Blackscholes | WorkloadKind::Trace => Ok(()),
         }
     }
 
@@ -495,6 +529,38 @@ impl WorkloadConfig {
         if super::xsbench::gridpoints_in(self.footprint.bytes()) < 2 {
             let need = 2 * super::xsbench::BYTES_PER_GRIDPOINT;
             return Err(Error::config(format!("{prefix}.footprint"), format!("xsbench needs {need} bytes at least")));
+        }
+        Ok(())
+    }
+
+    /// The index needs its least footprint; term popularity is a Zipf law.
+    fn validate_xapian(&self, prefix: &str) -> Result<()> {
+        let least = super::xapian::MIN_FOOTPRINT;
+        if self.footprint.bytes() < least {
+            let msg =
+                format!("{}: xapian needs {least} bytes at least (its ring, query buffer and index)", self.footprint);
+            return Err(Error::config(format!("{prefix}.footprint"), msg));
+        }
+        if !(0.0..1.0).contains(&self.zipf_theta) {
+            return Err(Error::config(
+                format!("{prefix}.zipf_theta"),
+                format!("{} is outside [0, 1)", self.zipf_theta),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Each relation holds one 8 KiB heap page at least; the build side's
+    /// chains live in host memory (8 bytes a tuple), so it is capped.
+    fn validate_pgsql_join(&self, prefix: &str) -> Result<()> {
+        let page = super::pgsql_join::PAGE;
+        if self.footprint.bytes() < page {
+            return Err(Error::config(format!("{prefix}.footprint"), "pgsql-join needs one 8KiB heap page at least"));
+        }
+        let build = self.build_relation.map_or(super::pgsql_join::DEFAULT_BUILD, |b| b.bytes());
+        if !(page..=16 << 30).contains(&build) {
+            let msg = format!("{build} bytes: must be from one 8KiB heap page to 16GiB");
+            return Err(Error::config(format!("{prefix}.build_relation"), msg));
         }
         Ok(())
     }
@@ -649,130 +715,8 @@ impl WorkloadConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> std::result::Result<WorkloadConfig, String> {
-        toml::from_str::<WorkloadConfig>(text).map_err(|e| e.to_string())
-    }
-
-    fn rejected_key(text: &str) -> String {
-        let cfg = parse(text).unwrap();
-        match cfg.validate("workload") {
-            Err(Error::Config { key, .. }) => key,
-            other => panic!("{text}: expected a config error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn defaults_and_kebab_kinds_parse() {
-        let cfg = parse("kind = \"pointer-chase\"\nfootprint = \"64MiB\"").unwrap();
-        assert_eq!(cfg.kind, WorkloadKind::PointerChase);
-        assert_eq!(cfg.footprint.bytes(), 64 << 20);
-        assert_eq!(cfg.accesses, 10_000_000);
-        assert_eq!(cfg.node_size.bytes(), 64);
-        cfg.validate("workload").unwrap();
-        assert_eq!(parse("kind = \"gups\"").unwrap().effective_write_fraction(), 1.0);
-        assert_eq!(parse("kind = \"stride\"").unwrap().effective_write_fraction(), 0.0);
-    }
-
-    #[test]
-    fn unknown_keys_and_names_are_rejected() {
-        assert!(parse("kind = \"gups\"\nfootprnt = 5").unwrap_err().contains("footprnt"));
-        assert!(parse("kind = \"redis\"").is_err());
-        assert!(parse("kernel = \"sssp\"").is_err());
-    }
-
-    #[test]
-    fn bad_values_name_their_key() {
-        let cases = [
-            ("write_fraction = 1.5", "workload.write_fraction"),
-            ("write_fraction = -0.1", "workload.write_fraction"),
-            ("kind = \"stream\"\nwrite_fraction = 0.5", "workload.write_fraction"),
-            ("kind = \"kv\"\nwrite_fraction = 0.5", "workload.write_fraction"),
-            ("footprint = 100", "workload.footprint"),
-            ("footprint = \"100TiB\"", "workload.footprint"),
-            ("kind = \"graph\"\nscale = 31", "workload.scale"),
-            ("kind = \"graph\"\nscale = 0", "workload.scale"),
-            ("kind = \"graph\"\ndegree = 0", "workload.degree"),
-            ("kind = \"graph\"\nsources = 0", "workload.sources"),
-            ("kind = \"stride\"\nstride = 12", "workload.stride"),
-            ("kind = \"pointer-chase\"\nnode_size = 4", "workload.node_size"),
-            ("kind = \"pointer-chase\"\nnode_size = \"8MiB\"\nfootprint = \"4MiB\"", "workload.node_size"),
-            ("kind = \"kv\"\nzipf_theta = 1.0", "workload.zipf_theta"),
-            ("kind = \"kv\"\nhot_fraction = 2.0", "workload.hot_fraction"),
-            ("kind = \"kv\"\nhot_ops = -1.0", "workload.hot_ops"),
-            ("kind = \"kv\"\nget_ratio = 1.01", "workload.get_ratio"),
-            ("kind = \"trace\"\npath = \"t\"\nfast_forward = 5", "workload.fast_forward"),
-            ("kind = \"trace\"\npath = \"t\"\nalign = \"2MiB\"", "workload.align"),
-            ("kind = \"trace\"\npath = \"t\"\nskip_kernel_init = true", "workload.skip_kernel_init"),
-            ("kind = \"trace\"\npath = \"t\"\nfast_forward_mode = \"functional\"", "workload.fast_forward_mode"),
-            ("kind = \"trace\"\npath = \"t\"\ninstructions_per_access = 9", "workload.instructions_per_access"),
-            ("instructions_per_access = 0", "workload.instructions_per_access"),
-            ("kind = \"kv\"\nobjects = 0", "workload.objects"),
-            ("kind = \"kv\"\nobject_size = 8", "workload.object_size"),
-            ("kind = \"kv\"\nvalue_prefix = 2000", "workload.value_prefix"),
-            ("kind = \"gups\"\ncache_oblivious = true", "workload.cache_oblivious"),
-            ("kind = \"gups\"\nnonzeros = 3", "workload.nonzeros"),
-            ("kind = \"hashjoin\"\nfeatures = 30", "workload.features"),
-            ("kind = \"svm\"\nnonzeros = 0", "workload.nonzeros"),
-            ("kind = \"svm\"\nnonzeros = 12\nfeatures = 11", "workload.features"),
-            ("kind = \"svm\"\nfootprint = 4096\nfeatures = 512", "workload.footprint"),
-            ("kind = \"svm\"\nwrite_fraction = 0.5", "workload.write_fraction"),
-            ("kind = \"xsbench\"\nfootprint = \"1MiB\"", "workload.footprint"),
-            ("kind = \"hashjoin\"\nwrite_fraction = 0.5", "workload.write_fraction"),
-            ("kind = \"kv\"\nfootprint = 4096\nobject_size = \"1MiB\"", "workload.footprint"),
-            ("kind = \"sparse\"\ntouched_pages = 0", "workload.touched_pages"),
-            ("kind = \"sparse\"\ntouched_pages = 513", "workload.touched_pages"),
-            ("kind = \"sparse\"\nfootprint = \"1MiB\"", "workload.footprint"),
-            ("kind = \"trace\"", "workload.path"),
-            ("kind = \"gups\"\npath = \"t.trace\"", "workload.path"),
-            ("kind = \"gups\"\ninstructions = 5", "workload.instructions"),
-            ("kind = \"stream\"\nformat = \"lackey\"", "workload.format"),
-            ("kind = \"stream\"\nifetch = true", "workload.ifetch"),
-            ("kind = \"gups\"\ngraph_seed = 3", "workload.graph_seed"),
-            ("kind = \"gups\"\nalign = \"3MiB\"", "workload.align"),
-            ("kind = \"gups\"\nalign = \"64KiB\"", "workload.align"),
-            ("kind = \"gups\"\nalign = \"2GiB\"", "workload.align"),
-            ("kind = \"pointer-chase\"\nhot_layout = \"scattered\"", "workload.hot_layout"),
-            (
-                "kind = \"pointer-chase\"\nhot_set = 8192\nhot_layout = \"scattered\"\nhot_chunk = 100",
-                "workload.hot_chunk",
-            ),
-            (
-                "kind = \"pointer-chase\"\nhot_set = 4096\nhot_layout = \"scattered\"\nhot_chunk = 8192",
-                "workload.hot_set",
-            ),
-            ("contents = \"partly-shared\"", "workload.shared.portion"),
-            ("contents = \"shared\"\nshared.portion = 0.5", "workload.shared"),
-            ("shared.portion = 0.5", "workload.shared"),
-            ("contents = \"partly-shared\"\nshared.portion = 1.5", "workload.shared.portion"),
-            ("contents = \"partly-shared\"\nshared.portion = 0.5\nshared.degree = -0.1", "workload.shared.degree"),
-            ("contents = \"partly-shared\"\nshared.portion = 0.5\nshared.degree = 0.0005", "workload.shared.degree"),
-        ];
-        for (text, key) in cases {
-            assert_eq!(rejected_key(text), key, "{text}");
-        }
-    }
-
-    #[test]
-    fn build_refuses_bad_config_with_the_prefix() {
-        let cfg = parse("write_fraction = 3.0").unwrap();
-        match super::super::build_generator(&cfg, "run.workloads.0") {
-            Err(Error::Config { key, .. }) => assert_eq!(key, "run.workloads.0.write_fraction"),
-            other => panic!("{:?}", other.map(|w| w.name().to_string())),
-        }
-    }
-
-    #[test]
-    fn config_round_trips_through_toml() {
-        let cfg = parse("kind = \"kv\"\nobjects = 1000\ndistribution = \"hotspot\"").unwrap();
-        let text = toml::to_string(&cfg).unwrap();
-        let back = parse(&text).unwrap();
-        assert_eq!(back.objects, Some(1000));
-        assert_eq!(back.distribution, KeyDistribution::Hotspot);
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;
 
 /// A trace's format (`workload.format`; detected from the content when
 /// unset).

@@ -7,9 +7,17 @@
 //! kv GET's value copy is many loads). The driver keeps the overshoot in a
 //! spill buffer for the next batch, so batches are cut anywhere and no
 //! generator needs to be resumable mid-step.
+//!
+//! A program that maps and unmaps memory as it runs (Xapian's per-query
+//! buffers: glibc serves large mallocs with mmap and frees them with
+//! munmap) hands its events over after each fill ([`Generator::take_events`]),
+//! each tied to the access it precedes; the driver keeps that tie through
+//! batch cuts, the spill buffer and a fast-forward (a dropped stretch's
+//! events still reach the kernel, before the next access handed out).
 
 use super::{Access, Array, Batch, InitMode, MapEvent, Site, Workload};
 use crate::units::VirtAddr;
+use std::collections::VecDeque;
 
 /// The site of the init pass's first-touch stores: one loop of its own
 /// (a tag no generator's measured loop uses), independent stores.
@@ -27,6 +35,12 @@ pub(crate) trait Generator: Send {
     /// Appends accesses until `out.len() >= target`. Returns false when the
     /// program's natural run has ended (the output may then be short).
     fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool;
+    /// Moves the mapping events the last `fill` made into `into`, each as
+    /// `(i, event)`: the event applies before `out[i]` of that fill's
+    /// `out` (`i == out.len()` when it pushed the event). Called after
+    /// every fill; the default (a program that maps only at its start)
+    /// has none.
+    fn take_events(&mut self, _into: &mut Vec<(usize, MapEvent)>) {}
     /// Starts another natural run after one ended (when the budget needs it).
     fn restart(&mut self);
     /// Accesses of the program's own initialization loop before its kernel
@@ -98,6 +112,13 @@ pub(crate) struct Driven<G> {
     /// Whether the last batch handed out was fast-forwarded functionally.
     last_batch_ff: bool,
     instructions_per_access: Option<u32>,
+    /// The generator's events of its last fill (a scratch buffer).
+    gen_events: Vec<(usize, MapEvent)>,
+    /// Events of spilled accesses, by index into `spill`.
+    spill_events: VecDeque<(usize, MapEvent)>,
+    /// Events of fast-forwarded (dropped) accesses, due before the next
+    /// access handed out.
+    pending_events: Vec<MapEvent>,
 }
 
 impl<G> std::fmt::Debug for Driven<G> {
@@ -140,6 +161,9 @@ impl<G: Generator + 'static> Driven<G> {
             functional: plan.functional,
             last_batch_ff: false,
             instructions_per_access: plan.instructions_per_access,
+            gen_events: Vec::new(),
+            spill_events: VecDeque::new(),
+            pending_events: Vec::new(),
         }
     }
 
@@ -195,6 +219,13 @@ impl<G: Generator + 'static> Driven<G> {
             scratch.clear();
             let target = self.skip.min(CHUNK) as usize;
             let more = self.gen.fill(&mut scratch, target);
+            self.gen.take_events(&mut self.gen_events);
+            for (i, event) in self.gen_events.drain(..) {
+                match i.checked_sub(target) {
+                    Some(after) if after > 0 => self.spill_events.push_back((self.spill.len() + after, event)),
+                    _ => self.pending_events.push(event),
+                }
+            }
             self.produced_since_restart += scratch.len() as u64;
             if scratch.len() > target {
                 self.spill.extend(scratch.drain(target..));
@@ -212,10 +243,10 @@ impl<G: Generator + 'static> Driven<G> {
     /// measured ones are, the last one ending where the measured accesses
     /// begin. A natural run that ends inside it measures nothing, as when
     /// dropping. Returns whether more batches follow.
-    fn fill_fast_forward(&mut self, out: &mut Vec<Access>, end: usize) -> bool {
+    fn fill_fast_forward(&mut self, batch: &mut Batch, end: usize) -> bool {
         self.last_batch_ff = true;
         let measured = std::mem::replace(&mut self.remaining, self.skip);
-        self.fill_measured(out, end);
+        self.fill_measured(batch, end);
         self.skip = self.remaining;
         self.remaining = measured;
         if self.gen_ended && self.spill_pos == self.spill.len() {
@@ -237,11 +268,23 @@ impl<G: Generator + 'static> Driven<G> {
         }
     }
 
-    fn drain_spill(&mut self, out: &mut Vec<Access>, end: usize) {
-        let room = (end - out.len()).min(self.remaining.min(usize::MAX as u64) as usize);
+    /// Moves spilled accesses into the batch, with the events due before
+    /// each of them (and those due after the last when the spill empties).
+    fn drain_spill(&mut self, batch: &mut Batch, end: usize) {
+        let base = batch.accesses.len();
+        let room = (end - base).min(self.remaining.min(usize::MAX as u64) as usize);
         let n = room.min(self.spill.len() - self.spill_pos);
-        out.extend_from_slice(&self.spill[self.spill_pos..self.spill_pos + n]);
-        self.spill_pos += n;
+        batch.accesses.extend_from_slice(&self.spill[self.spill_pos..self.spill_pos + n]);
+        let last = self.spill_pos + n;
+        while let Some((i, _)) = self.spill_events.front() {
+            // An event after the last spilled access goes only once the spill is empty.
+            if *i > last || (*i == last && last < self.spill.len()) {
+                break;
+            }
+            let (i, event) = self.spill_events.pop_front().expect("front exists");
+            batch.events.push(((base + i - self.spill_pos) as u32, event));
+        }
+        self.spill_pos = last;
         self.remaining -= n as u64;
         if self.spill_pos == self.spill.len() {
             self.spill.clear();
@@ -249,9 +292,25 @@ impl<G: Generator + 'static> Driven<G> {
         }
     }
 
-    fn fill_measured(&mut self, out: &mut Vec<Access>, end: usize) {
+    /// The generator's events of its last fill into `batch` (whose
+    /// accesses from `target` on are about to spill).
+    fn place_gen_events(&mut self, batch: &mut Batch, target: usize) {
+        self.gen.take_events(&mut self.gen_events);
+        for (i, event) in self.gen_events.drain(..) {
+            if i <= target {
+                batch.events.push((i as u32, event));
+            } else {
+                self.spill_events.push_back((i - target, event));
+            }
+        }
+    }
+
+    fn fill_measured(&mut self, batch: &mut Batch, end: usize) {
+        let at = batch.accesses.len() as u32;
+        batch.events.extend(self.pending_events.drain(..).map(|event| (at, event)));
         loop {
-            self.drain_spill(out, end);
+            self.drain_spill(batch, end);
+            let out = &mut batch.accesses;
             if out.len() >= end || self.remaining == 0 || !self.spill.is_empty() || self.gen_ended {
                 return;
             }
@@ -264,6 +323,8 @@ impl<G: Generator + 'static> Driven<G> {
             if out.len() > target {
                 self.spill.extend(out.drain(target..));
             }
+            self.place_gen_events(batch, target);
+            let out = &batch.accesses;
             let produced = (out.len() - start) as u64;
             self.remaining -= produced;
             self.produced_since_restart += produced + self.spill.len() as u64;
@@ -300,11 +361,11 @@ impl<G: Generator + 'static> Workload for Driven<G> {
         self.last_batch_ff = false;
         if self.skip > 0 {
             if self.functional {
-                return self.fill_fast_forward(&mut batch.accesses, end);
+                return self.fill_fast_forward(batch, end);
             }
             self.fast_forward();
         }
-        self.fill_measured(&mut batch.accesses, end);
+        self.fill_measured(batch, end);
         let spill_empty = self.spill_pos == self.spill.len();
         if self.remaining == 0 || (self.gen_ended && spill_empty) {
             self.finished = true;
@@ -538,6 +599,97 @@ mod tests {
         assert!(!w.next_batch(&mut b, 100));
         assert_eq!(offsets(&b), [0, 1, 2, 3]);
         assert!(!w.batch_is_init());
+    }
+
+    /// Triples that remap their page before every step but the first (a
+    /// munmap then an mmap, as a freed and reallocated buffer).
+    struct Remapping(Triples, Vec<(usize, MapEvent)>);
+
+    impl Generator for Remapping {
+        fn arrays(&self) -> &[Array] {
+            &self.0.arrays
+        }
+        fn fill(&mut self, out: &mut Vec<Access>, target: usize) -> bool {
+            while out.len() < target {
+                let step = self.0.step;
+                let a = self.0.arrays[0];
+                if step > 0 && step < self.0.steps {
+                    self.1.push((out.len(), MapEvent::Munmap { start: a.start, len: a.len }));
+                    let mmap = MapEvent::Mmap { start: a.start, len: a.len, writable: true, name: format!("{step}") };
+                    self.1.push((out.len(), mmap));
+                }
+                let target = out.len() + 1;
+                if !self.0.fill(out, target) {
+                    return false;
+                }
+            }
+            true
+        }
+        fn restart(&mut self) {
+            self.0.restart();
+        }
+        fn take_events(&mut self, into: &mut Vec<(usize, MapEvent)>) {
+            into.append(&mut self.1);
+        }
+    }
+
+    /// Every access and every event of a run cut in batches of `max`,
+    /// events by global index (the mmaps of the start dropped).
+    fn remapping_run(steps: u64, accesses: u64, fast_forward: u64, max: usize) -> (Vec<u64>, Vec<(usize, String)>) {
+        let gen = Remapping(triples_skipping(steps, accesses, InitMode::None, 0).gen, Vec::new());
+        let plan = RunPlan {
+            name: "t".into(),
+            init: InitMode::None,
+            accesses,
+            fast_forward,
+            skip_kernel_init: false,
+            functional: false,
+            instructions_per_access: None,
+        };
+        let mut w = Driven::new(plan, gen);
+        let (mut offs, mut events) = (Vec::new(), Vec::new());
+        loop {
+            let mut b = Batch::default();
+            let more = w.next_batch(&mut b, max);
+            for (i, e) in &b.events {
+                let label = match e {
+                    MapEvent::Mmap { name, .. } if name != "t" => format!("mmap {name}"),
+                    MapEvent::Munmap { .. } => "munmap".to_string(),
+                    _ => continue,
+                };
+                events.push((offs.len() + *i as usize, label));
+            }
+            offs.extend(offsets(&b));
+            if !more {
+                return (offs, events);
+            }
+        }
+    }
+
+    #[test]
+    fn mid_run_events_keep_their_access_through_any_cut_and_the_spill() {
+        // 4 steps of 3 loads: the remaps come before accesses 3, 6 and 9.
+        let whole = remapping_run(4, 12, 0, 1000);
+        let expect: Vec<(usize, String)> =
+            [(3, "munmap"), (3, "mmap 1"), (6, "munmap"), (6, "mmap 2"), (9, "munmap"), (9, "mmap 3")]
+                .into_iter()
+                .map(|(i, l)| (i, l.to_string()))
+                .collect();
+        assert_eq!(whole.1, expect);
+        // Batches of 1, 2, 4 and 5 cut steps and spill their remaps.
+        for max in [1, 2, 4, 5] {
+            assert_eq!(remapping_run(4, 12, 0, max), whole, "batches of {max}");
+        }
+    }
+
+    #[test]
+    fn a_dropped_stretchs_events_reach_the_next_access_handed_out() {
+        // Skipping 7 drops the remaps before 3 and 6: they come before the
+        // first measured access (global 7, offset 7); the one before 9 stays.
+        let (offs, events) = remapping_run(4, 5, 7, 1000);
+        assert_eq!(offs, [7, 8, 9, 10, 11]);
+        let labels: Vec<(usize, &str)> = events.iter().map(|(i, l)| (*i, l.as_str())).collect();
+        assert_eq!(labels, [(0, "munmap"), (0, "mmap 1"), (0, "munmap"), (0, "mmap 2"), (2, "munmap"), (2, "mmap 3")]);
     }
 
     #[test]

@@ -46,6 +46,7 @@
 //! from `workload.seed`, so two builds with the same configuration emit the
 //! same batches.
 
+mod blackscholes;
 mod config;
 mod driver;
 mod file_read;
@@ -53,13 +54,16 @@ mod graph;
 mod gups;
 mod hashjoin;
 mod host;
+mod img_dnn;
 mod kv;
 mod permute;
+mod pgsql_join;
 mod pointer_chase;
 mod sparse;
 mod stream;
 mod stride;
 mod svm;
+mod xapian;
 mod xsbench;
 mod zipf;
 
@@ -320,6 +324,10 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::HashJoin => driver::Driven::boxed(run, hashjoin::HashJoin::new(cfg)),
         WorkloadKind::Svm => driver::Driven::boxed(run, svm::Svm::new(cfg)),
         WorkloadKind::XsBench => driver::Driven::boxed(run, xsbench::XsBench::new(cfg)),
+        WorkloadKind::Xapian => driver::Driven::boxed(run, xapian::Xapian::new(cfg)),
+        WorkloadKind::Blackscholes => driver::Driven::boxed(run, blackscholes::Blackscholes::new(cfg)),
+        WorkloadKind::PgsqlJoin => driver::Driven::boxed(run, pgsql_join::PgsqlJoin::new(cfg)),
+        WorkloadKind::ImgDnn => driver::Driven::boxed(run, img_dnn::ImgDnn::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }
@@ -559,8 +567,8 @@ mod tests {
             assert_eq!(a.accesses, b.accesses, "{kind:?}");
             assert_eq!(a.events, b.events, "{kind:?}");
             let other = collect(&small_config(kind, 2), 20_000);
-            if kind != WorkloadKind::Stream {
-                // stream has no randomness at all.
+            if !matches!(kind, WorkloadKind::Stream | WorkloadKind::Blackscholes | WorkloadKind::ImgDnn) {
+                // stream, blackscholes and img-dnn have no randomness at all.
                 assert_ne!(a.accesses, other.accesses, "{kind:?} ignores its seed");
             }
         }

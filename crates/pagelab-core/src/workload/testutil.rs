@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 10] = [
+pub const ALL_KINDS: [WorkloadKind; 14] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -15,6 +15,10 @@ pub const ALL_KINDS: [WorkloadKind; 10] = [
     WorkloadKind::HashJoin,
     WorkloadKind::Svm,
     WorkloadKind::XsBench,
+    WorkloadKind::Xapian,
+    WorkloadKind::Blackscholes,
+    WorkloadKind::PgsqlJoin,
+    WorkloadKind::ImgDnn,
 ];
 
 /// A configuration of `kind` small enough for a unit test.
@@ -34,6 +38,8 @@ pub fn small_config(kind: WorkloadKind, seed: u64) -> WorkloadConfig {
         }
         // The build writes the same table whatever the seed: start at the probes.
         WorkloadKind::HashJoin => cfg.skip_kernel_init = true,
+        // A 64 KiB build relation: its 8 pages' build, then the probes.
+        WorkloadKind::PgsqlJoin => cfg.build_relation = Some(ByteSize(64 << 10)),
         _ => {}
     }
     cfg
@@ -125,6 +131,11 @@ pub fn check_mapped(batches: &[Batch], what: &str) {
 }
 
 fn apply(mapped: &mut Vec<Array>, e: &MapEvent, what: &str) {
+    if let MapEvent::Munmap { start, len } = e {
+        let before = mapped.len();
+        mapped.retain(|m| !(m.start == *start && m.len == *len));
+        assert_eq!(mapped.len() + 1, before, "{what}: munmap {start:?} of {len} bytes matches no one mapping");
+    }
     if let MapEvent::Mmap { start, len, .. } = e {
         assert!(start.is_aligned(2 << 20), "{what}: {start:?} not 2 MiB-aligned");
         let new = Array { name: "", start: *start, len: *len };
