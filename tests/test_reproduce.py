@@ -26,6 +26,11 @@ COLUMNS = {
     "virt-walks": {"guest_page", "host_page", "caches", "refs_per_walk", "cycles_per_walk"},
     "virt-splinter": {"workload", "guest_policy", "host_policy", "dtlb_l2_misses", "walk_refs", "runtime"},
     "virt-ksm": {"pages_to_scan", "pages_shared", "pages_sharing", "memory_saved_mib", "cow_breaks", "runtime"},
+    "coplace-table2": {"workload", "host_policy", "conflict_level"},
+    "coplace-fig1": {"workload", "guest_policy", "host_policy", "llc_ways", "runtime_norm", "llc_miss_ratio_inc",
+                     "l2_miss_ratio_inc"},
+    "coplace-perf": {"workload", "system", "llc_ways", "runtime_norm", "request_cycles_mean", "request_cycles_p99"},
+    "coplace-varying": {"phase", "system", "conflict_level", "runtime_norm"},
     "et-frag": {"workload", "fmfi", "system", "cycles_norm", "share_2m"},
     "et-hints": {"workload", "source", "cycles_norm", "share_32m"},
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
@@ -60,7 +65,7 @@ def assert_columns(df, columns):
 
 #: Numeric grid labels: keys, not quantities (no spread).
 KEYS_NUMERIC = {"degree", "portion", "frag_index", "colors", "submappings", "pages_to_scan", "fmfi", "fast_share",
-                "walk_latency"}
+                "walk_latency", "llc_ways"}
 #: Experiments whose result is a table only.
 NO_FIGURE = {"chp-swap", "chp-table4"}
 
@@ -133,7 +138,7 @@ def test_reproduce_tiny(tmp_path, exp_id):
     # a table, or (experiments that print a narrower table) its columns.
     header = "| " + " | ".join(df.columns) + " |"
     assert header in md or all(c in md for c in COLUMNS[exp_id]), md
-    if exp_id.startswith(("chp-", "pp-", "et-")):
+    if exp_id.startswith(("chp-", "pp-", "et-", "coplace-")):
         # The paper's values beside pagelab's, one row per quantity of the
         # experiment's paper/ID.csv, in the write-up too.
         paper = pd.read_csv(tmp_path / f"{exp_id}.paper.csv", dtype=str, keep_default_na=False)
@@ -185,6 +190,8 @@ def test_reproduce_tiny(tmp_path, exp_id):
         assert on.memory_saved_mib.iloc[-1] > 0 and on.cow_breaks.iloc[-1] > 0
     elif exp_id.startswith("pp-"):
         PP_CHECKS[exp_id](df)
+    elif exp_id.startswith("coplace-"):
+        COPLACE_CHECKS[exp_id](df)
     elif exp_id == "et-hugetlb":
         # Exactly the issue's columns; every size run (no 1 GiB column: the
         # tiny footprints hold no 1 GiB page), each normalized to its
@@ -626,3 +633,39 @@ def test_pp_realfrag_allocation_worked_by_hand():
     # The booted machine: the snapshot's size in whole pageblocks.
     assert rf.machine_bytes("paper-first", 1.0) == 12 << 30
     assert rf.machine_bytes("this-vm", 1 / 4) == 6 << 30
+
+
+def _coplace_table2(df):
+    assert_columns(df, ["workload", "host_policy", "conflict_level", "l2_conflict_level", "host_memory"])
+    assert set(df.host_memory) == {"aged", "fresh"} and (df.conflict_level >= 0).all()
+    # On the aged host the default placement takes frames between pinned
+    # ones, in fault order; the two placements that follow the guest frame
+    # keep the guest's even spread.
+    aged = df[df.host_memory == "aged"].groupby("host_policy").conflict_level.mean()
+    assert aged["base"] > aged["vmm-coloring"] and aged["base"] > aged["coplace"]
+
+
+def _coplace_fig1(df):
+    assert_columns(df, ["workload", "guest_policy", "host_policy", "llc_ways", "runtime_norm", "llc_miss_ratio_inc",
+                        "l2_miss_ratio_inc"])
+    assert set(df.host_policy) == {"base", "vmm-coloring"} and set(df.llc_ways) == {11, 1}
+    assert (df.runtime_norm > 0).all() and df[["llc_miss_ratio_inc", "l2_miss_ratio_inc"]].abs().le(100).all().all()
+
+
+def _coplace_perf(df):
+    assert_columns(df, ["workload", "system", "llc_ways", "runtime_norm", "request_cycles_mean", "request_cycles_p99"])
+    xapian, bs = df[df.workload == "Xapian"], df[df.workload == "blackscholes"]
+    # Requests only where the workload serves them; a tail at or above the mean.
+    assert (xapian.request_cycles_p99 >= xapian.request_cycles_mean).all() and (xapian.request_cycles_mean > 0).all()
+    assert bs.request_cycles_mean.isna().all()
+
+
+def _coplace_varying(df):
+    assert_columns(df, ["phase", "system", "conflict_level", "runtime_norm"])
+    assert set(zip(df.phase, df.system)) == {(p, s) for p in ("sysbench", "pgsql", "pgsql-fresh")
+                                             for s in ("baseline", "coplace")}
+    assert (df.runtime_norm > 0).all()
+
+
+COPLACE_CHECKS = {"coplace-table2": _coplace_table2, "coplace-fig1": _coplace_fig1, "coplace-perf": _coplace_perf,
+                  "coplace-varying": _coplace_varying}
