@@ -31,6 +31,8 @@ COLUMNS = {
                      "l2_miss_ratio_inc"},
     "coplace-perf": {"workload", "system", "llc_ways", "runtime_norm", "request_cycles_mean", "request_cycles_p99"},
     "coplace-varying": {"phase", "system", "conflict_level", "runtime_norm"},
+    "coplace-multivm": {"scenario", "system", "request_cycles_mean", "request_cycles_p99", "llc_miss_ratio",
+                        "memory_saved"},
     "et-frag": {"workload", "fmfi", "system", "cycles_norm", "share_2m"},
     "et-hints": {"workload", "source", "cycles_norm", "share_32m"},
     "et-hugetlb": {"workload", "virtualized", "page_size", "cycles_norm"},
@@ -667,5 +669,13 @@ def _coplace_varying(df):
     assert (df.runtime_norm > 0).all()
 
 
+def _coplace_multivm(df):
+    assert_columns(df, ["scenario", "system", "request_cycles_mean", "request_cycles_p99", "llc_miss_ratio",
+                        "memory_saved"])
+    assert list(df.system) == ["baseline", "coplace-no-eksm", "coplace"]
+    # The VMs declare identical data: KSM merges some under every system.
+    assert (df.memory_saved > 0).all() and (df.request_cycles_p99 >= df.request_cycles_mean).all()
+
+
 COPLACE_CHECKS = {"coplace-table2": _coplace_table2, "coplace-fig1": _coplace_fig1, "coplace-perf": _coplace_perf,
-                  "coplace-varying": _coplace_varying}
+                  "coplace-varying": _coplace_varying, "coplace-multivm": _coplace_multivm}

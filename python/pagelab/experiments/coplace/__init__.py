@@ -6,6 +6,7 @@ one VM of one vCPU, the host's placement varied.
 - `fig1`: `coplace-fig1`, runtime and miss-ratio increases in a VM (Fig. 1).
 - `perf`: `coplace-perf`, COPLACE against the baseline on blackscholes and
   Xapian (Fig. 5 and 6).
+- `multivm`: `coplace-multivm`, eleven Xapian VMs with eKSM (Fig. 8(a)).
 - `varying`: `coplace-varying`, the join after the file reader (section V-C).
 - `claims`: the headline claims of docs/systems/coplace-results.md.
 """
