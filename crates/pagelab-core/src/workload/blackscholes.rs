@@ -113,18 +113,11 @@ impl Generator for Blackscholes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::ByteSize;
-    use crate::workload::testutil::collect;
-    use crate::workload::{AccessKind, InitMode, WorkloadKind};
+    use crate::workload::testutil::{collect, no_init_config};
+    use crate::workload::{AccessKind, WorkloadKind};
 
     fn config(footprint: u64, accesses: u64) -> WorkloadConfig {
-        WorkloadConfig {
-            kind: WorkloadKind::Blackscholes,
-            footprint: ByteSize(footprint),
-            accesses,
-            init: InitMode::None,
-            ..WorkloadConfig::default()
-        }
+        no_init_config(WorkloadKind::Blackscholes, footprint, accesses, WorkloadConfig::default().seed)
     }
 
     #[test]

@@ -3,18 +3,11 @@
 //! per request and first, weights read once per request.
 
 use super::*;
-use crate::units::ByteSize;
-use crate::workload::testutil::collect;
-use crate::workload::{AccessKind, InitMode, WorkloadKind};
+use crate::workload::testutil::{collect, no_init_config};
+use crate::workload::{AccessKind, WorkloadKind};
 
 fn config(footprint: u64, accesses: u64) -> WorkloadConfig {
-    WorkloadConfig {
-        kind: WorkloadKind::ImgDnn,
-        footprint: ByteSize(footprint),
-        accesses,
-        init: InitMode::None,
-        ..WorkloadConfig::default()
-    }
+    no_init_config(WorkloadKind::ImgDnn, footprint, accesses, WorkloadConfig::default().seed)
 }
 
 /// A request's accesses for hidden width `h`, layer by layer.

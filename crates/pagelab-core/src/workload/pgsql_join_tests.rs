@@ -4,18 +4,13 @@
 
 use super::*;
 use crate::units::ByteSize;
-use crate::workload::testutil::collect;
-use crate::workload::{AccessKind, InitMode, WorkloadKind};
+use crate::workload::testutil::{collect, no_init_config};
+use crate::workload::{AccessKind, WorkloadKind};
 
 fn config(build: u64, footprint: u64, accesses: u64, seed: u64) -> WorkloadConfig {
     WorkloadConfig {
-        kind: WorkloadKind::PgsqlJoin,
         build_relation: Some(ByteSize(build)),
-        footprint: ByteSize(footprint),
-        accesses,
-        seed,
-        init: InitMode::None,
-        ..WorkloadConfig::default()
+        ..no_init_config(WorkloadKind::PgsqlJoin, footprint, accesses, seed)
     }
 }
 

@@ -21,6 +21,19 @@ pub const ALL_KINDS: [WorkloadKind; 14] = [
     WorkloadKind::ImgDnn,
 ];
 
+/// A generator's configuration with its sizes and no init pass: the
+/// generators' own tests read their accesses from the first one.
+pub fn no_init_config(kind: WorkloadKind, footprint: u64, accesses: u64, seed: u64) -> WorkloadConfig {
+    WorkloadConfig {
+        kind,
+        footprint: ByteSize(footprint),
+        accesses,
+        seed,
+        init: super::InitMode::None,
+        ..WorkloadConfig::default()
+    }
+}
+
 /// A configuration of `kind` small enough for a unit test.
 pub fn small_config(kind: WorkloadKind, seed: u64) -> WorkloadConfig {
     let mut cfg =

@@ -4,18 +4,11 @@
 
 use super::*;
 use crate::units::ByteSize;
-use crate::workload::testutil::{check_mapped, collect, collect_batches};
+use crate::workload::testutil::{check_mapped, collect, collect_batches, no_init_config};
 use crate::workload::{build_generator, AccessKind, InitMode, WorkloadKind};
 
 fn config(footprint: u64, accesses: u64, seed: u64) -> WorkloadConfig {
-    WorkloadConfig {
-        kind: WorkloadKind::Xapian,
-        footprint: ByteSize(footprint),
-        accesses,
-        seed,
-        init: InitMode::None,
-        ..WorkloadConfig::default()
-    }
+    no_init_config(WorkloadKind::Xapian, footprint, accesses, seed)
 }
 
 #[test]
