@@ -18,7 +18,8 @@ DECLARED = {
     "virt": {"virt-ksm", "virt-splinter", "virt-walks"},
     "perforated": {"pp-fig7", "pp-fig8", "pp-fig9", "pp-gtsm", "pp-ksm", "pp-realfrag", "pp-redis", "pp-virt"},
     "elastic": {"et-frag", "et-hints", "et-hugetlb", "et-native", "et-sizes", "et-virt", "et-walkcost"},
-    "coplace": {"coplace-fig1", "coplace-multivm", "coplace-perf", "coplace-table2", "coplace-varying"},
+    "coplace": {"coplace-fig1", "coplace-multivm", "coplace-perf", "coplace-standin", "coplace-table2",
+                "coplace-varying"},
 }
 
 ROOT = Path(experiments.__file__).parent

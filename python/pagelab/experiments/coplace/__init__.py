@@ -8,5 +8,7 @@ one VM of one vCPU, the host's placement varied.
   Xapian (Fig. 5 and 6).
 - `multivm`: `coplace-multivm`, eleven Xapian VMs with eKSM (Fig. 8(a)).
 - `varying`: `coplace-varying`, the join after the file reader (section V-C).
+- `standin`: `coplace-standin`, Table II's setting under three stand-in
+  slice hashes (how much the results hang on the stand-in).
 - `claims`: the headline claims of docs/systems/coplace-results.md.
 """
