@@ -8,7 +8,7 @@ use crate::hw::cache::ColorMap;
 use crate::os::{ColorPool, Fault, FaultOutcome, Kernel, System};
 use crate::phys::{FrameOwner, Migratetype, PhysMem};
 use crate::stat::{put_ints, Stats};
-use crate::units::{Order, PageSize, Pfn};
+use crate::units::{Asid, Order, PageSize, Pfn};
 
 /// Which host color a guest frame wants.
 #[derive(Debug)]
@@ -60,6 +60,24 @@ impl HostColoring {
     }
 }
 
+impl HostColoring {
+    /// A free frame for guest frame `offset` (its page offset within the
+    /// VM's memory) of the VM whose host process is `asid`, of the color it
+    /// wants, else the nearest (counted). `what` names the page in the
+    /// out-of-memory message.
+    fn frame_for(&mut self, k: &mut Kernel, asid: Asid, offset: u64, what: impl FnOnce() -> String) -> Result<Pfn> {
+        // A VM's process in the host: VM i's is the (i + 1)th spawned.
+        let vm = asid as usize - 1;
+        let pool = self.own.as_mut().unwrap_or(&mut k.color_pool);
+        let nr_colors = pool.map().nr_colors();
+        let want = self.target.wanted(vm, offset, nr_colors);
+        let (frame, exact) = alloc_colored(pool, &mut k.mem, want, nr_colors)
+            .ok_or_else(|| Error::OutOfMemory(format!("no free host frame for {} ({})", what(), self.name)))?;
+        self.fallbacks += u64::from(!exact);
+        Ok(frame)
+    }
+}
+
 impl System for HostColoring {
     fn name(&self) -> &'static str {
         self.name
@@ -68,17 +86,22 @@ impl System for HostColoring {
     fn fault(&mut self, k: &mut Kernel, f: &Fault) -> Result<Option<FaultOutcome>> {
         let page = f.vaddr.align_down(4096);
         let offset = page.vpn().raw() - f.vma.start.vpn().raw();
-        // A VM's process in the host: VM i's is the (i + 1)th spawned.
-        let vm = f.asid as usize - 1;
-        let pool = self.own.as_mut().unwrap_or(&mut k.color_pool);
-        let nr_colors = pool.map().nr_colors();
-        let want = self.target.wanted(vm, offset, nr_colors);
-        let (frame, exact) = alloc_colored(pool, &mut k.mem, want, nr_colors)
-            .ok_or_else(|| Error::OutOfMemory(format!("no free host frame for {} ({})", f.vaddr, self.name)))?;
-        self.fallbacks += u64::from(!exact);
+        let frame = self.frame_for(k, f.asid, offset, || format!("{}", f.vaddr))?;
         k.mem.set_owner(frame, FrameOwner::User { asid: f.asid, vpn: page.vpn() });
         k.map_user(f.asid, page, frame, PageSize::Size4K, f.vma.writable)?;
         Ok(Some(FaultOutcome { kind: "colored", size: PageSize::Size4K, cycles: k.costs.colored }))
+    }
+
+    /// A frame the host kernel needs for a VM's page outside a fault (a
+    /// store to a KSM-merged page copies into it): of the color the guest
+    /// frame wants, as its fault would have chosen. Pages outside a VMA
+    /// (none in a VM's process) are left to the buddy allocator.
+    fn alloc_page(&mut self, k: &mut Kernel, asid: Asid, owner: FrameOwner) -> Result<Option<Pfn>> {
+        let FrameOwner::User { vpn, .. } = owner else { return Ok(None) };
+        let Some(start) = k.proc(asid).aspace.find_vma(vpn.addr()).map(|v| v.start) else { return Ok(None) };
+        let frame = self.frame_for(k, asid, vpn.raw() - start.vpn().raw(), || format!("{}", vpn.addr()))?;
+        k.mem.set_owner(frame, owner);
+        Ok(Some(frame))
     }
 
     fn placement_colors(&self) -> Option<&ColorMap> {

@@ -119,3 +119,18 @@ fn scarce_must_be_a_fraction() {
     let e = crate::config::parse_config("", "t.toml", &["virt.host.ksm.colors=\"loose\"".into()]).unwrap_err();
     assert!(e.to_string().contains("colors"), "{e}");
 }
+
+#[test]
+fn a_store_to_a_page_merged_across_colors_copies_into_its_own_color() {
+    // Stock KSM merges VM 1's frame g (host color g mod 2) into VM 0's
+    // frame g - 1 (the other color); VM 1's store breaks the sharing and
+    // the copy is placed as frame g's own fault would be: color g mod 2.
+    let (mut hv, mut contents) = two_colors("ignore", 0.1, &[0, 1]);
+    wake_until(&mut hv, &contents, 2);
+    for g in 1..9 {
+        assert_ne!(color_of(&hv, 1, g), (g % 2) as u32, "merged across colors");
+        hv.break_cow(1, Gfn::new(g), Some(&mut contents)).unwrap();
+        assert_eq!(color_of(&hv, 1, g), (g % 2) as u32, "guest frame {g}");
+    }
+    check_sharing(&hv, &contents);
+}

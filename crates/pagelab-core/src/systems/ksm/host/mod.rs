@@ -249,12 +249,15 @@ impl Ksm {
             self.release(host, frame);
         }
         if !(perforated && punch::patch_back(host, vm, gfn)) {
+            // The copy is placed as the guest frame's own fault would be
+            // (a colored host placement keeps its color: COPLACE's).
             let owner = FrameOwner::User { asid: vm.host_asid, vpn: gfn.addr().as_host_virt().vpn() };
-            let copy = host.mem.alloc(Order::BASE, Migratetype::Movable, owner).ok_or_else(|| {
-                Error::OutOfMemory(format!(
+            let copy = host.alloc_page_for(vm.host_asid, owner).map_err(|e| match e {
+                Error::OutOfMemory(_) => Error::OutOfMemory(format!(
                     "host memory exhausted copying KSM page {frame} for guest frame {gfn} of VM {} (there is no swap)",
                     vm.vpid
-                ))
+                )),
+                other => other,
             })?;
             remap(host, vm, gfn, copy, true);
         }
