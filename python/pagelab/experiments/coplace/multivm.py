@@ -25,7 +25,7 @@ paper's VM, made concrete (module `ebal`):
   reuses its own freed frames (the guest's buddy allocator takes the
   smallest, lowest free block), so the paper's "gradually allocated"
   pages cannot reach it during its run: it starts after the deflation,
-  waiting on its vCPU for a small program (`stream` over 2 MiB, `after`).
+  waiting on its vCPU for a small program (`stream` over 192 KiB, `after`).
 - VM 1, the donor (the paper does not say which VM gives up the 20 MB:
   pagelab's choice, a second VM): an aged guest (`ebal.DONOR_AGED`: its
   free memory single frames between its kernel's) whose job touched 40 MiB
@@ -59,10 +59,10 @@ seeds), then `seeds` and each quantity's `<col>_std` and `<col>_ci95`:
 | `system` | `baseline`, `coplace-no-eksm` (or `coplace-no-ebal`), `coplace` |
 | `request_cycles_mean` | eksm: `vmN.core0.request.cycles_mean`, averaged over the VMs; ebal: Xapian's alone, `vm0.core0.request.cycles_mean` |
 | `request_cycles_p99` | the same of `.cycles_p99` |
-| `llc_miss_ratio` | eksm: `cache.llc.misses / cache.llc.accesses` over the machine; ebal: Xapian's core's (`vm0.core0.cache.llc.*`); in percent |
+| `llc_miss_ratio` | eksm: `cache.llc.misses / cache.llc.accesses` over the machine; ebal: Xapian's core's (`vm0.core0.cache.llc.*`, its first touches included; the program before it stays in the L2); in percent |
 | `memory_saved` | eksm: `ksm.pages_sharing` x 4 KiB at the end, in MiB; ebal: empty (the balloon moves the same 20 MiB under every system) |
 | `llc_conflict_level` | ebal: Xapian's conflict level as the paper measures it (`vm0.core0.llc_conflict_level`); eksm: empty |
-| `color_fallbacks` | ebal: host faults given a frame of another color than the host placement wanted (`host.coplace.color_fallbacks`, `host.vmm_coloring.color_fallbacks`); eksm: empty |
+| `color_fallbacks` | ebal: host faults, over the run, given a frame of another color than the host placement wanted (`host.coplace.color_fallbacks`, `host.vmm_coloring.color_fallbacks`): VM 0's new pages after the deflation, and any of the last faults before it as the host fills; eksm: empty |
 | `freed_color_stddev` | ebal: `host.balloon.freed_color_stddev`, the donor's freed host frames per host color (1,024 colors); eksm: empty |
 | `deflated` | ebal: `host.balloon.deflated`, pages VM 0 got back; eksm: empty |
 
