@@ -640,6 +640,7 @@ def test_pp_realfrag_allocation_worked_by_hand():
 def _coplace_table2(df):
     assert_columns(df, ["workload", "host_policy", "conflict_level", "l2_conflict_level", "host_memory"])
     assert set(df.host_memory) == {"aged", "fresh"} and (df.conflict_level >= 0).all()
+    assert set(df.workload) == {"blackscholes", "water_spatial", "Xapian", "Img-dnn"}  # Table II's rows
     # On the aged host the default placement takes frames between pinned
     # ones, in fault order; the two placements that follow the guest frame
     # keep the guest's even spread.
@@ -651,6 +652,7 @@ def _coplace_fig1(df):
     assert_columns(df, ["workload", "guest_policy", "host_policy", "llc_ways", "runtime_norm", "llc_miss_ratio_inc",
                         "l2_miss_ratio_inc"])
     assert set(df.host_policy) == {"base", "vmm-coloring"} and set(df.llc_ways) == {11, 1}
+    assert set(df.workload) == {"blackscholes", "water_spatial"}
     assert (df.runtime_norm > 0).all() and df[["llc_miss_ratio_inc", "l2_miss_ratio_inc"]].abs().le(100).all().all()
 
 

@@ -43,6 +43,9 @@ pub enum WorkloadKind {
     /// TailBench's Img-dnn handwriting recognition, request-structured
     /// (`workload/img_dnn.rs`).
     ImgDnn,
+    /// SPLASH-2's water-spatial molecular dynamics
+    /// (`workload/water_spatial.rs`).
+    WaterSpatial,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -65,6 +68,7 @@ impl WorkloadKind {
             WorkloadKind::Blackscholes => "blackscholes",
             WorkloadKind::PgsqlJoin => "pgsql-join",
             WorkloadKind::ImgDnn => "img-dnn",
+            WorkloadKind::WaterSpatial => "water-spatial",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -415,8 +419,13 @@ impl WorkloadConfig {
             // keys are checked with the other kinds' (`validate_svm_keys`).
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
             // A page holds a gups word and a stream element of each array.
-            // A page holds 146 options.
-            WorkloadKind::Gups | WorkloadKind::Stream | WorkloadKind::Blackscholes | WorkloadKind::Trace => Ok(()),
+            // A page holds 146 options; water-spatial takes two molecules
+            // at least.
+            WorkloadKind::Gups
+            | WorkloadKind::Stream
+            | WorkloadKind::Blackscholes
+            | WorkloadKind::WaterSpatial
+            | WorkloadKind::Trace => Ok(()),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 14] = [
+pub const ALL_KINDS: [WorkloadKind; 15] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -19,6 +19,7 @@ pub const ALL_KINDS: [WorkloadKind; 14] = [
     WorkloadKind::Blackscholes,
     WorkloadKind::PgsqlJoin,
     WorkloadKind::ImgDnn,
+    WorkloadKind::WaterSpatial,
 ];
 
 /// A generator's configuration with its sizes and no init pass: the

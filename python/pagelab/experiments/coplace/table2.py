@@ -40,7 +40,7 @@ COLUMNS = ["workload", "host_policy", "conflict_level", "l2_conflict_level", "ho
 POLICIES = ["base", "vmm-coloring", "coplace", "coloring"]
 #: The paper's columns -> pagelab's policy.
 PAPER_POLICY = {"bin hopping": "base", "page coloring": "vmm-coloring", "COPLACE": "coplace"}
-#: Table II's rows (water_spatial has no analogue: its cells stay empty).
+#: Table II's rows.
 PAPER_WORKLOADS = ["blackscholes", "water_spatial", "Xapian", "Img-dnn"]
 
 
