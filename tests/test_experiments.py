@@ -211,3 +211,25 @@ def test_et_native_leaves_out_a_hugetlb_run_that_mapped_no_1g_page():
     assert set(zip(t.workload, t.system)) == {("gups", "4k"), ("gups", "hugetlb-1g"), ("bfs", "4k")}
     assert t[(t.workload == "gups") & (t.system == "hugetlb-1g")].cycles_norm.item() == pytest.approx(0.6)
     assert "bfs" in native._unbacked_note(pd.DataFrame(rows))
+
+
+def test_coplace_multivm_points_are_each_scenario_with_its_systems():
+    from pagelab.sweep import expand
+
+    points = expand(experiments.get("coplace-multivm").sweeps["tiny"])
+    got = {(p.params["scenario"], p.params["system"]): p.config for p in points}
+    assert set(got) == {(s, r) for s in ("eksm", "ebal") for r in ("baseline", "coplace-stock", "coplace")}
+    host = {k: c["virt"]["host"] for k, c in got.items()}
+    # eKSM's: eleven VMs, KSM's colors by system, no balloon.
+    assert [host["eksm", r]["ksm"]["colors"] for r in ("baseline", "coplace-stock", "coplace")] == \
+        ["ignore", "ignore", "eksm"]
+    assert all(len(got["eksm", r]["vms"]) == 11 and "balloon" not in host["eksm", r] for r in ("baseline", "coplace"))
+    # eBal's: the receiver and the donor, the balloon's colors by system,
+    # the receiver's Xapian after the deflation (it waits on its vCPU).
+    assert [(host["ebal", r]["policy"], host["ebal", r]["balloon"]["even_colors"])
+            for r in ("baseline", "coplace-stock", "coplace")] == \
+        [("vmm-coloring", False), ("coplace", False), ("coplace", True)]
+    receiver, donor = got["ebal", "coplace"]["vms"]
+    assert [w.get("after") for w in receiver["workloads"]] == [None, "previous", None]
+    assert receiver["workloads"][1]["kind"] == "xapian" and "ksm" not in host["ebal", "coplace"]
+    assert donor["workloads"][1]["after"] == "previous"

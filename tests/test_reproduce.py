@@ -678,10 +678,18 @@ def _coplace_varying(df):
 
 def _coplace_multivm(df):
     assert_columns(df, ["scenario", "system", "request_cycles_mean", "request_cycles_p99", "llc_miss_ratio",
-                        "memory_saved"])
-    assert list(df.system) == ["baseline", "coplace-no-eksm", "coplace"]
+                        "memory_saved", "llc_conflict_level", "color_fallbacks", "freed_color_stddev", "deflated"])
+    assert list(zip(df.scenario, df.system)) == [("eksm", "baseline"), ("eksm", "coplace-no-eksm"), ("eksm", "coplace"),
+                                                 ("ebal", "baseline"), ("ebal", "coplace-no-ebal"), ("ebal", "coplace")]
+    assert (df.request_cycles_p99 >= df.request_cycles_mean).all() and (df.request_cycles_mean > 0).all()
+    eksm, ebal = df[df.scenario == "eksm"], df[df.scenario == "ebal"]
     # The VMs declare identical data: KSM merges some under every system.
-    assert (df.memory_saved > 0).all() and (df.request_cycles_p99 >= df.request_cycles_mean).all()
+    assert (eksm.memory_saved > 0).all() and eksm.color_fallbacks.isna().all()
+    # The balloon gave VM 0 Xapian's tiny footprint (2 MiB) back under every
+    # system (512 pages: fewer than COPLACE's 1,024 host colors, so the
+    # tiny variant cannot show eBal's evenness; the quick one does).
+    assert ebal.memory_saved.isna().all() and (ebal.deflated == 512).all()
+    assert (ebal.llc_conflict_level > 0).all() and (ebal.color_fallbacks >= 0).all()
 
 
 def _coplace_standin(df):
