@@ -46,6 +46,9 @@ pub enum WorkloadKind {
     /// SPLASH-2's water-spatial molecular dynamics
     /// (`workload/water_spatial.rs`).
     WaterSpatial,
+    /// PARSEC's raytrace (rtview), a BVH over a triangle mesh
+    /// (`workload/raytrace.rs`).
+    Raytrace,
     /// A recorded trace (`workload.path`), see `crate::trace`.
     Trace,
 }
@@ -69,6 +72,7 @@ impl WorkloadKind {
             WorkloadKind::PgsqlJoin => "pgsql-join",
             WorkloadKind::ImgDnn => "img-dnn",
             WorkloadKind::WaterSpatial => "water-spatial",
+            WorkloadKind::Raytrace => "raytrace",
             WorkloadKind::Trace => "trace",
         }
     }
@@ -420,11 +424,12 @@ impl WorkloadConfig {
             WorkloadKind::HashJoin | WorkloadKind::Svm => Ok(()),
             // A page holds a gups word and a stream element of each array.
             // A page holds 146 options; water-spatial takes two molecules
-            // at least.
+            // at least, raytrace one leaf.
             WorkloadKind::Gups
             | WorkloadKind::Stream
             | WorkloadKind::Blackscholes
             | WorkloadKind::WaterSpatial
+            | WorkloadKind::Raytrace
             | WorkloadKind::Trace => Ok(()),
         }
     }

@@ -59,6 +59,7 @@ mod kv;
 mod permute;
 mod pgsql_join;
 mod pointer_chase;
+mod raytrace;
 mod sparse;
 mod stream;
 mod stride;
@@ -330,6 +331,7 @@ pub fn build_generator(cfg: &WorkloadConfig, key_prefix: &str) -> Result<Box<dyn
         WorkloadKind::PgsqlJoin => driver::Driven::boxed(run, pgsql_join::PgsqlJoin::new(cfg)),
         WorkloadKind::ImgDnn => driver::Driven::boxed(run, img_dnn::ImgDnn::new(cfg)),
         WorkloadKind::WaterSpatial => driver::Driven::boxed(run, water_spatial::WaterSpatial::new(cfg)),
+        WorkloadKind::Raytrace => driver::Driven::boxed(run, raytrace::Raytrace::new(cfg)),
         WorkloadKind::Trace => unreachable!("traces are refused above"),
     })
 }

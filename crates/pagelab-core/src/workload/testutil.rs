@@ -4,7 +4,7 @@
 use super::*;
 use crate::units::ByteSize;
 
-pub const ALL_KINDS: [WorkloadKind; 15] = [
+pub const ALL_KINDS: [WorkloadKind; 16] = [
     WorkloadKind::Gups,
     WorkloadKind::Stream,
     WorkloadKind::Stride,
@@ -20,6 +20,7 @@ pub const ALL_KINDS: [WorkloadKind; 15] = [
     WorkloadKind::PgsqlJoin,
     WorkloadKind::ImgDnn,
     WorkloadKind::WaterSpatial,
+    WorkloadKind::Raytrace,
 ];
 
 /// A generator's configuration with its sizes and no init pass: the

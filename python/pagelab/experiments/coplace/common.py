@@ -33,15 +33,16 @@ SCALES = {
 
 #: The paper's workload -> the analogue's table at full and quick scale,
 #: and its footprint at tiny. `accesses` is the variant's. Footprints:
-#: Xapian's is the paper's (~20 MB, section V); blackscholes's and
-#: water_spatial's are pagelab's choice, just under the 27.5 MiB LLC, where
-#: placement decides their misses (PARSEC's native blackscholes, 280 MB,
+#: Xapian's is the paper's (~20 MB, section V); blackscholes's,
+#: water_spatial's and raytrace's scene are pagelab's choice, just under
+#: the 27.5 MiB LLC, where placement decides their misses (PARSEC's native blackscholes, 280 MB,
 #: streams through the LLC, and one of its 100 passes alone is 70 M
 #: accesses; the paper gives neither program's input); Img-dnn's is the
 #: analogue's example (the paper gives none).
 WORKLOADS = {
     "blackscholes": ({"kind": "blackscholes", "footprint": "24MiB"}, "3MiB"),
     "water_spatial": ({"kind": "water-spatial", "footprint": "24MiB"}, "2MiB"),
+    "raytrace": ({"kind": "raytrace", "footprint": "24MiB"}, "1MiB"),
     "Xapian": ({"kind": "xapian", "footprint": "20MiB"}, "2MiB"),
     "Img-dnn": ({"kind": "img-dnn", "footprint": "6MiB"}, "1MiB"),
 }

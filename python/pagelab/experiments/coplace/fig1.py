@@ -42,7 +42,7 @@ ID = "coplace-fig1"
 COLUMNS = ["workload", "guest_policy", "host_policy", "llc_ways", "runtime_norm", "llc_miss_ratio_inc",
            "l2_miss_ratio_inc"]
 #: The paper's throughput workloads that pagelab has analogues of.
-THROUGHPUT = ["blackscholes", "water_spatial"]
+THROUGHPUT = ["blackscholes", "water_spatial", "raytrace"]
 GUEST = ["coloring", "base"]
 HOST = ["base", "vmm-coloring"]
 WAYS = [11, 1]
