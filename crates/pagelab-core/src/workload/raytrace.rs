@@ -20,7 +20,8 @@
 //! order of a Z-order (Morton) curve over the screen, so neighbouring
 //! pixels hit neighbouring leaves; the frame buffer is 1920 x 1080 pixels
 //! of 4 bytes beside the scene. A pixel's leaf is its cell in a grid of
-//! the leaves over the screen, shifted by one cell per frame (the moving
+//! the leaves over the screen (cells past the last leaf wrap to the
+//! first ones), shifted by one cell per frame (the moving
 //! camera), with one of the 4 leaves around it drawn from the seed (the
 //! mesh's surface is not a plane). The run is the budget's: one frame at
 //! 24 MiB is about 80 M accesses.
