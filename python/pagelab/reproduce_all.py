@@ -24,6 +24,7 @@ runs; then the batch's wall clock.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -134,7 +135,8 @@ def run_all(out: str | Path, *, variant: str = "full", seeds: int | None = None,
             run_seconds = _run_seconds(entries, store)
         finally:
             store.close()
-    return Batch(entries, prepared, time.perf_counter() - started[0], run_seconds, getattr(ex, "jobs", None) or 1)
+    jobs_used = getattr(ex, "jobs", None) or os.cpu_count() or 1
+    return Batch(entries, prepared, time.perf_counter() - started[0], run_seconds, jobs_used)
 
 
 def _plan(e: Entry, out: Path, run: dict, bar: SharedBar) -> None:
