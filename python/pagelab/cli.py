@@ -139,6 +139,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from pagelab import experiments
     from pagelab.results import SaveRefused
 
+    if args.all or args.only:
+        return _reproduce_all(args)
     if args.list or not args.id:
         from pagelab.experiments.timings import expected_times
 
@@ -173,6 +175,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for f in files:
         print(f)
     return 0
+
+
+def _reproduce_all(args: argparse.Namespace) -> int:
+    from pagelab.reproduce_all import main as all_main
+
+    if args.id or not args.all:
+        why = f"--all runs every experiment: give no id ({_pagelab.cap_value(repr(args.id))})" if args.id else "--only goes with --all"
+        print(f"pagelab reproduce: error: {why} (see pagelab reproduce --help)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return all_main(args, _log)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -352,7 +364,13 @@ def parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("reproduce", help="run a named experiment (--list shows them)")
     rp.add_argument("id", nargs="?", help="experiment id")
-    rp.add_argument("--list", action="store_true", help="list the experiments")
+    rp.add_argument("--list", action="store_true",
+                    help="list the experiments; with --all, the recorded times per variant and their sums")
+    rp.add_argument("--all", action="store_true",
+                    help="run every experiment into one store (default out/all), each point two declare once, "
+                         "one progress bar; a table of runs and times at the end")
+    # Tests: --all over these experiments only (comma-separated ids).
+    rp.add_argument("--only", metavar="ID,...", help=argparse.SUPPRESS)
     size = rp.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="the small variant (minutes, not hours: --list shows each experiment's recorded times)")
     size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
@@ -361,11 +379,11 @@ def parser() -> argparse.ArgumentParser:
         choices=["full", "quick", "tiny"],
         help="full (default: the paper's scale), quick (= --quick) or tiny (the smallest: checks that the experiment runs; the tests use it)",
     )
-    rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID)")
+    rp.add_argument("--out", metavar="DIR", help="results directory (default out/ID; with --all out/all)")
     rp.add_argument("--seeds", type=_positive_int, metavar="N",
                     help="run every point with seeds 1..N (default: full 3, quick 2, tiny 1)")
     rp.add_argument("--save-results", nargs="?", const="results", metavar="ROOT",
-                    help="also save the run as data in ROOT/<package>/ID/ (default ROOT: results): "
+                    help="also save the run as data in ROOT/<package>/ID/ (default ROOT: results; with --all every experiment): "
                          "its CSVs, every run's statistics, seeds, configuration hash, commit, machine, time; "
                          "only a full run with 3 or more seeds")
     _executor_args(rp)

@@ -199,7 +199,9 @@ class _Worker:
 
 def _dispatch(workers: list[_Worker], tasks: Sequence[Task], on_result: OnResult) -> None:
     """Keeps every worker busy until `tasks` are done; results go to
-    `on_result` as they arrive."""
+    `on_result` as they arrive, after the worker has its next task (what
+    `on_result` does, such as analyzing an experiment whose runs are all
+    in, leaves no worker idle)."""
     from multiprocessing.connection import wait
 
     todo = iter(tasks)
@@ -213,11 +215,12 @@ def _dispatch(workers: list[_Worker], tasks: Sequence[Task], on_result: OnResult
     while busy:
         for conn in wait(list(busy)):
             w = busy.pop(conn)
-            on_result(w.receive())
+            res = w.receive()
             t = next(todo, None)
             if t is not None:
                 w.send(t)
                 busy[conn] = w
+            on_result(res)
 
 
 class ExecutorUnavailable(Exception):

@@ -16,6 +16,7 @@ and started again redoes no finished run and loses none.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -227,7 +228,11 @@ def _a_directory_name(name: object) -> bool:
             and len(name.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES)
 
 
-def _progress(total: int):
+def progress_bar(speed_estimate_period: float = 30.0):
+    """The bar of a sweep's runs, shown when stderr is a terminal: done of
+    total, elapsed, ETA. `speed_estimate_period`: the seconds of recent
+    progress the ETA's speed is taken over (rich's default, 30 s, suits
+    runs of seconds; runs of minutes need the whole elapsed time)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     return Progress(
@@ -239,7 +244,36 @@ def _progress(total: int):
         TimeRemainingColumn(),
         disable=not sys.stderr.isatty(),
         transient=True,
+        speed_estimate_period=speed_estimate_period,
     )
+
+
+class SharedBar:
+    """One bar over the runs of several sweeps (`pagelab reproduce --all`):
+    each adds its runs to the total as it learns them."""
+
+    def __init__(self, bar, task):
+        self.bar, self.task = bar, task
+
+    def total(self) -> int:
+        return int(next(t.total for t in self.bar.tasks if t.id == self.task) or 0)
+
+    def add(self, runs: int) -> None:
+        self.bar.update(self.task, total=self.total() + runs)
+
+    def advance(self) -> None:
+        self.bar.advance(self.task)
+
+
+@contextlib.contextmanager
+def _runs_bar(shared: SharedBar | None, runs: int):
+    """`shared` with `runs` more to do, or a bar of this sweep's own."""
+    if shared is not None:
+        shared.add(runs)
+        yield shared
+        return
+    with progress_bar() as bar:
+        yield SharedBar(bar, bar.add_task("runs", total=runs))
 
 
 @dataclasses.dataclass
@@ -251,12 +285,13 @@ class SweepOutcome:
     errors: dict[str, str]
     store_path: Path
 
-    def frame(self):
+    def frame(self, store: Store | None = None):
         """One row per point: its parameters, `config_hash`, `seconds` and
-        every statistic (points that failed are left out)."""
+        every statistic (points that failed are left out). `store`: the
+        store already open (for writing), else it is opened to read."""
         import pandas as pd
 
-        with Store(self.store_path, read_only=True) as store:
+        with contextlib.nullcontext(store) if store is not None else Store(self.store_path, read_only=True) as store:
             runs = store.raw(p.hash for p in self.points)
             by_hash = {r.config_hash: r for r in runs.itertuples()}
             stats = {h: store.row_json(r.stats, h) for h, r in by_hash.items()}
@@ -309,8 +344,10 @@ def run_sweep(
     address: str | None = None,
     experiment: str | None = None,
     log=None,
+    progress: SharedBar | None = None,
 ) -> SweepOutcome:
-    """Runs every point not yet in DIR/results.duckdb and stores it."""
+    """Runs every point not yet in DIR/results.duckdb and stores it.
+    `progress`: a bar shared with other sweeps (else one of its own)."""
     from pagelab.executors import make_executor
 
     out = Path(out)
@@ -330,29 +367,28 @@ def run_sweep(
         name = experiment or spec.id
         if log:
             log(f"{spec.id}: {len(points)} points, {reused} already stored, {len(todo)} to run ({ex.name}, {getattr(ex, 'jobs', None) or 'all'} jobs)")
-        with _progress(len(todo)) as bar:
-            task = bar.add_task("runs", total=len(todo))
+        with _runs_bar(progress, len(todo)) as bar:
 
             def on_result(res: dict) -> None:
-                p = todo[res["hash"]]
-                if "error" in res:
-                    errors[p.hash] = res["error"]
-                    if log:
-                        log(f"failed {p.params}: {res['error']}")
-                else:
-                    if config_hash(res["config_toml"]) != p.hash:
-                        raise RuntimeError(f"run {p.params}: resolved configuration differs from the one hashed")
-                    store.insert(
-                        config_toml=res["config_toml"],
-                        stats=res["stats"],
-                        seconds=res["seconds"],
-                        experiment=name,
-                        params=p.params,
-                        versions=versions,
-                    )
-                bar.advance(task)
+                store_result(store, todo[res["hash"]], res, experiment=name, versions=versions, errors=errors, log=log)
+                bar.advance()
 
             ex.run([p.task() for p in todo.values()], on_result)
     finally:
         store.close()
     return SweepOutcome(points, len(todo) - len(errors), reused, errors, store.path)
+
+
+def store_result(store: Store, p: Point, res: dict, *, experiment: str, versions: dict, errors: dict[str, str],
+                 log=None) -> None:
+    """Stores the result `res` of point `p` (an executor's), or records its
+    error in `errors` (hash -> message) and logs it."""
+    if "error" in res:
+        errors[p.hash] = res["error"]
+        if log:
+            log(f"failed {p.params}: {res['error']}")
+        return
+    if config_hash(res["config_toml"]) != p.hash:
+        raise RuntimeError(f"run {p.params}: resolved configuration differs from the one hashed")
+    store.insert(config_toml=res["config_toml"], stats=res["stats"], seconds=res["seconds"], experiment=experiment,
+                 params=p.params, versions=versions)

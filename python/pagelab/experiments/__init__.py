@@ -20,6 +20,7 @@ raises an ImportError that names it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import pkgutil
@@ -141,41 +142,72 @@ def reproduce(
     under ROOT/<package>/ID/ (`pagelab.results`): only a full run with at
     least three seeds, refused (`results.SaveRefused`) before anything
     runs otherwise."""
+    exp = get(exp_id)
+    sweep = variant_sweep(exp, variant, seeds, saving=save_results is not None)
+    out = Path(out)
+    started, started_at = time.perf_counter(), provenance.utc_now()
+    run = dict(jobs=jobs, executor=executor, address=address, log=log)
+    if exp.prepare is not None:
+        sweep = exp.prepare(sweep, out, run)
+    outcome = run_sweep(sweep, out, experiment=exp.id, **run)
+    if outcome.errors:
+        raise RuntimeError(failed_runs(exp.id, outcome.errors))
+    return write_results(exp, out, outcome, variant=variant, seeds=sweep.seeds, started=(started, started_at),
+                         save_results=save_results, **run)
+
+
+def variant_sweep(exp: Experiment, variant: str, seeds: int | None, saving: bool = False) -> Sweep:
+    """`exp`'s sweep of `variant`, with seeds 1..`seeds` if given. Raises
+    KeyError for a variant it has not, and `results.SaveRefused` when
+    `saving` a run that may not be saved."""
     from pagelab import results
 
-    exp = get(exp_id)
     if variant not in exp.sweeps:
-        raise KeyError(f"experiment {exp_id} has no {variant!r} variant ({', '.join(exp.sweeps)})")
+        raise KeyError(f"experiment {exp.id} has no {variant!r} variant ({', '.join(exp.sweeps)})")
     sweep = exp.sweeps[variant]
     if seeds is not None:
         sweep = dataclasses.replace(sweep, seeds=list(range(1, seeds + 1)))
-    if save_results is not None:
-        results.check_saveable(exp_id, variant, sweep.seeds)
-    out = Path(out)
-    started, started_at = time.perf_counter(), provenance.utc_now()
-    if exp.prepare is not None:
-        sweep = exp.prepare(sweep, out, dict(jobs=jobs, executor=executor, address=address, log=log))
-    outcome = run_sweep(sweep, out, jobs=jobs, executor=executor, address=address, experiment=exp.id, log=log)
-    if outcome.errors:
-        raise RuntimeError(f"{len(outcome.errors)} run(s) of {exp_id} failed: {next(iter(outcome.errors.values()))}")
-    df = outcome.frame()
+    if saving:
+        results.check_saveable(exp.id, variant, sweep.seeds)
+    return sweep
+
+
+def failed_runs(exp_id: str, errors: dict[str, str]) -> str:
+    return f"{len(errors)} run(s) of {exp_id} failed: {next(iter(errors.values()))}"
+
+
+def write_results(exp: Experiment, out: Path, outcome, *, variant: str, seeds: list[int], started: tuple[float, str],
+                  save_results: str | Path | None = None, jobs: int | None = None, executor: str = "local",
+                  address: str | None = None, log=None, store=None, shared: int | None = None) -> list[Path]:
+    """Analyzes the runs of `outcome` (a `SweepOutcome`, all stored) into
+    OUT's files and provenance, and saves them under `save_results`;
+    returns the files. `started`: (perf_counter, UTC date) the wall clock
+    is counted from. `store`: the results store, if open for writing.
+    `shared` (`pagelab reproduce --all` only): how many of the runs
+    `outcome.reused` counts another experiment of the same batch ran; the
+    provenance says so, and its wall clock (from the batch's start) is
+    not this experiment's time (`timings.row_of` leaves it out)."""
+    from pagelab import results
+
+    df = outcome.frame(store)
     files = exp.analyze(df, out, variant)
     # Every figure is also a PDF (`output.save_figure`): list it too.
     files += [f.with_suffix(".pdf") for f in files if f.suffix == ".png" and f.with_suffix(".pdf").exists()]
-    seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - started[0]
+    batch = {} if shared is None else {"batch": "reproduce --all", "shared": shared}
     files.append(provenance.write(out / f"{exp.id}{provenance.SUFFIX}", provenance.collect(
-        kind="experiment", id=exp.id, title=exp.title, paper=exp.paper, variant=variant, seeds=list(sweep.seeds),
+        kind="experiment", id=exp.id, title=exp.title, paper=exp.paper, variant=variant, seeds=list(seeds),
         points=len(outcome.points), ran=outcome.ran, reused=outcome.reused, jobs=jobs, executor=executor,
-        seconds=round(seconds, 1))))
+        seconds=round(seconds, 1), **batch)))
     if log:
-        log(f"{exp_id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {seconds:.1f} s")
+        log(f"{exp.id} ({variant}): {outcome.ran} run(s) now, {outcome.reused} reused, {seconds:.1f} s")
     if save_results is not None:
         from pagelab.store import Store
 
-        with Store(outcome.store_path, read_only=True) as store:
-            rows = store.raw(p.hash for p in outcome.points)
-        saved = results.save(exp, out, Path(save_results), variant=variant, seeds=sweep.seeds, frame=df,
-                             store_rows=rows, files=files, started=started_at, wall_seconds=seconds, jobs=jobs,
+        with contextlib.nullcontext(store) if store is not None else Store(outcome.store_path, read_only=True) as s:
+            rows = s.raw(p.hash for p in outcome.points)
+        saved = results.save(exp, out, Path(save_results), variant=variant, seeds=seeds, frame=df,
+                             store_rows=rows, files=files, started=started[1], wall_seconds=seconds, jobs=jobs,
                              executor=executor, runs_now=outcome.ran, runs_reused=outcome.reused)
         files = files + [saved]
     return files

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import sys
+import textwrap
 from pathlib import Path
 
 from pagelab import provenance
@@ -67,6 +68,61 @@ class Timings:
                 f"({TIMINGS.name}); another machine, or other work on it, changes them.")
 
 
+    def table(self, ids: list[str]) -> str:
+        """`reproduce --all --list`: per experiment its recorded time in
+        each variant (`-`: never recorded), the sums, and how many are
+        missing from each sum."""
+        width = max([len("experiment")] + [len(i) for i in ids])
+        lines = [f"{'experiment':<{width}}" + "".join(f"  {v:>9}" for v in VARIANTS)]
+        sums = {v: 0.0 for v in VARIANTS}
+        missing = {v: 0 for v in VARIANTS}
+        for i in ids:
+            cells = []
+            for v in VARIANTS:
+                r = self.rows.get((i, v))
+                if r is None:
+                    missing[v] += 1
+                    cells.append("-")
+                else:
+                    sums[v] += float(r["seconds"])
+                    cells.append(duration(float(r["seconds"])))
+            lines.append(f"{i:<{width}}" + "".join(f"  {c:>9}" for c in cells))
+        lines.append(f"{'sum':<{width}}" + "".join(f"  {duration(sums[v]) if missing[v] < len(ids) else '-':>9}"
+                                                    for v in VARIANTS))
+        lines.append(f"{'not recorded':<{width}}" + "".join(f"  {missing[v]:>9}" for v in VARIANTS))
+        legend = (f"{self.legend()} A sum leaves out the experiments not recorded (-), and adds times taken "
+                  "one experiment at a time: `reproduce --all` runs a point two experiments declare once.")
+        return "\n".join(lines) + "\n\n" + textwrap.fill(legend, 80)
+
+
+@dataclasses.dataclass
+class StoreTotal:
+    """What a store's runs took: their simulation seconds (each run's
+    `seconds`, as the store records it), and that over the jobs, the wall
+    clock they would take if the jobs were always busy."""
+
+    path: Path
+    runs: int
+    seconds: float
+    jobs: int
+
+    def line(self) -> str:
+        return (f"{self.path}: {self.runs} runs, {self.seconds:.1f} run seconds; over {self.jobs} jobs "
+                f"{duration(self.seconds / self.jobs)}")
+
+
+def store_total(path: Path, jobs: int | None = None) -> StoreTotal:
+    """Today's total of a store: the sum of its runs' `seconds` divided by
+    `jobs` (default: every core, as `reproduce` runs)."""
+    import os
+
+    from pagelab.store import Store
+
+    with Store(path, read_only=True) as store:
+        runs = store.raw()
+    return StoreTotal(store.path, len(runs), float(runs.seconds.sum()), jobs or os.cpu_count() or 1)
+
+
 def expected_times(path: Path = TIMINGS) -> Timings:
     rows: dict[tuple[str, str], dict[str, str]] = {}
     if path.exists():
@@ -78,8 +134,9 @@ def expected_times(path: Path = TIMINGS) -> Timings:
 
 def row_of(info: dict) -> dict[str, str] | None:
     """The timing row of an experiment's provenance, or None when it is not
-    a measurement (runs reused from the store, or no wall-clock time)."""
-    if info.get("kind") != "experiment" or info.get("reused", 1) != 0 or "seconds" not in info:
+    a measurement (runs reused from the store, no wall-clock time, or one
+    experiment of a `reproduce --all`, whose clock ran for the batch)."""
+    if info.get("kind") != "experiment" or info.get("reused", 1) != 0 or "seconds" not in info or "batch" in info:
         return None
     return {"id": info["id"], "variant": info["variant"], "seconds": f"{float(info['seconds']):.1f}",
             "jobs": str(info.get("jobs") or info.get("cores")), "seeds": str(len(info.get("seeds", []))),
