@@ -1,0 +1,118 @@
+//! The EPT-only split leaves the host's metadata alone: its counters, its
+//! frames' owners and its daemons see the huge page the host allocated,
+//! and the host's own work on the range puts the huge leaf back first.
+//! (Issue 36's defect: khugepaged collapsed the split leaves and took
+//! 2 MiB off `host.mem.mapped.4k`, which never held them.)
+
+use super::testutil::*;
+use super::Simulation;
+use crate::units::{Gfn, PageSize};
+use crate::virt::Hypervisor;
+
+const MIB: f64 = (1 << 20) as f64;
+
+/// A 64 MiB VM (4 KiB guest pages) on a host with THP whose khugepaged
+/// wakes every simulated millisecond; its vCPU runs gups over 16 MiB for
+/// `accesses`, every TLB hit checked.
+fn gups_on_host_thp(accesses: u64) -> Simulation {
+    let accesses = format!("workload.accesses={accesses}");
+    let cfg = config(&[
+        "virt.enabled=true",
+        "virt.guest_mem=\"64MiB\"",
+        "os.policy=\"base\"",
+        "os.thp.khugepaged=false",
+        "virt.host.policy=\"thp\"",
+        "virt.host.thp.scan_sleep_ms=1",
+        "workload.footprint=\"16MiB\"",
+        &accesses,
+        "run.check_translations=true",
+    ]);
+    Simulation::new(cfg).unwrap()
+}
+
+fn hv(sim: &mut Simulation) -> &mut Hypervisor {
+    &mut sim.virt.as_deref_mut().unwrap().hv
+}
+
+/// The first guest frame of VM 0 whose host backing is a 2 MiB page.
+fn huge_backed(sim: &mut Simulation) -> Gfn {
+    let hv = hv(sim);
+    let frames = hv.vms[0].guest_frames;
+    (0..frames)
+        .step_by(512)
+        .map(Gfn::new)
+        .find(|&g| matches!(hv.backing_of(0, g), Some((_, PageSize::Size2M))))
+        .expect("host THP backs some 2 MiB of the guest")
+}
+
+fn stat(sim: &Simulation, key: &str) -> f64 {
+    sim.stats()[key].as_f64()
+}
+
+#[test]
+fn khugepaged_sees_the_huge_page_the_metadata_holds_and_the_counters_stay() {
+    let mut sim = gups_on_host_thp(200_000);
+    sim.step(100_000).unwrap();
+    let gfn = huge_backed(&mut sim);
+    let (mapped_4k, mapped_2m) = (stat(&sim, "host.mem.mapped.4k"), stat(&sim, "host.mem.mapped.2m"));
+    let (frame, _) = hv(&mut sim).backing_of(0, gfn).unwrap();
+    sim.ept_split(0, gfn).unwrap();
+    assert_eq!((stat(&sim, "host.mem.mapped.4k"), stat(&sim, "host.mem.mapped.2m")), (mapped_4k, mapped_2m));
+    sim.run().unwrap();
+    let s = sim.stats();
+    // Still split, still one huge page to the host: khugepaged saw it as
+    // mapped by a PMD on each pass and left it.
+    assert_eq!(hv(&mut sim).backing_of(0, gfn), Some((frame, PageSize::Size4K)));
+    assert!(s["host.khugepaged.pmd_mapped"].as_f64() > 0.0, "khugepaged scanned the VM");
+    assert!(s["host.mem.mapped.4k"].as_f64() <= 64.0 * MIB, "{}", s["host.mem.mapped.4k"].as_f64());
+    let (m4k, m2m) = (s["host.mem.mapped.4k"].as_f64(), s["host.mem.mapped.2m"].as_f64());
+    let host_asid = hv(&mut sim).host_asid(0);
+    let aspace = &hv(&mut sim).host.proc(host_asid).aspace;
+    assert_eq!(aspace.table_only_splits(), 1);
+    // The metadata's counts cover what the table maps, the split range
+    // once, as 2 MiB.
+    let leaves = aspace.pt.leaves_in(crate::units::VirtAddr::new(0), crate::units::VirtAddr::new(u64::MAX >> 7));
+    let table_bytes: u64 = leaves.iter().map(|(_, m)| m.size.bytes()).sum();
+    assert_eq!((m4k + m2m) as u64, table_bytes);
+    assert!(m2m >= 2.0 * MIB);
+}
+
+#[test]
+fn a_discard_of_part_of_a_split_range_restores_it_then_splits_the_metadata() {
+    let mut sim = gups_on_host_thp(50_000);
+    sim.run().unwrap();
+    let gfn = Gfn::new(huge_backed(&mut sim).raw());
+    let (m4k, m2m) = (stat(&sim, "host.mem.mapped.4k"), stat(&sim, "host.mem.mapped.2m"));
+    let remap = stat(&sim, "host.ept_remap_cycles");
+    sim.ept_split(0, gfn).unwrap();
+    // The balloon hands back 4 pages of the range: the host puts the huge
+    // leaf back (a restore, charged as a collapse), then splits it for
+    // real at the edges and frees the 4 pages.
+    hv(&mut sim).discard(0, Gfn::new(gfn.raw() + 8), 4).unwrap();
+    let s = sim.stats();
+    assert_eq!(s["host.ept_restores"].as_f64(), 1.0);
+    assert_eq!(s["host.mem.mapped.2m"].as_f64(), m2m - 2.0 * MIB);
+    assert_eq!(s["host.mem.mapped.4k"].as_f64(), m4k + 2.0 * MIB - 4.0 * 4096.0);
+    assert_eq!(s["host.ept_remap_cycles"].as_f64(), remap + 26_100.0 + 46_800.0);
+    let host_asid = hv(&mut sim).host_asid(0);
+    assert_eq!(hv(&mut sim).host.proc(host_asid).aspace.table_only_splits(), 0);
+    // The collapse of HugeScope's fine phase is then refused: the host's
+    // own split is the host's to collapse.
+    assert_eq!(hv(&mut sim).ept_collapse(0, gfn, PageSize::Size2M).unwrap(), None);
+}
+
+#[test]
+fn a_discard_of_a_whole_split_range_frees_one_huge_page() {
+    let mut sim = gups_on_host_thp(50_000);
+    sim.run().unwrap();
+    let gfn = huge_backed(&mut sim);
+    let (m4k, m2m) = (stat(&sim, "host.mem.mapped.4k"), stat(&sim, "host.mem.mapped.2m"));
+    let free = hv(&mut sim).host.mem.free_pages();
+    sim.ept_split(0, gfn).unwrap();
+    hv(&mut sim).discard(0, gfn, 512).unwrap();
+    let s = sim.stats();
+    assert_eq!((s["host.mem.mapped.4k"].as_f64(), s["host.mem.mapped.2m"].as_f64()), (m4k, m2m - 2.0 * MIB));
+    // The 512 frames back, and the split's table frame too.
+    assert_eq!(hv(&mut sim).host.mem.free_pages(), free + 512);
+    assert_eq!(s["host.ept_restores"].as_f64(), 1.0);
+}
