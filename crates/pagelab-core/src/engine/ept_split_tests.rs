@@ -15,8 +15,12 @@ const MIB: f64 = (1 << 20) as f64;
 /// wakes every simulated millisecond; its vCPU runs gups over 16 MiB for
 /// `accesses`, every TLB hit checked.
 fn gups_on_host_thp(accesses: u64) -> Simulation {
+    gups_on_host_thp_with(accesses, &[])
+}
+
+fn gups_on_host_thp_with(accesses: u64, extra: &[&str]) -> Simulation {
     let accesses = format!("workload.accesses={accesses}");
-    let cfg = config(&[
+    let mut set = vec![
         "virt.enabled=true",
         "virt.guest_mem=\"64MiB\"",
         "os.policy=\"base\"",
@@ -26,8 +30,9 @@ fn gups_on_host_thp(accesses: u64) -> Simulation {
         "workload.footprint=\"16MiB\"",
         &accesses,
         "run.check_translations=true",
-    ]);
-    Simulation::new(cfg).unwrap()
+    ];
+    set.extend_from_slice(extra);
+    Simulation::new(config(&set)).unwrap()
 }
 
 fn hv(sim: &mut Simulation) -> &mut Hypervisor {
@@ -115,4 +120,25 @@ fn a_discard_of_a_whole_split_range_frees_one_huge_page() {
     // The 512 frames back, and the split's table frame too.
     assert_eq!(hv(&mut sim).host.mem.free_pages(), free + 512);
     assert_eq!(s["host.ept_restores"].as_f64(), 1.0);
+}
+
+#[test]
+fn a_migration_of_a_page_in_a_split_range_restores_it_and_moves_the_whole_huge_page() {
+    let tiers = "machine.memory.tiers=[{name=\"dram\", size=\"128MiB\", read_latency=100, write_latency=100}, \
+                 {name=\"nvm\", size=\"128MiB\", read_latency=300, write_latency=700}]";
+    let mut sim = gups_on_host_thp_with(50_000, &[tiers]);
+    sim.run().unwrap();
+    let gfn = huge_backed(&mut sim);
+    let (frame, _) = hv(&mut sim).backing_of(0, gfn).unwrap();
+    sim.ept_split(0, gfn).unwrap();
+    let moved = sim.migrate_guest_frame(0, Gfn::new(gfn.raw() + 3), 1).unwrap();
+    let crate::os::Migration::Moved { to, size, .. } = moved else { panic!("{moved:?}") };
+    assert_eq!(size, PageSize::Size2M, "the whole huge page, not its 4 KiB part");
+    let hv = hv(&mut sim);
+    assert_eq!(hv.backing_of(0, gfn), Some((to, PageSize::Size2M)));
+    assert_eq!(hv.host.mem.node_of(to), 1);
+    assert!((0..512).all(|i| hv.host.mem.is_free(frame.add(i))), "the old 2 MiB freed whole");
+    let s = sim.stats();
+    assert_eq!((s["host.ept_restores"].as_f64(), s["host.os.tier.migrations.2m"].as_f64()), (1.0, 1.0));
+    sim.run().unwrap(); // check_translations: no stale entry
 }
