@@ -142,3 +142,45 @@ fn a_migration_of_a_page_in_a_split_range_restores_it_and_moves_the_whole_huge_p
     assert_eq!((s["host.ept_restores"].as_f64(), s["host.os.tier.migrations.2m"].as_f64()), (1.0, 1.0));
     sim.run().unwrap(); // check_translations: no stale entry
 }
+
+/// Two VMs on host THP store the same data to 8 pages each; KSM (waking
+/// after the stores) may split a huge page to merge a part. With
+/// `split_vm0`, VM 0's huge page holding the data is split in the EPT only
+/// first.
+fn ksm_after_stores(split_vm0: bool) -> Simulation {
+    let mut text = String::from(
+        "[machine]\nphys_mem = \"256MiB\"\n[virt]\nenabled = true\n[run]\ncheck_translations = true\n\
+         [virt.host]\npolicy = \"thp\"\n[virt.host.thp]\nkhugepaged = false\n\
+         [virt.host.ksm]\nenabled = true\nsleep_ms = 1000\npages_to_scan = 100000\nsplit = \"any-duplicate\"\n",
+    );
+    for _ in 0..2 {
+        text += "[[vms]]\nguest_mem = \"64MiB\"\n[vms.os]\npolicy = \"base\"\n[vms.workload]\nkind = \"gups\"\n\
+                 footprint = \"1MiB\"\ninit = \"none\"\ncontents = \"shared\"\n";
+    }
+    let cfg = crate::config::parse_config(&text, "ksm.toml", &[]).unwrap();
+    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
+        .map(|_| {
+            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
+            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
+        })
+        .collect();
+    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
+    sim.run().unwrap();
+    if split_vm0 {
+        let m = sim.kernel.proc(1).aspace.pt.lookup(BASE).unwrap();
+        sim.ept_split(0, Gfn::of_guest_kernel(m.frame)).unwrap();
+    }
+    sim.virt_round_end(2.0 * 3e9).unwrap();
+    sim
+}
+
+#[test]
+fn ksm_skips_a_split_range_until_it_is_collapsed() {
+    let merged = ksm_after_stores(false).stats();
+    assert_eq!(merged["ksm.pages_sharing"].as_f64(), 8.0, "the control: the 8 pairs merge");
+    let mut sim = ksm_after_stores(true);
+    let s = sim.stats();
+    assert_eq!((s["ksm.pages_sharing"].as_f64(), s["ksm.splits"].as_f64()), (0.0, 0.0));
+    let host_asid = hv(&mut sim).host_asid(0);
+    assert_eq!(hv(&mut sim).host.proc(host_asid).aspace.table_only_splits(), 1, "still split, untouched");
+}
