@@ -21,6 +21,8 @@ mod conflict;
 pub mod core;
 #[cfg(test)]
 mod dram_tests;
+#[cfg(test)]
+mod ept_split_tests;
 mod export;
 pub mod functional;
 pub mod host_budget;

@@ -18,6 +18,9 @@ pub(super) fn compact(k: &mut Kernel, systems: &[Box<dyn System>], order: Order)
     let result = compaction::compact(&mut k.mem, order, &mut |old, new, owner| {
         let FrameOwner::User { asid, vpn } = owner else { return false };
         let Some(p) = procs.get_mut(asid as usize - 1) else { return false };
+        if p.aspace.table_only_split(vpn.addr()).is_some() {
+            return false; // a huge page the table alone shows split (HugeScope's EPT-only split)
+        }
         let pt = &mut p.aspace.pt;
         if !systems.iter().all(|s| s.may_migrate(pt, vpn)) {
             return false;

@@ -106,7 +106,10 @@ impl Kernel {
     }
 
     fn try_migrate(&mut self, asid: Asid, vaddr: VirtAddr, node: usize) -> Migration {
-        let Some(p) = self.procs.get(asid as usize - 1) else { return Migration::Refused };
+        let Some(p) = self.procs.get_mut(asid as usize - 1) else { return Migration::Refused };
+        // A huge page split in the EPT only moves whole: its leaf first.
+        p.aspace.restore_table_only(vaddr, vaddr.add(1), &mut self.mem);
+        let p = &self.procs[asid as usize - 1];
         let pt = &p.aspace.pt;
         let Some(slot) = pt.leaf_slot(vaddr).filter(|s| s.level <= 2 && pt.entry(*s).present()) else {
             return Migration::Refused;

@@ -76,14 +76,21 @@ pub const STATS: &[StatTable] = &[StatTable {
             .contract(),
         StatDecl::count(
             "host.ept_collapse_refused",
-            "collapses refused: the range was not split, or its entries no longer map the contiguous, aligned \
+            "collapses refused: the range was not an EPT-only split, or its entries no longer map the contiguous, aligned \
              frames of one huge page with one permission",
         )
         .machine(),
         StatDecl::count(
+            "host.ept_restores",
+            "EPT-only splits put back into their huge leaf because the host's own work reached the range \
+             (munmap, mprotect, a balloon's discard, a migration, a split by the host): HugeScope's coalesce on \
+             a hypervisor touch (its section 3.3.4)",
+        )
+        .machine(),
+        StatDecl::count(
             "host.ept_remap_cycles",
-            "host CPU cycles of those splits and collapses (`virt.costs.ept_split`, `.ept_collapse`), on no \
-             vCPU's clock; their INVEPTs are in `cycles.virt` of the VM's cores",
+            "host CPU cycles of those splits, collapses and restores (`virt.costs.ept_split`, `.ept_collapse` \
+             each), on no vCPU's clock; their INVEPTs are in `cycles.virt` of the VM's cores",
         )
         .cycles()
         .machine(),

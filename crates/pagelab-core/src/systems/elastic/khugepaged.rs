@@ -221,6 +221,9 @@ impl CoalaKhugepaged {
         let pt = &k.proc(asid).aspace.pt;
         (0..CONTIG_ENTRIES as u64).all(|i| {
             let pmd = base.add(i * PMD);
+            if k.proc(asid).aspace.table_only_split(pmd).is_some() {
+                return false; // split in the EPT only: HugeScope's until it collapses it
+            }
             match pt.leaf_slot(pmd) {
                 Some(slot) if slot.level == 2 => pt.entry(slot).present() && pt.entry(slot).writable(),
                 Some(_) => {

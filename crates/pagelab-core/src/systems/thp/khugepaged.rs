@@ -202,6 +202,10 @@ impl Khugepaged {
 /// (CoalaKhugepaged's 2 MiB collapses are this one.)
 pub fn collapse_pmd(k: &mut Kernel, asid: crate::units::Asid, base: VirtAddr, max_ptes_none: u32) -> (ScanResult, f64) {
     let aspace = &k.proc(asid).aspace;
+    if aspace.table_only_split(base).is_some() {
+        // Split in the EPT only (HugeScope): the metadata holds a huge page.
+        return (ScanResult::PmdMapped, 0.0);
+    }
     let slot = match aspace.pt.leaf_slot(base) {
         Some(s) => s,
         None => return (ScanResult::PmdNull, 0.0),

@@ -56,7 +56,14 @@ impl Ksm {
         let (vm, gfn) = self.cursor;
         let v = vms[vm];
         let end = ((gfn / CHUNK + 1) * CHUNK).min(v.guest_frames);
-        let leaves = host.proc(v.host_asid).aspace.pt.leaves_in(frame_addr(gfn), frame_addr(end));
+        let aspace = &host.proc(v.host_asid).aspace;
+        if let Some((base, size)) = aspace.table_only_split(frame_addr(gfn)) {
+            // Split in the EPT only (HugeScope's fine phase): a huge page
+            // to the host's metadata, skipped until it is collapsed.
+            self.cursor.1 = (base.raw() + size.bytes()) >> 12;
+            return 0;
+        }
+        let leaves = aspace.pt.leaves_in(frame_addr(gfn), frame_addr(end));
         let mut scanned = 0;
         for (va, m) in leaves {
             let first = va.vpn().raw();
@@ -226,7 +233,11 @@ impl Ksm {
         if contents.of(vm, gfn) != Some(id) {
             return false;
         }
-        match host.proc(vms[vm].host_asid).aspace.pt.lookup(frame_addr(gfn.raw())) {
+        let aspace = &host.proc(vms[vm].host_asid).aspace;
+        if aspace.table_only_split(frame_addr(gfn.raw())).is_some() {
+            return false; // split in the EPT only: see scan_chunk
+        }
+        match aspace.pt.lookup(frame_addr(gfn.raw())) {
             Some(m) if m.size == PageSize::Size4K => !self.is_ksm_page(m.frame),
             Some(m) => m.size == PageSize::Size2M && self.may_split,
             None => false,
