@@ -358,7 +358,7 @@ def _provenance_line(root: Path, package: str) -> str:
     first = min(r["runs_finished"][0] for r in recs)[:10]
     last = max(r["runs_finished"][1] for r in recs)[:10]
     seeds = sorted({len(r["seeds"]) for r in recs})
-    return (f"From `results/{package}/` ({len(recs)} experiments, {'/'.join(map(str, seeds))} seeds, "
+    return (f"From `results/{package}/` ({len(recs)} experiment{'s' if len(recs) != 1 else ''}, {'/'.join(map(str, seeds))} seeds, "
             f"run {first}{'' if first == last else ' to ' + last} at commit {', '.join(commits)}).")
 
 
