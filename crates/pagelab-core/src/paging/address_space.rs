@@ -44,7 +44,14 @@ fn size_index(size: PageSize) -> usize {
 
 impl AddressSpace {
     pub fn new(asid: Asid, levels: u8, mem: &mut PhysMem) -> Result<Self> {
-        Ok(AddressSpace { asid, pt: PageTable::new(asid, levels, mem)?, vmas: VmaTree::default(), mapped: [0; 3], table_only: BTreeMap::new(), restored: 0 })
+        Ok(AddressSpace {
+            asid,
+            pt: PageTable::new(asid, levels, mem)?,
+            vmas: VmaTree::default(),
+            mapped: [0; 3],
+            table_only: BTreeMap::new(),
+            restored: 0,
+        })
     }
 
     pub fn mapped_bytes(&self, size: PageSize) -> u64 {
