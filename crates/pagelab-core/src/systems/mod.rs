@@ -35,6 +35,7 @@ pub mod elastic;
 pub mod extensions;
 pub mod gtsm;
 pub mod hawkeye;
+pub mod hugescope;
 pub mod hugetlb;
 pub mod ksm;
 pub mod mthp;
