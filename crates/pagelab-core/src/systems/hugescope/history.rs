@@ -80,6 +80,7 @@ mod tests {
         e.record(true, false); // read
         e.record(false, false); // idle
         e.record(true, true); // written
+
         // Latest first: written (acc 1, dirty 1), idle, read (acc 1).
         assert_eq!(e, AccessEntry((0b1 << 32) | 0b101));
         assert_eq!((e.accessed_in_last(1), e.accessed_in_last(2), e.accessed_in_last(3)), (1, 1, 2));

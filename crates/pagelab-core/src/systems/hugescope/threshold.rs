@@ -53,11 +53,8 @@ impl SplitThreshold {
     /// The hot huge pages to split this round: 0 < accessed regions <=
     /// the threshold, in guest-frame order, at most `limit`.
     pub fn splits(&self, huge: &[Skew], limit: u64) -> Vec<u64> {
-        let mut v: Vec<u64> = huge
-            .iter()
-            .filter(|s| s.accessed_regions > 0 && s.accessed_regions <= self.value)
-            .map(|s| s.gfn)
-            .collect();
+        let mut v: Vec<u64> =
+            huge.iter().filter(|s| s.accessed_regions > 0 && s.accessed_regions <= self.value).map(|s| s.gfn).collect();
         v.sort_unstable();
         v.truncate(limit as usize);
         v
