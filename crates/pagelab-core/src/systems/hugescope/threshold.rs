@@ -54,7 +54,7 @@ impl SplitThreshold {
     /// the threshold, in guest-frame order, at most `limit`.
     pub fn splits(&self, huge: &[Skew], limit: u64) -> Vec<u64> {
         let mut v: Vec<u64> =
-            huge.iter().filter(|s| s.accessed_regions > 0 && s.accessed_regions <= self.value).map(|s| s.gfn).collect();
+            huge.iter().filter(|s| (1..=self.value).contains(&s.accessed_regions)).map(|s| s.gfn).collect();
         v.sort_unstable();
         v.truncate(limit as usize);
         v
