@@ -148,24 +148,12 @@ fn a_migration_of_a_page_in_a_split_range_restores_it_and_moves_the_whole_huge_p
 /// `split_vm0`, VM 0's huge page holding the data is split in the EPT only
 /// first.
 fn ksm_after_stores(split_vm0: bool) -> Simulation {
-    let mut text = String::from(
-        "[machine]\nphys_mem = \"256MiB\"\n[virt]\nenabled = true\n[run]\ncheck_translations = true\n\
-         [virt.host]\npolicy = \"thp\"\n[virt.host.thp]\nkhugepaged = false\n\
-         [virt.host.ksm]\nenabled = true\nsleep_ms = 1000\npages_to_scan = 100000\nsplit = \"any-duplicate\"\n",
+    let text = super::ksm_tests::ksm_text(1000.0).replace(
+        "policy = \"base\"\n[virt.host.ksm]",
+        "policy = \"thp\"\n[virt.host.thp]\nkhugepaged = false\n[virt.host.ksm]\npages_to_scan = 100000\n\
+         split = \"any-duplicate\"",
     );
-    for _ in 0..2 {
-        text += "[[vms]]\nguest_mem = \"64MiB\"\n[vms.os]\npolicy = \"base\"\n[vms.workload]\nkind = \"gups\"\n\
-                 footprint = \"1MiB\"\ninit = \"none\"\ncontents = \"shared\"\n";
-    }
-    let cfg = crate::config::parse_config(&text, "ksm.toml", &[]).unwrap();
-    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
-        .map(|_| {
-            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
-            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
-        })
-        .collect();
-    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
-    sim.run().unwrap();
+    let mut sim = super::ksm_tests::run_both(&text, stores(BASE, 8));
     if split_vm0 {
         let m = sim.kernel.proc(1).aspace.pt.lookup(BASE).unwrap();
         sim.ept_split(0, Gfn::of_guest_kernel(m.frame)).unwrap();

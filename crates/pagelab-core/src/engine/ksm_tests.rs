@@ -16,7 +16,7 @@ use crate::virt::{hw_tag, PageData};
 /// Two one-vCPU VMs of 64 MiB on a 256 MiB host, 4 KiB pages in both
 /// layers, both writing `shared` data, KSM on (waking every `sleep_ms`),
 /// every TLB hit checked.
-fn ksm_text(sleep_ms: f64) -> String {
+pub(crate) fn ksm_text(sleep_ms: f64) -> String {
     let mut text = format!(
         "[machine]\nphys_mem = \"256MiB\"\n[virt]\nenabled = true\n[run]\ncheck_translations = true\n\
          [virt.host]\npolicy = \"base\"\n[virt.host.ksm]\nenabled = true\nsleep_ms = {sleep_ms}\n"
@@ -30,7 +30,13 @@ fn ksm_text(sleep_ms: f64) -> String {
 
 /// Both VMs' vCPUs run `accesses` (scripted) under `ksm_text(sleep_ms)`.
 fn run(sleep_ms: f64, accesses: Vec<crate::workload::Access>) -> Simulation {
-    let cfg = parse_config(&ksm_text(sleep_ms), "ksm.toml", &[]).unwrap();
+    run_both(&ksm_text(sleep_ms), accesses)
+}
+
+/// Both VMs' vCPUs run `accesses` (scripted, in a 4 MiB mapping at BASE)
+/// under the configuration `text`, to the end.
+pub(crate) fn run_both(text: &str, accesses: Vec<crate::workload::Access>) -> Simulation {
+    let cfg = parse_config(text, "ksm.toml", &[]).unwrap();
     let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
         .map(|_| {
             let b = batch(vec![mmap(BASE, 4 << 20)], accesses.clone());
@@ -161,15 +167,7 @@ fn merged_beside_khugepaged(extra: &str) -> (Simulation, f64) {
              {extra}pages_to_scan = 100000"
         ),
     );
-    let cfg = parse_config(&text, "ksm-thp.toml", &[]).unwrap();
-    let scripts: Vec<Box<dyn crate::workload::Workload>> = (0..2)
-        .map(|_| {
-            let b = batch(vec![mmap(BASE, 4 << 20)], stores(BASE, 8));
-            Box::new(Script { batches: vec![b] }) as Box<dyn crate::workload::Workload>
-        })
-        .collect();
-    let mut sim = Simulation::with_workloads(cfg, scripts).unwrap();
-    sim.run().unwrap();
+    let mut sim = run_both(&text, stores(BASE, 8));
     let ghz = 3e9;
     sim.virt_round_end(2.0 * ghz).unwrap();
     let s = sim.stats();
