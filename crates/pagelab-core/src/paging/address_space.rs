@@ -84,10 +84,15 @@ impl AddressSpace {
     pub fn split(&mut self, vaddr: VirtAddr, size: PageSize, mem: &mut PhysMem) -> Result<()> {
         self.restore_table_only(vaddr, vaddr.add(size.bytes()), mem);
         self.pt.split_huge(vaddr, mem)?;
+        self.count_split(size);
+        Ok(())
+    }
+
+    /// The counters of a `size` leaf split one level down.
+    fn count_split(&mut self, size: PageSize) {
         let smaller = if size == PageSize::Size1G { PageSize::Size2M } else { PageSize::Size4K };
         self.mapped[size_index(size)] -= size.bytes();
         self.mapped[size_index(smaller)] += size.bytes();
-        Ok(())
     }
 
     /// Collapses a 2 MiB (or 1 GiB) range into one leaf of `frame`; returns
@@ -237,9 +242,7 @@ impl AddressSpace {
                 }
                 None => {
                     self.table_only.remove(&base);
-                    let smaller = if size == PageSize::Size1G { PageSize::Size2M } else { PageSize::Size4K };
-                    self.mapped[size_index(size)] -= size.bytes();
-                    self.mapped[size_index(smaller)] += size.bytes();
+                    self.count_split(size);
                 }
             }
         }
